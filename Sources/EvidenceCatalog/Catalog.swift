@@ -1,0 +1,106 @@
+import EvidenceCore
+import Foundation
+
+/// Everything the pipeline and the CLI ask of the catalog, in one place, so that another
+/// backend (PostgreSQL for several nodes) can implement the same contract.
+///
+/// Every write method is one transaction and appends its custody events in it.
+public protocol Catalog: Sendable {
+    /// Records that `record.source` was read and stored as `record.sha256`. Creates the item
+    /// on first sight (state `ingested`, event `ingested`), otherwise adds the sighting to the
+    /// existing item (event `seen-again`) and leaves its state alone. Idempotent for the same
+    /// (path, file version): a repeat records nothing new and returns `.alreadyKnown`.
+    func recordIngest(_ record: IngestRecord) throws(CatalogError) -> IngestOutcome
+
+    /// Records a source that could not be taken in (event `quarantined`).
+    func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry
+
+    /// Changes an item's state with an event of `kind` (e.g. "verified", "failed").
+    func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: String,
+                    details: [String: String]) throws(CatalogError) -> Item
+
+    /// Appends an event that changes no state (e.g. "verified", "after-action").
+    @discardableResult
+    func appendEvent(itemID: Int64?, kind: String, details: [String: String]) throws(CatalogError) -> CustodyEvent
+
+    func item(id: Int64) throws(CatalogError) -> Item?
+    func item(sha256: SHA256Digest) throws(CatalogError) -> Item?
+    /// Items whose id equals `reference`, whose hash starts with it (≥ 4 hex chars), or that
+    /// were seen at that path (absolute or as given).
+    func items(matching reference: String) throws(CatalogError) -> [Item]
+    func allItems() throws(CatalogError) -> [Item]
+    /// The item already ingested from exactly this version of this path, if any.
+    func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64, mtimeNanos: Int64) throws(CatalogError) -> Item?
+
+    func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting]
+    func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent]
+    func allEvents() throws(CatalogError) -> [CustodyEvent]
+    func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry]
+    func summary() throws(CatalogError) -> CatalogSummary
+
+    /// Recomputes the custody chain and compares with the stored hashes and the head anchor.
+    func verifyChain() throws(CatalogError) -> ChainReport
+}
+
+/// What the pipeline learned about one source it stored.
+public struct IngestRecord: Sendable {
+    public var sha256: SHA256Digest
+    public var size: Int64
+    public var path: String
+    public var rule: String?
+    public var device: UInt64
+    public var inode: UInt64
+    public var mtimeNanos: Int64
+    public var media: MediaInfo?
+    public var newObject: Bool
+    public var actor: String
+
+    public init(sha256: SHA256Digest, size: Int64, path: String, rule: String?, device: UInt64, inode: UInt64,
+                mtimeNanos: Int64, media: MediaInfo?, newObject: Bool, actor: String) {
+        self.sha256 = sha256; self.size = size; self.path = path; self.rule = rule; self.device = device
+        self.inode = inode; self.mtimeNanos = mtimeNanos; self.media = media; self.newObject = newObject; self.actor = actor
+    }
+}
+
+public enum IngestOutcome: Sendable, Equatable {
+    case created(Item)
+    case duplicate(Item)
+    case alreadyKnown(Item)
+
+    public var item: Item {
+        switch self { case .created(let i), .duplicate(let i), .alreadyKnown(let i): return i }
+    }
+    public var label: String {
+        switch self { case .created: return "stored"; case .duplicate: return "duplicate"; case .alreadyKnown: return "already ingested" }
+    }
+}
+
+public struct ChainReport: Sendable, Codable, Equatable {
+    public struct Problem: Sendable, Codable, Equatable, CustomStringConvertible {
+        public var seq: Int64
+        public var detail: String
+        public var description: String { "custody event #\(seq): \(detail)" }
+    }
+    public var events: Int
+    public var headHash: String
+    public var problems: [Problem]
+    public var ok: Bool { problems.isEmpty }
+}
+
+public enum CatalogError: Error, CustomStringConvertible, Sendable {
+    case open(path: String, detail: String)
+    case locked(path: String)
+    case database(path: String, detail: String)
+    case notFound(String)
+    case appendOnly(path: String)
+
+    public var description: String {
+        switch self {
+        case .open(let p, let d): return "\(p): cannot open catalog: \(d)"
+        case .locked(let p): return "\(p): catalog is locked by another process (busy for too long); try again"
+        case .database(let p, let d): return "\(p): catalog error: \(d)"
+        case .notFound(let what): return "not found: \(what)"
+        case .appendOnly(let p): return "\(p): the custody log is append-only"
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import EvidenceCore
+import Foundation
+import GRDB
+
+// One Codable record per table; columns in snake_case. Public value types live in
+// EvidenceCore; these map them to rows.
+
+struct ItemRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
+    static let databaseTableName = "item"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var id: Int64?
+    var sha256: String
+    var size: Int64
+    var state: String
+    var stateReason: String?
+    var mediaJson: String?
+    var dateTaken: Date?
+    var createdAt: Date
+    var updatedAt: Date
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    func model() -> Item {
+        let media = mediaJson.flatMap { try? CanonicalJSON.decoder().decode(MediaInfo.self, from: Data($0.utf8)) }
+        return Item(id: id ?? 0, sha256: SHA256Digest(hex: sha256)!, size: size,
+                    state: ItemState(rawValue: state) ?? .quarantined, stateReason: stateReason, media: media,
+                    dateTaken: dateTaken, createdAt: createdAt, updatedAt: updatedAt)
+    }
+}
+
+struct SourceRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
+    static let databaseTableName = "source"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var id: Int64?
+    var itemId: Int64
+    var path: String
+    var name: String
+    var rule: String?
+    var device: Int64
+    var inode: Int64
+    var size: Int64
+    var mtimeNanos: Int64
+    var seenAt: Date
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    func model() -> SourceSighting {
+        SourceSighting(id: id ?? 0, itemID: itemId, path: path, name: name, rule: rule,
+                       device: UInt64(bitPattern: device), inode: UInt64(bitPattern: inode), size: size,
+                       mtime: Date(timeIntervalSince1970: Double(mtimeNanos) / 1e9), mtimeNanos: mtimeNanos,
+                       seenAt: seenAt)
+    }
+}
+
+struct QuarantineRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
+    static let databaseTableName = "quarantine"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var id: Int64?
+    var path: String
+    var rule: String?
+    var reason: String
+    var at: Date
+    var resolved: Bool
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    func model() -> QuarantineEntry {
+        QuarantineEntry(id: id ?? 0, path: path, rule: rule, reason: reason, at: at, resolved: resolved)
+    }
+}
+
+struct CustodyRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "custody_event"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var seq: Int64
+    var itemId: Int64?
+    var at: String
+    var kind: String
+    var actor: String
+    var details: String
+    var prevHash: String
+    var hash: String
+
+    init(_ e: CustodyEvent) {
+        seq = e.seq; itemId = e.itemID; at = e.at; kind = e.kind; actor = e.actor
+        details = e.details; prevHash = e.prevHash; hash = e.hash
+    }
+
+    func model() -> CustodyEvent {
+        CustodyEvent(seq: seq, itemID: itemId, at: at, kind: kind, actor: actor, details: details,
+                     prevHash: prevHash, hash: hash)
+    }
+}

@@ -1,0 +1,206 @@
+import EvidenceCore
+import EvidenceStore
+import Foundation
+import GRDB
+
+extension SQLiteCatalog {
+    public func recordIngest(_ r: IngestRecord) throws(CatalogError) -> IngestOutcome {
+        let name = (r.path as NSString).lastPathComponent
+        let mediaJSON = r.media.flatMap { try? String(decoding: CanonicalJSON.encode($0), as: UTF8.self) }
+        return try write { db in
+            let now = Date()
+            if let known = try ItemRow.fetchOne(db, sql: """
+                SELECT item.* FROM source JOIN item ON item.id = source.item_id
+                WHERE source.path = ? AND source.device = ? AND source.inode = ? AND source.size = ? AND source.mtime_nanos = ?
+                """, arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
+               known.sha256 == r.sha256.hex {
+                return .alreadyKnown(known.model())
+            }
+            var row: ItemRow
+            let created: Bool
+            if let existing = try ItemRow.filter(Column("sha256") == r.sha256.hex).fetchOne(db) {
+                row = existing
+                created = false
+            } else {
+                let mtime = Date(timeIntervalSince1970: Double(r.mtimeNanos) / 1e9)
+                row = ItemRow(id: nil, sha256: r.sha256.hex, size: r.size, state: ItemState.ingested.rawValue,
+                              stateReason: nil, mediaJson: mediaJSON, dateTaken: r.media?.creationTime ?? mtime,
+                              createdAt: now, updatedAt: now)
+                try row.insert(db)
+                created = true
+            }
+            var source = SourceRow(id: nil, itemId: row.id!, path: r.path, name: name, rule: r.rule,
+                                   device: Int64(bitPattern: r.device), inode: Int64(bitPattern: r.inode),
+                                   size: r.size, mtimeNanos: r.mtimeNanos, seenAt: now)
+            try source.insert(db)
+            var details = ["path": r.path, "name": name, "sha256": r.sha256.hex, "size": String(r.size)]
+            if let rule = r.rule { details["rule"] = rule }
+            if created {
+                details["store"] = r.newObject ? "new object" : "object already present"
+                if let m = r.media { details["media"] = m.summary }
+                _ = try Self.appendEvent(db, itemID: row.id, kind: "ingested", actor: r.actor, details: details)
+            } else {
+                _ = try Self.appendEvent(db, itemID: row.id, kind: "seen-again", actor: r.actor, details: details)
+            }
+            // A path that was quarantined before and now came in fine is no longer a problem.
+            try db.execute(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0", arguments: [r.path])
+            return created ? .created(row.model()) : .duplicate(row.model())
+        }
+    }
+
+    public func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry {
+        try write { db in
+            var row = QuarantineRow(id: nil, path: path, rule: rule, reason: reason, at: Date(), resolved: false)
+            try row.insert(db)
+            var details = ["path": path, "reason": reason]
+            if let rule { details["rule"] = rule }
+            _ = try Self.appendEvent(db, itemID: nil, kind: "quarantined", actor: "evidence", details: details)
+            return row.model()
+        }
+    }
+
+    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: String,
+                           details: [String: String]) throws(CatalogError) -> Item {
+        try write { db in
+            guard var row = try ItemRow.fetchOne(db, key: itemID) else { throw CatalogError.notFound("item \(itemID)") }
+            var d = details
+            d["from"] = row.state
+            d["to"] = state.rawValue
+            if let reason { d["reason"] = reason }
+            row.state = state.rawValue
+            row.stateReason = reason
+            row.updatedAt = Date()
+            try row.update(db)
+            _ = try Self.appendEvent(db, itemID: itemID, kind: kind, actor: "evidence", details: d)
+            return row.model()
+        }
+    }
+
+    @discardableResult
+    public func appendEvent(itemID: Int64?, kind: String, details: [String: String]) throws(CatalogError) -> CustodyEvent {
+        try write { db in try Self.appendEvent(db, itemID: itemID, kind: kind, actor: "evidence", details: details) }
+    }
+
+    // MARK: Reads
+
+    public func item(id: Int64) throws(CatalogError) -> Item? {
+        try read { db in try ItemRow.fetchOne(db, key: id)?.model() }
+    }
+
+    public func item(sha256: SHA256Digest) throws(CatalogError) -> Item? {
+        try read { db in try ItemRow.filter(Column("sha256") == sha256.hex).fetchOne(db)?.model() }
+    }
+
+    public func items(matching reference: String) throws(CatalogError) -> [Item] {
+        let absolute = reference.hasPrefix("/") ? reference
+            : FileManager.default.currentDirectoryPath + "/" + reference
+        let normalized = (absolute as NSString).standardizingPath
+        return try read { db in
+            var rows: [ItemRow] = []
+            if let id = Int64(reference), let r = try ItemRow.fetchOne(db, key: id) { rows.append(r) }
+            let hex = reference.lowercased()
+            if hex.count >= 4, hex.count <= 64, hex.allSatisfy(\.isHexDigit) {
+                rows += try ItemRow.fetchAll(db, sql: "SELECT * FROM item WHERE sha256 >= ? AND sha256 < ? ORDER BY id",
+                                             arguments: [hex, hex + "g"])
+            }
+            rows += try ItemRow.fetchAll(db, sql: """
+                SELECT * FROM item WHERE id IN (SELECT item_id FROM source WHERE path IN (?, ?, ?)) ORDER BY id
+                """, arguments: [reference, absolute, normalized])
+            var seen = Set<Int64>()
+            return rows.filter { seen.insert($0.id!).inserted }.map { $0.model() }
+        }
+    }
+
+    public func allItems() throws(CatalogError) -> [Item] {
+        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { $0.model() } }
+    }
+
+    public func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64,
+                              mtimeNanos: Int64) throws(CatalogError) -> Item? {
+        try read { db in
+            try ItemRow.fetchOne(db, sql: """
+                SELECT item.* FROM source JOIN item ON item.id = source.item_id
+                WHERE source.path = ? AND source.device = ? AND source.inode = ? AND source.size = ? AND source.mtime_nanos = ?
+                """, arguments: [path, Int64(bitPattern: device), Int64(bitPattern: inode), size, mtimeNanos])?.model()
+        }
+    }
+
+    public func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting] {
+        try read { db in
+            try SourceRow.filter(Column("item_id") == itemID).order(Column("id")).fetchAll(db).map { $0.model() }
+        }
+    }
+
+    public func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent] {
+        try read { db in
+            try CustodyRow.filter(Column("item_id") == itemID).order(Column("seq")).fetchAll(db).map { $0.model() }
+        }
+    }
+
+    public func allEvents() throws(CatalogError) -> [CustodyEvent] {
+        try read { db in try CustodyRow.order(Column("seq")).fetchAll(db).map { $0.model() } }
+    }
+
+    public func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry] {
+        try read { db in
+            let q = includeResolved ? QuarantineRow.all() : QuarantineRow.filter(Column("resolved") == false)
+            return try q.order(Column("id")).fetchAll(db).map { $0.model() }
+        }
+    }
+
+    public func summary() throws(CatalogError) -> CatalogSummary {
+        try read { db in
+            var s = CatalogSummary()
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n, COALESCE(SUM(size), 0) AS b FROM item GROUP BY state") {
+                let n: Int = row["n"]
+                s.byState[row["state"]] = n
+                s.items += n
+                s.bytes += row["b"] as Int64
+            }
+            s.quarantined = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM quarantine WHERE resolved = 0") ?? 0
+            s.sources = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM source") ?? 0
+            s.events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM custody_event") ?? 0
+            for row in try Row.fetchAll(db, sql: """
+                SELECT COALESCE(s.rule, '(manual)') AS rule, i.state AS state, COUNT(DISTINCT i.id) AS n
+                FROM source s JOIN item i ON i.id = s.item_id GROUP BY 1, 2
+                """) {
+                s.byRule[row["rule"], default: [:]][row["state"]] = row["n"]
+            }
+            return s
+        }
+    }
+
+    public func verifyChain() throws(CatalogError) -> ChainReport {
+        let events = try allEvents()
+        var problems: [ChainReport.Problem] = []
+        var prev = CustodyEvent.genesis
+        var expectedSeq: Int64 = 1
+        for e in events {
+            if e.seq != expectedSeq {
+                problems.append(.init(seq: e.seq, detail: e.seq > expectedSeq
+                    ? "events #\(expectedSeq)…#\(e.seq - 1) are missing" : "sequence out of order"))
+            }
+            if e.prevHash != prev {
+                problems.append(.init(seq: e.seq, detail: "previous-hash link broken (event removed, inserted or reordered before it)"))
+            }
+            let recomputed = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: e.prevHash, body: e.canonicalBody)).hex
+            if recomputed != e.hash {
+                problems.append(.init(seq: e.seq, detail: "content does not match its hash (event edited)"))
+            }
+            prev = e.hash
+            expectedSeq = e.seq + 1
+        }
+        if let head = readHead() {
+            if let at = events.first(where: { $0.seq == head.seq }) {
+                if at.hash != head.hash {
+                    problems.append(.init(seq: head.seq, detail: "differs from the head anchor in \(headPath ?? "custody.head")"))
+                }
+            } else {
+                problems.append(.init(seq: head.seq, detail: "missing: the head anchor records \(head.seq) events but the log ends at #\(events.last?.seq ?? 0) (tail removed)"))
+            }
+        } else if !events.isEmpty, headPath != nil {
+            problems.append(.init(seq: events.last!.seq, detail: "head anchor \(headPath!) is missing"))
+        }
+        return ChainReport(events: events.count, headHash: events.last?.hash ?? CustodyEvent.genesis, problems: problems)
+    }
+}

@@ -1,0 +1,135 @@
+import EvidenceCore
+import EvidenceStore
+import Foundation
+import GRDB
+
+/// The catalog on SQLite (WAL): the one type that owns the database.
+public final class SQLiteCatalog: Catalog {
+    let db: any DatabaseWriter
+    /// Shown in errors: the database file, or ":memory:".
+    let path: String
+    /// Outside the database, the last event's seq and hash: truncating the log's tail inside
+    /// SQLite no longer matches it. Written after each commit (temp + fsync + rename).
+    let headPath: String?
+
+    /// Opens (creating and migrating) the catalog at `path`, in WAL mode.
+    public convenience init(path: String) throws(CatalogError) {
+        var config = Configuration()
+        config.busyMode = .timeout(15)
+        config.prepareDatabase { db in
+            // Evidence: every commit durable, not just consistent.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+        } catch {
+            throw .open(path: path, detail: Self.describe(error))
+        }
+        try self.init(writer: pool, path: path,
+                      headPath: (path as NSString).deletingLastPathComponent + "/custody.head")
+    }
+
+    /// An in-memory catalog (tests), same code as on disk.
+    public static func inMemory() throws(CatalogError) -> SQLiteCatalog {
+        do {
+            return try SQLiteCatalog(writer: DatabaseQueue(), path: ":memory:", headPath: nil)
+        } catch let e as CatalogError {
+            throw e
+        } catch {
+            throw .open(path: ":memory:", detail: "\(error)")
+        }
+    }
+
+    init(writer: any DatabaseWriter, path: String, headPath: String?) throws(CatalogError) {
+        self.db = writer
+        self.path = path
+        self.headPath = headPath
+        do {
+            try Schema.migrator.migrate(writer)
+        } catch {
+            throw .open(path: path, detail: "migration failed: \(Self.describe(error))")
+        }
+    }
+
+    // MARK: Transactions
+
+    /// One IMMEDIATE transaction (takes the write lock up front, so two processes never
+    /// deadlock upgrading read locks), then the head anchor is refreshed.
+    func write<T>(_ body: @escaping @Sendable (Database) throws -> T) throws(CatalogError) -> T {
+        let result: T
+        do {
+            result = try db.writeWithoutTransaction { db in
+                var out: T?
+                try db.inTransaction(.immediate) {
+                    out = try body(db)
+                    return .commit
+                }
+                return out!
+            }
+        } catch {
+            throw mapError(error)
+        }
+        try writeHead()
+        return result
+    }
+
+    func read<T>(_ body: @escaping @Sendable (Database) throws -> T) throws(CatalogError) -> T {
+        do {
+            return try db.read(body)
+        } catch {
+            throw mapError(error)
+        }
+    }
+
+    func mapError(_ error: any Error) -> CatalogError {
+        if let e = error as? CatalogError { return e }
+        if let e = error as? DatabaseError {
+            if e.resultCode == .SQLITE_BUSY || e.resultCode == .SQLITE_LOCKED { return .locked(path: path) }
+            if e.message?.contains("append-only") == true { return .appendOnly(path: path) }
+        }
+        return .database(path: path, detail: Self.describe(error))
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? DatabaseError { return e.message ?? "\(e.resultCode)" }
+        return "\(error)"
+    }
+
+    // MARK: Custody log
+
+    /// Appends one event inside the caller's transaction.
+    static func appendEvent(_ db: Database, itemID: Int64?, kind: String, actor: String,
+                            details: [String: String]) throws -> CustodyEvent {
+        let last = try Row.fetchOne(db, sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1")
+        let seq: Int64 = (last?["seq"] as Int64? ?? 0) + 1
+        let prev: String = last?["hash"] ?? CustodyEvent.genesis
+        let detailsJSON = String(decoding: try CanonicalJSON.encode(details), as: UTF8.self)
+        var event = CustodyEvent(seq: seq, itemID: itemID, at: Timestamp.string(Date()), kind: kind, actor: actor,
+                                 details: detailsJSON, prevHash: prev, hash: "")
+        event.hash = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: prev, body: event.canonicalBody)).hex
+        try CustodyRow(event).insert(db)
+        return event
+    }
+
+    private func writeHead() throws(CatalogError) {
+        guard let headPath else { return }
+        let head: (Int64, String)? = try read { db in
+            try Row.fetchOne(db, sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1")
+                .map { ($0["seq"], $0["hash"]) }
+        }
+        guard let (seq, hash) = head else { return }
+        do {
+            try AtomicFile.write(Data("\(seq) \(hash)\n".utf8), to: headPath, mode: 0o644)
+        } catch {
+            throw .database(path: headPath, detail: "cannot write custody head anchor: \(error)")
+        }
+    }
+
+    func readHead() -> (seq: Int64, hash: String)? {
+        guard let headPath, let text = try? String(contentsOfFile: headPath, encoding: .utf8) else { return nil }
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard parts.count == 2, let seq = Int64(parts[0]) else { return nil }
+        return (seq, String(parts[1]))
+    }
+}

@@ -1,0 +1,70 @@
+import GRDB
+
+/// Migrations are only ever appended: never edit a registered one.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1-items-sources-custody") { db in
+            try db.create(table: "item") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("sha256", .text).notNull().unique()
+                    .check { length($0) == 64 }
+                t.column("size", .integer).notNull().check { $0 >= 0 }
+                t.column("state", .text).notNull()
+                t.column("state_reason", .text)
+                t.column("media_json", .text)
+                t.column("date_taken", .datetime)
+                t.column("created_at", .datetime).notNull()
+                t.column("updated_at", .datetime).notNull()
+            }
+            try db.create(index: "item_state", on: "item", columns: ["state"])
+
+            try db.create(table: "source") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("item_id", .integer).notNull().references("item", onDelete: .restrict)
+                t.column("path", .text).notNull()
+                t.column("name", .text).notNull()
+                t.column("rule", .text)
+                t.column("device", .integer).notNull()
+                t.column("inode", .integer).notNull()
+                t.column("size", .integer).notNull()
+                t.column("mtime_nanos", .integer).notNull()
+                t.column("seen_at", .datetime).notNull()
+                t.uniqueKey(["path", "device", "inode", "size", "mtime_nanos"])
+            }
+            try db.create(index: "source_item", on: "source", columns: ["item_id"])
+            try db.create(index: "source_name", on: "source", columns: ["name"])
+
+            try db.create(table: "quarantine") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("path", .text).notNull()
+                t.column("rule", .text)
+                t.column("reason", .text).notNull()
+                t.column("at", .datetime).notNull()
+                t.column("resolved", .boolean).notNull().defaults(to: false)
+            }
+            try db.create(index: "quarantine_path", on: "quarantine", columns: ["path"])
+
+            try db.create(table: "custody_event") { t in
+                t.column("seq", .integer).primaryKey()
+                t.column("item_id", .integer).references("item", onDelete: .restrict)
+                t.column("at", .text).notNull()
+                t.column("kind", .text).notNull()
+                t.column("actor", .text).notNull()
+                t.column("details", .text).notNull()
+                t.column("prev_hash", .text).notNull()
+                t.column("hash", .text).notNull().unique()
+            }
+            try db.create(index: "custody_item", on: "custody_event", columns: ["item_id"])
+            // Append-only in the schema itself; anyone who drops these triggers to edit the log
+            // is still caught by the hash chain.
+            try db.execute(sql: """
+                CREATE TRIGGER custody_event_no_update BEFORE UPDATE ON custody_event
+                BEGIN SELECT RAISE(ABORT, 'custody log is append-only'); END;
+                CREATE TRIGGER custody_event_no_delete BEFORE DELETE ON custody_event
+                BEGIN SELECT RAISE(ABORT, 'custody log is append-only'); END;
+                """)
+        }
+        return m
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+/// One piece of evidence: one content, one SHA-256, however many times and names it was seen under.
+public struct Item: Codable, Sendable, Equatable, Identifiable {
+    public var id: Int64
+    public var sha256: SHA256Digest
+    public var size: Int64
+    public var state: ItemState
+    /// Why the item is in its state (a failure reason, a notary's answer); nil when unremarkable.
+    public var stateReason: String?
+    public var media: MediaInfo?
+    /// When the content was recorded: media `creation_time`, else the first source's mtime.
+    public var dateTaken: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(id: Int64, sha256: SHA256Digest, size: Int64, state: ItemState, stateReason: String? = nil,
+                media: MediaInfo? = nil, dateTaken: Date? = nil, createdAt: Date, updatedAt: Date) {
+        self.id = id; self.sha256 = sha256; self.size = size; self.state = state; self.stateReason = stateReason
+        self.media = media; self.dateTaken = dateTaken; self.createdAt = createdAt; self.updatedAt = updatedAt
+    }
+}
+
+/// A file the item's content was found as: one per distinct (path, file version).
+public struct SourceSighting: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var itemID: Int64
+    public var path: String
+    public var name: String
+    public var rule: String?
+    public var device: UInt64
+    public var inode: UInt64
+    public var size: Int64
+    public var mtime: Date
+    public var mtimeNanos: Int64
+    public var seenAt: Date
+
+    public init(id: Int64, itemID: Int64, path: String, name: String, rule: String?, device: UInt64, inode: UInt64,
+                size: Int64, mtime: Date, mtimeNanos: Int64, seenAt: Date) {
+        self.id = id; self.itemID = itemID; self.path = path; self.name = name; self.rule = rule
+        self.device = device; self.inode = inode; self.size = size; self.mtime = mtime
+        self.mtimeNanos = mtimeNanos; self.seenAt = seenAt
+    }
+}
+
+/// A source that could not be taken in: not stored, kept on record with the reason.
+public struct QuarantineEntry: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var path: String
+    public var rule: String?
+    public var reason: String
+    public var at: Date
+    /// Set once an operator retried it or it was later ingested fine.
+    public var resolved: Bool
+
+    public init(id: Int64, path: String, rule: String?, reason: String, at: Date, resolved: Bool) {
+        self.id = id; self.path = path; self.rule = rule; self.reason = reason; self.at = at; self.resolved = resolved
+    }
+}
+
+/// One entry of the append-only, hash-chained custody log.
+public struct CustodyEvent: Codable, Sendable, Equatable {
+    public var seq: Int64
+    public var itemID: Int64?
+    /// ISO 8601 UTC with milliseconds, exactly as hashed.
+    public var at: String
+    public var kind: String
+    public var actor: String
+    /// Canonical JSON text of the event's details, exactly as hashed.
+    public var details: String
+    public var prevHash: String
+    public var hash: String
+
+    public init(seq: Int64, itemID: Int64?, at: String, kind: String, actor: String, details: String,
+                prevHash: String, hash: String) {
+        self.seq = seq; self.itemID = itemID; self.at = at; self.kind = kind; self.actor = actor
+        self.details = details; self.prevHash = prevHash; self.hash = hash
+    }
+
+    /// The bytes the event hash covers, after the previous hash:
+    /// `evidence-custody-v1\n<seq>\n<at>\n<item or ->\n<kind>\n<actor>\n<details>`.
+    public var canonicalBody: String {
+        "evidence-custody-v1\n\(seq)\n\(at)\n\(itemID.map(String.init) ?? "-")\n\(kind)\n\(actor)\n\(details)"
+    }
+
+    /// `hash = SHA-256(prevHash ‖ "\n" ‖ canonicalBody)`, both hex lowercase.
+    public static func chainInput(prevHash: String, body: String) -> Data {
+        Data((prevHash + "\n" + body).utf8)
+    }
+
+    /// The previous hash of the first event.
+    public static let genesis = String(repeating: "0", count: 64)
+}
+
+/// Counts for `status`.
+public struct CatalogSummary: Codable, Sendable, Equatable {
+    public var items: Int
+    public var bytes: Int64
+    public var byState: [String: Int]
+    public var quarantined: Int
+    public var sources: Int
+    public var events: Int
+    public var byRule: [String: [String: Int]]
+    public init(items: Int = 0, bytes: Int64 = 0, byState: [String: Int] = [:], quarantined: Int = 0,
+                sources: Int = 0, events: Int = 0, byRule: [String: [String: Int]] = [:]) {
+        self.items = items; self.bytes = bytes; self.byState = byState; self.quarantined = quarantined
+        self.sources = sources; self.events = events; self.byRule = byRule
+    }
+}

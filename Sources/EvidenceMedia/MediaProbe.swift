@@ -1,0 +1,106 @@
+import CAVFormat
+import EvidenceCore
+import Foundation
+
+/// Reads container and stream facts with libavformat (headers only; no decoding).
+///
+/// Contract: returns `nil` for files that are not media (documents, archives, text),
+/// a `MediaInfo` with `probeError` set for files that claim to be media (by extension or
+/// by what libavformat recognised) but cannot be read, and a full `MediaInfo` otherwise.
+/// Never throws; libavformat's own logging is silenced.
+public enum MediaProbe {
+    /// Extensions whose files are expected to be media: a failure to read one is a probe
+    /// error worth recording, not "not media".
+    public static let mediaExtensions: Set<String> = [
+        "mp4", "m4v", "mov", "qt", "mkv", "webm", "avi", "mts", "m2ts", "ts", "3gp", "3g2", "mpg", "mpeg",
+        "wmv", "flv", "mxf", "dv", "wav", "mp3", "m4a", "aac", "flac", "ogg", "oga", "opus", "wma", "amr",
+        "aif", "aiff", "caf", "jpg", "jpeg", "png", "tif", "tiff", "heic", "heif", "webp", "bmp", "gif", "dng",
+    ]
+
+    /// Demuxers that accept almost anything and say nothing about media.
+    static let fallbackFormats: Set<String> = ["tty", "data", "txt"]
+
+    private static let quiet: Void = { av_log_set_level(evidence_av_log_quiet()) }()
+
+    /// - Parameter name: the file's original name, when `path` has none (store objects are
+    ///   named by hash): its extension tells whether a failure means corrupt media.
+    public static func probe(path: String, name: String? = nil) -> MediaInfo? {
+        _ = quiet
+        let ext = ((name ?? path) as NSString).pathExtension.lowercased()
+        let expectMedia = mediaExtensions.contains(ext)
+
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        let rc = avformat_open_input(&ctx, path, nil, nil)
+        guard rc >= 0, let fmt = ctx else {
+            return expectMedia ? MediaInfo(probeError: errorText(rc)) : nil
+        }
+        defer { avformat_close_input(&ctx) }
+        let container = fmt.pointee.iformat.map { String(cString: $0.pointee.name) }
+        if let c = container, fallbackFormats.contains(c) { return nil }
+
+        let found = avformat_find_stream_info(fmt, nil)
+        var info = MediaInfo(container: container)
+        let count = Int(fmt.pointee.nb_streams)
+        for i in 0..<count {
+            guard let stream = fmt.pointee.streams[i], let par = stream.pointee.codecpar else { continue }
+            let p = par.pointee
+            var s = MediaInfo.Stream(index: i, type: typeName(p.codec_type))
+            if let name = avcodec_get_name(p.codec_id) { s.codec = String(cString: name) }
+            if p.codec_type == AVMEDIA_TYPE_VIDEO {
+                if p.width > 0 { s.width = Int(p.width) }
+                if p.height > 0 { s.height = Int(p.height) }
+                let r = stream.pointee.avg_frame_rate.den != 0 ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
+                if r.den != 0, r.num > 0 { s.frameRate = Double(r.num) / Double(r.den) }
+            }
+            if p.codec_type == AVMEDIA_TYPE_AUDIO {
+                if p.sample_rate > 0 { s.sampleRate = Int(p.sample_rate) }
+                if p.ch_layout.nb_channels > 0 { s.channels = Int(p.ch_layout.nb_channels) }
+            }
+            if p.bit_rate > 0 { s.bitRate = p.bit_rate }
+            info.streams.append(s)
+        }
+        let hasAV = info.streams.contains { $0.type == "video" || $0.type == "audio" }
+        guard hasAV else {
+            return expectMedia ? MediaInfo(container: container, probeError: "no audio or video stream found") : nil
+        }
+        if found < 0 { info.probeError = errorText(found) }
+        if fmt.pointee.duration != evidence_av_nopts_value(), fmt.pointee.duration > 0 {
+            info.durationSeconds = Double(fmt.pointee.duration) / Double(evidence_av_time_base())
+        }
+        if fmt.pointee.bit_rate > 0 { info.bitRate = fmt.pointee.bit_rate }
+        info.creationTime = creationTime(fmt)
+        return info
+    }
+
+    /// `creation_time` from the container, else from the first stream that has one.
+    static func creationTime(_ fmt: UnsafeMutablePointer<AVFormatContext>) -> Date? {
+        func tag(_ dict: OpaquePointer?) -> Date? {
+            guard let dict, let e = av_dict_get(dict, "creation_time", nil, 0), let v = e.pointee.value else { return nil }
+            return Timestamp.parseLenient(String(cString: v))
+        }
+        if let d = tag(fmt.pointee.metadata) { return d }
+        for i in 0..<Int(fmt.pointee.nb_streams) {
+            if let s = fmt.pointee.streams[i], let d = tag(s.pointee.metadata) { return d }
+        }
+        return nil
+    }
+
+    static func typeName(_ t: AVMediaType) -> String {
+        switch t {
+        case AVMEDIA_TYPE_VIDEO: return "video"
+        case AVMEDIA_TYPE_AUDIO: return "audio"
+        case AVMEDIA_TYPE_SUBTITLE: return "subtitle"
+        case AVMEDIA_TYPE_DATA: return "data"
+        case AVMEDIA_TYPE_ATTACHMENT: return "attachment"
+        default: return "unknown"
+        }
+    }
+
+    static func errorText(_ code: Int32) -> String {
+        var buf = [CChar](repeating: 0, count: 256)
+        if av_strerror(code, &buf, buf.count) == 0 {
+            return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return "libavformat error \(code)"
+    }
+}

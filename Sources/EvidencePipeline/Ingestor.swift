@@ -1,0 +1,74 @@
+import EvidenceCatalog
+import EvidenceCore
+import EvidenceMedia
+import EvidenceStore
+import Foundation
+
+/// Takes one file into the home: store (one read pass, hash + copy), media probe of the
+/// stored copy, catalog record — or a clear refusal.
+public struct Ingestor: Sendable {
+    public let home: EvidenceHome
+    /// Who is acting, for the custody log ("cli:root", "run:host:pid").
+    public let actor: String
+
+    public init(home: EvidenceHome, actor: String) {
+        self.home = home
+        self.actor = actor
+    }
+
+    public enum Outcome: Sendable {
+        /// Stored (or found already stored) and recorded.
+        case ingested(IngestOutcome)
+        /// Not taken: not a regular file, unreadable, vanished, … Recorded in quarantine when `quarantined`.
+        case rejected(reason: String, quarantined: Bool)
+        /// The file was still changing: nothing stored, try again later.
+        case retryLater(reason: String)
+        /// The home itself failed (disk full, catalog error): not the file's fault, nothing recorded.
+        case failed(reason: String)
+
+        public var isSuccess: Bool { if case .ingested = self { return true } else { return false } }
+    }
+
+    /// Ingests `path`. Never throws: every outcome is a value with a one-line reason that
+    /// names the path.
+    public func ingest(path: String, rule: String? = nil, followSymlinks: Bool = false,
+                       progress: ((Int64) -> Void)? = nil) -> Outcome {
+        let result: ObjectStore.IngestResult
+        do {
+            result = try home.store.ingest(path: path, followSymlinks: followSymlinks, progress: progress)
+        } catch {
+            switch error {
+            case .changedDuringRead:
+                return .retryLater(reason: error.description)
+            case .diskFull, .objectCorrupt, .ioError:
+                return .failed(reason: error.description)
+            case .notFound:
+                return .rejected(reason: error.description, quarantined: false)
+            default:
+                return quarantine(path: path, rule: rule, reason: error.description)
+            }
+        }
+        // Probe the stored copy: it is read-only and is exactly the bytes that were hashed.
+        let media = MediaProbe.probe(path: home.store.objectPath(result.digest),
+                                     name: (path as NSString).lastPathComponent)
+        let record = IngestRecord(sha256: result.digest, size: result.size, path: path, rule: rule,
+                                  device: result.source.device, inode: result.source.inode,
+                                  mtimeNanos: result.source.mtimeNanos, media: media,
+                                  newObject: result.newObject, actor: actor)
+        do {
+            return .ingested(try home.catalog.recordIngest(record))
+        } catch {
+            return .failed(reason: "\(path): stored as \(result.digest.hex) but not recorded: \(error.description)")
+        }
+    }
+
+    /// Records a refusal in the catalog's quarantine list (the file itself is left in place).
+    public func quarantine(path: String, rule: String?, reason: String) -> Outcome {
+        do {
+            _ = try home.catalog.recordQuarantine(path: path, rule: rule, reason: reason)
+            return .rejected(reason: reason, quarantined: true)
+        } catch {
+            return .rejected(reason: "\(reason) (and could not be recorded: \(error.description))", quarantined: false)
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import Dispatch
+import EvidenceCore
+import Foundation
+import Glibc
+
+/// The content-addressed store: `objects/sha256/ab/cd/<hex>`, written through `tmp/`
+/// (temp file, fsync, rename, directory fsync), objects read-only, one object per content.
+///
+/// Safe to use from several processes at once on one home: temp names carry the writer's
+/// pid, and only temp files of dead writers are cleaned.
+public final class ObjectStore: Sendable {
+    public let home: String
+    public let objectsDir: String
+    public let tmpDir: String
+
+    public struct IngestResult: Sendable {
+        public var digest: SHA256Digest
+        public var size: Int64
+        /// false when the store already had this content (deduplicated, nothing written).
+        public var newObject: Bool
+        /// The source as it was when read (identical before and after the read).
+        public var source: SourceStat
+    }
+
+    /// Opens (creating if needed) the store under `home` and removes temp files left by
+    /// writers that no longer run.
+    public init(home: String) throws(StoreError) {
+        self.home = home
+        self.objectsDir = home + "/objects/sha256"
+        self.tmpDir = home + "/tmp"
+        for dir in [home, home + "/objects", objectsDir, tmpDir] {
+            try Self.makeDirectory(dir)
+        }
+        cleanStaleTemps()
+    }
+
+    public func objectPath(_ d: SHA256Digest) -> String {
+        let h = d.hex
+        return "\(objectsDir)/\(h.prefix(2))/\(h.dropFirst(2).prefix(2))/\(h)"
+    }
+
+    public func contains(_ d: SHA256Digest) -> Bool {
+        access(objectPath(d), F_OK) == 0
+    }
+
+    /// Size of the stored object, or nil if it is missing.
+    public func objectSize(_ d: SHA256Digest) -> Int64? {
+        var st = stat()
+        guard stat(objectPath(d), &st) == 0 else { return nil }
+        return Int64(st.st_size)
+    }
+
+    // MARK: Ingest
+
+    /// Reads `path` once, hashing and copying it into the store in the same pass.
+    ///
+    /// - Refuses symlinks unless `followSymlinks`, and anything not a regular file,
+    ///   without opening it in a blocking way.
+    /// - Throws `.changedDuringRead` when size, mtime or inode differ before vs after the
+    ///   read (the writer was not done): nothing is stored under a possibly wrong hash.
+    /// - On any error the temp file is removed and the store is unchanged.
+    public func ingest(path: String, followSymlinks: Bool = false,
+                       progress: ((Int64) -> Void)? = nil) throws(StoreError) -> IngestResult {
+        let before = try Self.check(SourceStat.lstat(path))
+        if before.kind == .symlink && !followSymlinks { throw .symlink(path: path) }
+        if before.kind == .directory { throw .isDirectory(path: path) }
+        if before.kind != .regular && before.kind != .symlink {
+            throw .notRegularFile(path: path, kind: before.kind.rawValue)
+        }
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW)
+        let src = open(path, flags)
+        guard src >= 0 else { throw StoreError.from(errno: errno, path: path, operation: "open") }
+        defer { close(src) }
+        let opened = try Self.check(SourceStat.fstat(src, path: path))
+        guard opened.kind == .regular else { throw .notRegularFile(path: path, kind: opened.kind.rawValue) }
+        if before.kind == .regular && !opened.sameVersion(as: before) {
+            throw .changedDuringRead(path: path, detail: opened.difference(from: before))
+        }
+
+        let tmp = try TempFile(directory: tmpDir, store: home, source: path)
+        var keepTemp = false
+        defer { if !keepTemp { tmp.discard() } }
+
+        let (digest, copied) = try copyAndHash(from: src, to: tmp, path: path, progress: progress)
+
+        // The same version from start to end, by the open descriptor and by the name.
+        let afterFD = try Self.check(SourceStat.fstat(src, path: path))
+        let afterPath: SourceStat
+        switch SourceStat.lstat(path) {
+        case .success(let s): afterPath = s
+        case .failure(.notFound): throw .vanished(path: path)
+        case .failure(let e): throw e
+        }
+        guard afterFD.sameVersion(as: opened), copied == opened.size else {
+            throw .changedDuringRead(path: path, detail: copied != opened.size && afterFD.sameVersion(as: opened)
+                                     ? "read \(copied) bytes of \(opened.size)" : afterFD.difference(from: opened))
+        }
+        let pathTarget = followSymlinks ? (try? Self.check(SourceStat.statFollowing(path))) ?? afterPath : afterPath
+        guard pathTarget.device == opened.device, pathTarget.inode == opened.inode else {
+            throw .changedDuringRead(path: path, detail: "replaced by another file")
+        }
+
+        try tmp.sync()
+        let final = objectPath(digest)
+        if let existing = objectSize(digest) {
+            guard existing == copied else {
+                throw .objectCorrupt(path: final, detail: "size \(existing) but content of this hash has \(copied) bytes; run `evidence fsck`")
+            }
+            return IngestResult(digest: digest, size: copied, newObject: false, source: opened)
+        }
+        try publish(tmp, as: final)
+        keepTemp = true
+        return IngestResult(digest: digest, size: copied, newObject: true, source: opened)
+    }
+
+    /// Stores bytes held in memory (proof receipts, certificates, manifests).
+    @discardableResult
+    public func put(_ data: Data) throws(StoreError) -> (digest: SHA256Digest, newObject: Bool) {
+        let digest = SHA256Hasher.hash(data)
+        if let existing = objectSize(digest), existing == Int64(data.count) { return (digest, false) }
+        let tmp = try TempFile(directory: tmpDir, store: home, source: "(data)")
+        var keep = false
+        defer { if !keep { tmp.discard() } }
+        let failure: StoreError? = data.withUnsafeBytes { raw in
+            do throws(StoreError) { try tmp.write(raw); return nil } catch { return error }
+        }
+        if let failure { throw failure }
+        try tmp.sync()
+        try publish(tmp, as: objectPath(digest))
+        keep = true
+        return (digest, true)
+    }
+
+    /// Reads a stored object fully into memory (small objects only: proofs, certificates).
+    public func read(_ d: SHA256Digest) throws(StoreError) -> Data {
+        let p = objectPath(d)
+        guard let data = FileManager.default.contents(atPath: p) else {
+            throw access(p, F_OK) == 0 ? .permissionDenied(path: p) : .notFound(path: p)
+        }
+        return data
+    }
+
+    // MARK: Internals
+
+    private func copyAndHash(from src: Int32, to tmp: TempFile, path: String,
+                             progress: ((Int64) -> Void)?) throws(StoreError) -> (SHA256Digest, Int64) {
+        _ = posix_fadvise(src, 0, 0, POSIX_FADV_SEQUENTIAL)
+        let size = FileHasher.bufferSize
+        let buffers = [UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 4096),
+                       UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 4096)]
+        defer { buffers.forEach { $0.deallocate() } }
+        let hasher = SHA256Hasher()
+        let writer = PipelinedWriter(tmp: tmp)
+        var total: Int64 = 0
+        var which = 0
+        // Read chunk k+1 and hash chunk k on this thread while the writer thread writes chunk k:
+        // one read pass, hashing and writing overlapped on two cores, memory fixed at two buffers.
+        while true {
+            let buf = buffers[which]
+            var n: Int
+            repeat { n = Glibc.read(src, buf.baseAddress, size) } while n < 0 && errno == EINTR
+            if n < 0 {
+                let e = errno
+                _ = writer.finish()
+                throw StoreError.from(errno: e, path: path, operation: "read")
+            }
+            if n == 0 { break }
+            let chunk = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+            if let err = writer.waitPrevious() { throw err }
+            writer.submit(chunk)
+            hasher.update(chunk)
+            total += Int64(n)
+            progress?(total)
+            which ^= 1
+        }
+        if let err = writer.finish() { throw err }
+        return (hasher.finalize(), total)
+    }
+
+    private func publish(_ tmp: TempFile, as final: String) throws(StoreError) {
+        let dir = String(final[..<final.lastIndex(of: "/")!])
+        let parent = String(dir[..<dir.lastIndex(of: "/")!])
+        let createdParent = access(parent, F_OK) != 0
+        try Self.makeDirectory(parent)
+        let createdDir = access(dir, F_OK) != 0
+        try Self.makeDirectory(dir)
+        if rename(tmp.path, final) != 0 {
+            throw StoreError.from(errno: errno, path: final, operation: "rename")
+        }
+        try Self.fsyncDirectory(dir)
+        if createdDir { try Self.fsyncDirectory(parent) }
+        if createdParent { try Self.fsyncDirectory(objectsDir) }
+    }
+
+    private func cleanStaleTemps() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDir) else { return }
+        for name in names {
+            // "<pid>.<random>.tmp": remove only when that pid no longer runs.
+            if let pid = Int32(name.split(separator: ".").first ?? ""), pid > 0,
+               kill(pid, 0) == 0 || errno == EPERM { continue }
+            unlink(tmpDir + "/" + name)
+        }
+    }
+
+    static func check<T>(_ r: Result<T, StoreError>) throws(StoreError) -> T {
+        switch r {
+        case .success(let v): return v
+        case .failure(let e): throw e
+        }
+    }
+
+    static func makeDirectory(_ path: String) throws(StoreError) {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw StoreError.from(errno: errno, path: path, operation: "mkdir")
+        }
+    }
+
+    static func fsyncDirectory(_ path: String) throws(StoreError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.from(errno: errno, path: path, operation: "open directory") }
+        defer { close(fd) }
+        if fsync(fd) != 0 { throw StoreError.from(errno: errno, path: path, operation: "fsync directory") }
+    }
+}
+
+extension SourceStat {
+    static func statFollowing(_ path: String) -> Result<SourceStat, StoreError> {
+        followingStat(path)
+    }
+}
+
+private func followingStat(_ path: String) -> Result<SourceStat, StoreError> {
+    var st = stat()
+    if stat(path, &st) != 0 { return .failure(.from(errno: errno, path: path, operation: "stat")) }
+    return .success(SourceStat(st))
+}

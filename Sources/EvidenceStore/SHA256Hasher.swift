@@ -1,0 +1,76 @@
+import COpenSSL
+import EvidenceCore
+import Foundation
+
+/// Incremental SHA-256 over libcrypto's EVP interface (uses SHA-NI/AVX2 where the CPU has them).
+/// Not thread-safe: one hasher per stream.
+public final class SHA256Hasher {
+    private let ctx: OpaquePointer
+
+    public init() {
+        guard let c = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
+        ctx = c
+        precondition(EVP_DigestInit_ex(ctx, evidence_evp_sha256(), nil) == 1, "EVP_DigestInit_ex(sha256) failed")
+    }
+
+    deinit { EVP_MD_CTX_free(ctx) }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        precondition(EVP_DigestUpdate(ctx, base, bytes.count) == 1, "EVP_DigestUpdate failed")
+    }
+
+    public func update(_ data: some DataProtocol) {
+        for region in data.regions {
+            region.withUnsafeBytes { update($0) }
+        }
+    }
+
+    /// Finishes the hash; the hasher must not be used afterwards.
+    public func finalize() -> SHA256Digest {
+        var out = [UInt8](repeating: 0, count: 32)
+        var len: UInt32 = 0
+        precondition(EVP_DigestFinal_ex(ctx, &out, &len) == 1 && len == 32, "EVP_DigestFinal_ex failed")
+        return SHA256Digest(bytes: out)
+    }
+
+    /// One-shot hash of bytes in memory (custody events, manifests, proofs).
+    public static func hash(_ data: some DataProtocol) -> SHA256Digest {
+        let h = SHA256Hasher()
+        h.update(data)
+        return h.finalize()
+    }
+}
+
+/// Other digests some providers verify uploads with (Box SHA-1, ShareFile MD5).
+public final class EVPHasher {
+    public enum Algorithm: Sendable { case sha1, md5, sha256 }
+    private let ctx: OpaquePointer
+    private let size: Int
+
+    public init(_ algorithm: Algorithm) {
+        guard let c = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
+        ctx = c
+        let md: OpaquePointer?
+        switch algorithm {
+        case .sha1: md = evidence_evp_sha1(); size = 20
+        case .md5: md = evidence_evp_md5(); size = 16
+        case .sha256: md = evidence_evp_sha256(); size = 32
+        }
+        precondition(EVP_DigestInit_ex(ctx, md, nil) == 1, "EVP_DigestInit_ex failed")
+    }
+
+    deinit { EVP_MD_CTX_free(ctx) }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        precondition(EVP_DigestUpdate(ctx, base, bytes.count) == 1, "EVP_DigestUpdate failed")
+    }
+
+    public func finalize() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: size)
+        var len: UInt32 = 0
+        precondition(EVP_DigestFinal_ex(ctx, &out, &len) == 1, "EVP_DigestFinal_ex failed")
+        return out
+    }
+}

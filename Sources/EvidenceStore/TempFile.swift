@@ -1,0 +1,96 @@
+import COpenSSL
+import Dispatch
+import Glibc
+
+/// A file being written in the store's `tmp/`, removed unless published.
+final class TempFile: @unchecked Sendable {
+    let path: String
+    let fd: Int32
+    let store: String
+    let source: String
+    private var written: Int64 = 0
+    private var flushedTo: Int64 = 0
+    /// Start writeback every 16 MiB so the final fsync has little left to do.
+    private static let writebackStep: Int64 = 16 << 20
+
+    init(directory: String, store: String, source: String) throws(StoreError) {
+        self.store = store
+        self.source = source
+        var fd: Int32 = -1
+        var path = ""
+        for _ in 0..<8 {
+            path = "\(directory)/\(getpid()).\(UInt64.random(in: 0...UInt64.max)).tmp"
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 || errno != EEXIST { break }
+        }
+        guard fd >= 0 else { throw TempFile.error(errno, source: source, store: store, op: "create temp file in \(directory)") }
+        self.fd = fd
+        self.path = path
+    }
+
+    static func error(_ e: Int32, source: String, store: String, op: String) -> StoreError {
+        if e == ENOSPC || e == EDQUOT { return .diskFull(path: source, store: store) }
+        return .ioError(path: source, operation: op, errno: e)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        var off = 0
+        while off < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw TempFile.error(errno, source: source, store: store, op: "write to store")
+            }
+            off += n
+        }
+        written += Int64(bytes.count)
+        if written - flushedTo >= Self.writebackStep {
+            _ = evidence_start_writeback(fd, off_t(flushedTo), off_t(written - flushedTo))
+            flushedTo = written
+        }
+    }
+
+    /// fsync and make read-only: after this the bytes are durable.
+    func sync() throws(StoreError) {
+        if fsync(fd) != 0 { throw TempFile.error(errno, source: source, store: store, op: "fsync") }
+        if fchmod(fd, 0o444) != 0 { throw TempFile.error(errno, source: source, store: store, op: "chmod") }
+        close(fd)
+    }
+
+    func discard() {
+        close(fd)
+        unlink(path)
+    }
+}
+
+/// Writes one chunk on a dedicated thread while the caller hashes it and reads the next.
+final class PipelinedWriter: @unchecked Sendable {
+    private let tmp: TempFile
+    private let queue = DispatchQueue(label: "evidence.store.writer")
+    private let group = DispatchGroup()
+    private var pending = false
+    private var error: StoreError?
+
+    init(tmp: TempFile) { self.tmp = tmp }
+
+    /// The chunk must stay valid and unmodified until the next `waitPrevious()`/`finish()`.
+    func submit(_ chunk: UnsafeRawBufferPointer) {
+        pending = true
+        let c = UnsafeRawBufferPointerBox(chunk)
+        queue.async(group: group) { [self] in
+            do throws(StoreError) { try tmp.write(c.value) } catch { self.error = error }
+        }
+    }
+
+    func waitPrevious() -> StoreError? {
+        if pending { group.wait(); pending = false }
+        return error
+    }
+
+    func finish() -> StoreError? { waitPrevious() }
+}
+
+private struct UnsafeRawBufferPointerBox: @unchecked Sendable {
+    let value: UnsafeRawBufferPointer
+    init(_ v: UnsafeRawBufferPointer) { value = v }
+}

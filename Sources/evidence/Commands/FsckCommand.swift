@@ -1,0 +1,79 @@
+import ArgumentParser
+import EvidenceCatalog
+import EvidenceCore
+import EvidencePipeline
+import EvidenceStore
+import Foundation
+
+struct FsckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fsck",
+        abstract: "Check the whole home: store objects, catalog ↔ store, custody chain.",
+        discussion: """
+        Re-reads every store object and checks that it hashes to its name and is read-only;
+        checks that every catalogued item has its object with the right size; verifies the
+        custody log's hash chain and its head anchor. Objects present in the store but not in
+        the catalog (left by a crash between storing and recording) are listed as orphans:
+        re-ingesting their source records them.
+
+        Exit codes: 0 clean · 1 problems found · 2 usage error.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(name: .long, help: "Skip re-hashing object contents (names, sizes, modes and the chain only).")
+    var quick = false
+
+    struct Report: Encodable {
+        var objects: Int
+        var bytes: Int64
+        var items: Int
+        var custodyEvents: Int
+        var problems: [String]
+        var orphans: [String]
+        var ok: Bool
+    }
+
+    func run() throws {
+        let home = try global.openHome(mustExist: true)
+        let showProgress = !global.quiet && !global.json && isatty(2) == 1
+        let storeReport = home.store.check(rehash: !quick) { done, total in
+            if showProgress, done % 16 == 0 || done == total {
+                FileHandle.standardError.write(Data("\r\u{1B}[Kchecking objects \(done)/\(total)".utf8))
+                Progress.drawn = true
+            }
+        }
+        Progress.clearLine()
+        var problems = storeReport.problems.map(\.description)
+        let items = try home.catalog.allItems()
+        var referenced = Set<SHA256Digest>()
+        for item in items {
+            referenced.insert(item.sha256)
+            guard let size = home.store.objectSize(item.sha256) else {
+                problems.append("item #\(item.id) \(item.sha256.hex): store object missing (\(home.store.objectPath(item.sha256)))")
+                continue
+            }
+            if size != item.size {
+                problems.append("item #\(item.id) \(item.sha256.hex): object is \(size) bytes, catalog says \(item.size)")
+            }
+        }
+        let orphans = storeReport.digests.subtracting(referenced).sorted().map { home.store.objectPath($0) }
+        let chain = try home.catalog.verifyChain()
+        problems += chain.problems.map(\.description)
+
+        let ok = problems.isEmpty
+        if global.json {
+            Output.json(Report(objects: storeReport.objects, bytes: storeReport.bytes, items: items.count,
+                               custodyEvents: chain.events, problems: problems, orphans: orphans, ok: ok))
+        } else {
+            Output.line("\(ok ? "✓" : "✗") store: \(storeReport.objects) objects, \(Output.bytes(storeReport.bytes))" + (quick ? " (not re-hashed: --quick)" : " re-hashed"))
+            Output.line("\(items.count == referenced.count ? "✓" : "✗") catalog: \(items.count) items")
+            Output.line("\(chain.ok ? "✓" : "✗") custody chain: \(chain.events) events, head \(chain.headHash.prefix(16))…")
+            for p in problems { Output.line("  ✗ \(p)") }
+            for o in orphans { Output.line("  ! orphan object (not in catalog): \(o)") }
+            Output.line(ok ? "clean" : "\(problems.count) problem(s) found")
+        }
+        if !ok { throw ExitCode(1) }
+    }
+}

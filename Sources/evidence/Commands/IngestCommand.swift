@@ -1,0 +1,117 @@
+import ArgumentParser
+import EvidenceCatalog
+import EvidenceCore
+import EvidencePipeline
+import Foundation
+
+struct IngestCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "Store files and folders now, without the service.",
+        discussion: """
+        Each file is read once: hashed and copied into the store in the same pass, fsynced,
+        renamed into objects/sha256/ab/cd/<hash>, and recorded in the catalog with its media
+        metadata and a custody event. Content already stored is not written twice: the new
+        name and path are recorded on the existing item.
+
+        Folders are walked recursively. Symbolic links are reported and not followed unless
+        --follow-symlinks. FIFOs, sockets and devices are refused without being opened. A file
+        that changes while it is read is not stored (it is retried up to --retries times).
+        Refused files are listed in the quarantine (`evidence status`) and left in place.
+
+        Exit codes: 0 every file ingested · 1 some paths were refused or failed · 2 usage error.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(name: .long, help: "Ingest the targets of symbolic links given or found.")
+    var followSymlinks = false
+
+    @Option(name: .long, help: "Re-reads of a file that changed while read, before giving up.")
+    var retries = 3
+
+    @Argument(help: ArgumentHelp("Files and folders to ingest.", valueName: "path"))
+    var paths: [String]
+
+    struct Entry: Encodable {
+        var path: String
+        var status: String
+        var item: Int64?
+        var sha256: String?
+        var size: Int64?
+        var media: String?
+        var reason: String?
+    }
+
+    func validate() throws {
+        if paths.isEmpty { throw ValidationError("give at least one PATH to ingest") }
+        if retries < 0 { throw ValidationError("--retries must be 0 or more") }
+    }
+
+    func run() throws {
+        let home = try global.openHome()
+        let ingestor = Ingestor(home: home, actor: "cli:\(ProcessInfo.processInfo.userName)")
+        let walker = SourceWalker(followSymlinks: followSymlinks)
+        let (files, refused) = walker.expand(paths)
+        var entries: [Entry] = []
+        var failures = 0
+
+        for r in refused {
+            failures += 1
+            if r.quarantine { _ = ingestor.quarantine(path: r.path, rule: nil, reason: r.reason) }
+            entries.append(Entry(path: r.path, status: "rejected", reason: r.reason))
+            Output.err(r.reason)
+        }
+
+        let progress = Progress(totalBytes: files.reduce(0) { $0 + $1.size }, totalFiles: files.count,
+                                quiet: global.quiet || global.json)
+        for file in files {
+            var outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks) { bytes in
+                progress.update(fileBytes: bytes, name: file.path)
+            }
+            var attempt = 0
+            while case .retryLater = outcome, attempt < retries {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.5 * Double(attempt))
+                outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks)
+            }
+            progress.finishFile(size: file.size)
+            switch outcome {
+            case .ingested(let o):
+                let item = o.item
+                entries.append(Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
+                                     size: item.size, media: item.media?.summary))
+                if !global.json && !global.quiet {
+                    Progress.clearLine()
+                    Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                }
+            case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
+                failures += 1
+                entries.append(Entry(path: file.path, status: Self.status(outcome), reason: reason))
+                Output.err(reason)
+            }
+        }
+        Progress.clearLine()
+        if global.json {
+            Output.json(entries)
+        } else if !global.quiet {
+            let ok = entries.filter { $0.item != nil }.count
+            Output.line("\(ok) of \(entries.count) ingested" + (failures > 0 ? ", \(failures) refused or failed" : ""))
+        }
+        if failures > 0 { throw ExitCode(1) }
+    }
+
+    static func status(_ o: IngestOutcome) -> String {
+        switch o { case .created: return "stored"; case .duplicate: return "duplicate"; case .alreadyKnown: return "already-ingested" }
+    }
+
+    static func status(_ o: Ingestor.Outcome) -> String {
+        switch o {
+        case .ingested(let i): return status(i)
+        case .rejected: return "rejected"
+        case .retryLater: return "changed-while-read"
+        case .failed: return "failed"
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import EvidenceCatalog
+import EvidenceCore
+import EvidencePipeline
+import Foundation
+
+struct ShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "One item: record, sources, media, custody events.",
+        discussion: """
+        ITEM is an item id (`12`), a hash prefix of at least 4 hex digits (`3fa9c2`), or a path
+        the content was ingested from.
+
+        Exit codes: 0 shown · 1 no such item, or the reference is ambiguous · 2 usage error.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("Item id, hash prefix or source path.", valueName: "item"))
+    var item: String
+
+    struct Report: Encodable {
+        var item: Item
+        var objectPath: String
+        var sources: [SourceSighting]
+        var custody: [CustodyEvent]
+    }
+
+    func run() throws {
+        let home = try global.openHome(mustExist: true)
+        let it = try ItemResolver.resolve(item, in: home)
+        let sources = try home.catalog.sources(itemID: it.id)
+        let events = try home.catalog.events(itemID: it.id)
+        let objectPath = home.store.objectPath(it.sha256)
+        if global.json {
+            Output.json(Report(item: it, objectPath: objectPath, sources: sources, custody: events))
+            return
+        }
+        Output.line("item      #\(it.id)")
+        Output.line("sha256    \(it.sha256.hex)")
+        Output.line("size      \(it.size) bytes (\(Output.bytes(it.size)))")
+        Output.line("state     \(it.state.rawValue)" + (it.stateReason.map { " — \($0)" } ?? ""))
+        Output.line("taken     \(Output.date(it.dateTaken))" + (it.media?.creationTime != nil ? " (media creation_time)" : " (file mtime)"))
+        Output.line("created   \(Output.date(it.createdAt))")
+        Output.line("object    \(objectPath)")
+        if let m = it.media {
+            Output.line("media     \(m.summary)")
+            if m.probeError == nil, let br = m.bitRate { Output.line("          bit rate \(br / 1000) kb/s") }
+        } else {
+            Output.line("media     (not media)")
+        }
+        Output.line()
+        Output.line("Sources:")
+        Output.table(["SEEN", "RULE", "SIZE", "MTIME", "PATH"], sources.map {
+            [Output.date($0.seenAt), $0.rule ?? "-", String($0.size), Output.date($0.mtime), $0.path]
+        })
+        Output.line()
+        Output.line("Custody:")
+        Output.table(["#", "AT", "EVENT", "ACTOR", "HASH", "DETAILS"], events.map {
+            [String($0.seq), $0.at, $0.kind, $0.actor, String($0.hash.prefix(12)), $0.details]
+        })
+    }
+}
+
+enum ItemResolver {
+    /// One item for a reference, or a usage-grade error naming what matched.
+    static func resolve(_ reference: String, in home: EvidenceHome) throws -> Item {
+        let matches = try home.catalog.items(matching: reference)
+        if matches.isEmpty {
+            Output.err("no item matches \"\(reference)\" (by id, hash prefix of 4+ hex digits, or source path)")
+            throw ExitCode(1)
+        }
+        if matches.count > 1 {
+            Output.err("\"\(reference)\" is ambiguous: \(matches.count) items match: " +
+                       matches.prefix(10).map { "#\($0.id) \($0.sha256.short)" }.joined(separator: ", "))
+            throw ExitCode(1)
+        }
+        return matches[0]
+    }
+}

@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct Evidence: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evidence",
+        abstract: "Store, notarize and archive evidence files; verify them offline.",
+        discussion: """
+        Files are stored once by their SHA-256 in a content-addressed store under the home
+        folder (--home, $EVIDENCE_HOME, the config's `home`, or ./.evidence), recorded in a
+        catalog with a hash-chained custody log.
+
+        Exit codes: 0 ok · 1 some inputs failed or problems were found · 2 usage or config error.
+        """,
+        subcommands: [
+            HashCommand.self, IngestCommand.self, StatusCommand.self, ShowCommand.self,
+            VerifyCommand.self, FsckCommand.self, LogCommand.self,
+        ]
+    )
+
+    /// Usage errors exit 2 (not ArgumentParser's 64), as documented.
+    static func main() async {
+        do {
+            var command = try parseAsRoot(GlobalOptions.hoist(Array(CommandLine.arguments.dropFirst())))
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as CLIError {
+            Output.err(error.description)
+            Foundation.exit(2)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure || (error is ValidationError) {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import EvidenceConfig
+import EvidencePipeline
+import Foundation
+
+/// Options every command takes: where the home and config are, and how to report.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Evidence home (store + catalog). Default: $EVIDENCE_HOME, the config's `home`, or ./.evidence.", valueName: "dir"))
+    var home: String?
+
+    @Option(name: .long, help: ArgumentHelp("Config file. Default: $EVIDENCE_CONFIG, else ./evidence.toml if present, else embedded defaults.", valueName: "file"))
+    var config: String?
+
+    @Flag(name: .long, help: "Print machine-readable JSON on stdout.")
+    var json = false
+
+    @Flag(name: [.customShort("v"), .long], help: "More detail on stderr.")
+    var verbose = false
+
+    @Flag(name: [.customShort("q"), .long], help: "Only errors on stderr; no progress.")
+    var quiet = false
+
+    /// `evidence --home X status` means `evidence status --home X`: global options written
+    /// before the subcommand are moved after it (before any `--`), where every command
+    /// declares them.
+    static func hoist(_ args: [String]) -> [String] {
+        let withValue: Set<String> = ["--home", "--config"]
+        let flags: Set<String> = ["--json", "-v", "--verbose", "-q", "--quiet"]
+        var hoisted: [String] = []
+        var i = 0
+        while i < args.count {
+            let a = args[i]
+            let name = String(a.split(separator: "=", maxSplits: 1).first ?? "")
+            if withValue.contains(name) {
+                hoisted.append(a)
+                if !a.contains("="), i + 1 < args.count { hoisted.append(args[i + 1]); i += 1 }
+            } else if flags.contains(a) {
+                hoisted.append(a)
+            } else {
+                break
+            }
+            i += 1
+        }
+        guard !hoisted.isEmpty, i < args.count else { return args }
+        var rest = Array(args[i...])
+        let at = rest.firstIndex(of: "--") ?? rest.count
+        rest.insert(contentsOf: hoisted, at: at)
+        return rest
+    }
+
+    func loadConfig() throws -> EvidenceConfig {
+        do {
+            return try ConfigLoader.load(path: config)
+        } catch {
+            throw CLIError.config(error.description)
+        }
+    }
+
+    /// The home folder, by precedence: --home, $EVIDENCE_HOME, config `home`, ./.evidence.
+    func homePath(_ cfg: EvidenceConfig? = nil) throws -> String {
+        if let home { return home }
+        if let env = ProcessInfo.processInfo.environment["EVIDENCE_HOME"], !env.isEmpty { return env }
+        let c = try cfg ?? loadConfig()
+        return c.home ?? ".evidence"
+    }
+
+    func openHome(mustExist: Bool = false) throws -> EvidenceHome {
+        do {
+            return try EvidenceHome(path: try homePath(), mustExist: mustExist)
+        } catch let e as EvidenceHome.OpenError {
+            throw CLIError.home(e.description)
+        }
+    }
+}
+
+enum CLIError: Error, CustomStringConvertible {
+    case config(String)
+    case home(String)
+    case usage(String)
+
+    var description: String {
+        switch self {
+        case .config(let s), .home(let s), .usage(let s): return s
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import EvidenceCore
+import Foundation
+import Glibc
+
+enum Output {
+    static func json(_ value: some Encodable) {
+        do {
+            var data = try CanonicalJSON.encoder(pretty: true).encode(value)
+            data.append(0x0A)
+            FileHandle.standardOutput.write(data)
+        } catch {
+            err("cannot encode JSON: \(error)")
+        }
+    }
+
+    static func line(_ s: String = "") {
+        FileHandle.standardOutput.write(Data((s + "\n").utf8))
+    }
+
+    /// One line on stderr, prefixed so it is clear which program said it.
+    static func err(_ s: String) {
+        Progress.clearLine()
+        FileHandle.standardError.write(Data(("evidence: " + s + "\n").utf8))
+    }
+
+    static func bytes(_ n: Int64) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var v = Double(n)
+        var i = 0
+        while v >= 1000, i < units.count - 1 { v /= 1000; i += 1 }
+        return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
+    }
+
+    static func date(_ d: Date?) -> String { d.map(Timestamp.string) ?? "-" }
+
+    /// Left-aligned columns, two spaces apart.
+    static func table(_ header: [String], _ rows: [[String]]) {
+        let all = [header] + rows
+        var widths = [Int](repeating: 0, count: header.count)
+        for r in all { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) } }
+        for r in all {
+            let cells = r.enumerated().map { i, c in i == r.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
+            line(cells.joined(separator: "  "))
+        }
+    }
+}
+
+/// A one-line progress bar on stderr, only when stderr is a terminal; at most 10 redraws/s.
+final class Progress {
+    private let totalBytes: Int64
+    private let totalFiles: Int
+    private let enabled: Bool
+    private var lastDraw = 0.0
+    private let start = Date()
+    private(set) var doneBytes: Int64 = 0
+    private(set) var doneFiles = 0
+    nonisolated(unsafe) static var drawn = false
+
+    init(totalBytes: Int64, totalFiles: Int, quiet: Bool) {
+        self.totalBytes = totalBytes
+        self.totalFiles = totalFiles
+        // Big or many: worth a bar. Never in pipes or logs.
+        enabled = !quiet && isatty(2) == 1 && (totalBytes >= 64 << 20 || totalFiles >= 20)
+    }
+
+    func update(fileBytes: Int64, name: String) {
+        draw(bytes: doneBytes + fileBytes, name: name)
+    }
+
+    func finishFile(size: Int64) {
+        doneBytes += size
+        doneFiles += 1
+        draw(bytes: doneBytes, name: "", force: doneFiles == totalFiles)
+    }
+
+    private func draw(bytes: Int64, name: String, force: Bool = false) {
+        guard enabled else { return }
+        let now = Date().timeIntervalSince1970
+        guard force || now - lastDraw >= 0.1 else { return }
+        lastDraw = now
+        let frac = totalBytes > 0 ? min(1, Double(bytes) / Double(totalBytes)) : Double(doneFiles) / Double(max(1, totalFiles))
+        let width = 24
+        let filled = Int(frac * Double(width))
+        let elapsed = max(0.001, Date().timeIntervalSince(start))
+        let rate = Double(bytes) / elapsed
+        var text = "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "]"
+        text += String(format: " %3d%%  %d/%d files  %@/%@  %@/s", Int(frac * 100), doneFiles, totalFiles,
+                       Output.bytes(bytes), Output.bytes(totalBytes), Output.bytes(Int64(rate)))
+        if !name.isEmpty { text += "  " + String(name.suffix(30)) }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + text).utf8))
+        Progress.drawn = true
+    }
+
+    static func clearLine() {
+        if drawn {
+            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            drawn = false
+        }
+    }
+}
