@@ -73,7 +73,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceWatchTests", dependencies: ["EvidenceWatch", "EvidenceCore"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore"],
+        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "evidence"],
                     swiftSettings: swiftSettings),
     ]
 )

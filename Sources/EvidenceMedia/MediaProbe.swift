@@ -38,6 +38,8 @@ public enum MediaProbe {
         let container = fmt.pointee.iformat.map { String(cString: $0.pointee.name) }
         if let c = container, fallbackFormats.contains(c) { return nil }
 
+        // Stills: a frame rate and duration would be artefacts of the demuxer, not facts.
+        let still = container.map { $0 == "image2" || $0.hasSuffix("_pipe") } ?? false
         let found = avformat_find_stream_info(fmt, nil)
         var info = MediaInfo(container: container)
         let count = Int(fmt.pointee.nb_streams)
@@ -46,7 +48,10 @@ public enum MediaProbe {
             let p = par.pointee
             var s = MediaInfo.Stream(index: i, type: typeName(p.codec_type))
             if let name = avcodec_get_name(p.codec_id) { s.codec = String(cString: name) }
-            if p.codec_type == AVMEDIA_TYPE_VIDEO {
+            if p.codec_type == AVMEDIA_TYPE_VIDEO && still {
+                if p.width > 0 { s.width = Int(p.width) }
+                if p.height > 0 { s.height = Int(p.height) }
+            } else if p.codec_type == AVMEDIA_TYPE_VIDEO {
                 if p.width > 0 { s.width = Int(p.width) }
                 if p.height > 0 { s.height = Int(p.height) }
                 let r = stream.pointee.avg_frame_rate.den != 0 ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
@@ -64,7 +69,7 @@ public enum MediaProbe {
             return expectMedia ? MediaInfo(container: container, probeError: "no audio or video stream found") : nil
         }
         if found < 0 { info.probeError = errorText(found) }
-        if fmt.pointee.duration != evidence_av_nopts_value(), fmt.pointee.duration > 0 {
+        if !still, fmt.pointee.duration != evidence_av_nopts_value(), fmt.pointee.duration > 0 {
             info.durationSeconds = Double(fmt.pointee.duration) / Double(evidence_av_time_base())
         }
         if fmt.pointee.bit_rate > 0 { info.bitRate = fmt.pointee.bit_rate }

@@ -1,0 +1,93 @@
+import Foundation
+import Glibc
+import Testing
+
+@Suite("CLI: ingest, status, show, hash")
+struct IngestCLITests {
+    @Test("ingesting samples/ stores every file and status counts them")
+    func ingestSamples() throws {
+        let s = Scratch()
+        let cli = CLI(home: s.home)
+        let r = cli.run(["ingest", "--json", CLI.samples])
+        #expect(r.status == 0, "\(r.stderr)")
+        let entries = try #require(r.json as? [[String: Any]])
+        #expect(entries.count == 5)
+        #expect(entries.allSatisfy { $0["status"] as? String == "stored" })
+        let status = cli.run(["status", "--json"])
+        #expect(status.status == 0)
+        let st = try #require(status.json as? [String: Any])
+        #expect(st["items"] as? Int == 5)
+        #expect((st["states"] as? [String: Int])?["ingested"] == 5)
+    }
+
+    @Test("show by path prints media, sources and custody events as JSON")
+    func show() throws {
+        let s = Scratch()
+        let cli = CLI(home: s.home)
+        cli.run(["ingest", CLI.samples + "/bodycam-2024-05-01.mp4"])
+        let r = cli.run(["show", "--json", CLI.samples + "/bodycam-2024-05-01.mp4"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let j = try #require(r.json as? [String: Any])
+        let item = try #require(j["item"] as? [String: Any])
+        let media = try #require(item["media"] as? [String: Any])
+        let streams = try #require(media["streams"] as? [[String: Any]])
+        #expect(streams.contains { $0["codec"] as? String == "h264" })
+        #expect(item["dateTaken"] as? String == "2024-05-01T09:30:00.000Z")
+        #expect((j["custody"] as? [[String: Any]])?.first?["kind"] as? String == "ingested")
+        // Also by hash prefix, and in text.
+        let sha = try #require(item["sha256"] as? String)
+        let text = cli.run(["show", String(sha.prefix(8))])
+        #expect(text.status == 0 && text.stdout.contains("h264 320×240"))
+        #expect(cli.run(["show", "999"]).status == 1)
+    }
+
+    @Test("global options work before the subcommand")
+    func globalOptionsFirst() {
+        let s = Scratch()
+        let r = CLI.exec([CLI.binary, "--home", s.home, "--json", "ingest", CLI.samples + "/interview.wav"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("\"status\" : \"stored\""))
+    }
+
+    @Test("the same content under a second name is one item with two sources")
+    func duplicates() throws {
+        let s = Scratch()
+        let cli = CLI(home: s.home)
+        let a = s.file("a/clip.txt", "same bytes")
+        let b = s.file("b/copy.txt", "same bytes")
+        let r = cli.run(["ingest", "--json", a, b])
+        let e = try #require(r.json as? [[String: Any]])
+        #expect(e.map { $0["status"] as? String } == ["stored", "duplicate"])
+        #expect((cli.run(["status", "--json"]).json as? [String: Any])?["items"] as? Int == 1)
+        let again = cli.run(["ingest", "--json", a])
+        #expect((again.json as? [[String: Any]])?.first?["status"] as? String == "already-ingested")
+    }
+
+    @Test("hash output is accepted by sha256sum -c, including an awkward name")
+    func hashCompatible() throws {
+        let s = Scratch()
+        s.file("plain.txt", "hello")
+        s.file("back\\slash.txt", "world")
+        let r = CLI.exec([CLI.binary, "hash", "plain.txt", "back\\slash.txt"], cwd: s.path)
+        #expect(r.status == 0)
+        try r.stdout.write(toFile: s.path + "/SUMS", atomically: true, encoding: .utf8)
+        let check = CLI.exec(["sha256sum", "-c", "SUMS"], cwd: s.path)
+        #expect(check.status == 0, "\(check.stdout)")
+        let j = CLI.exec([CLI.binary, "hash", "--json", s.path + "/plain.txt"])
+        #expect(j.stdout.contains("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"))
+        let missing = CLI.exec([CLI.binary, "hash", s.path + "/nope"])
+        #expect(missing.status == 1 && missing.stderr.contains("nope: no such file"))
+    }
+
+    @Test("usage and config errors exit 2 with a message")
+    func usageErrors() {
+        let s = Scratch()
+        let noPaths = CLI.exec([CLI.binary, "--home", s.home, "ingest"])
+        #expect(noPaths.status == 2 && noPaths.stderr.contains("<path>"))
+        #expect(CLI.exec([CLI.binary, "frobnicate"]).status == 2)
+        let badConfig = CLI.exec([CLI.binary, "--config", s.path + "/missing.toml", "status"])
+        #expect(badConfig.status == 2 && badConfig.stderr.contains("missing.toml"))
+        let noHome = CLI.exec([CLI.binary, "--home", s.path + "/nothing-here", "show", "1"])
+        #expect(noHome.status == 2 && noHome.stderr.contains("no evidence home"))
+    }
+}

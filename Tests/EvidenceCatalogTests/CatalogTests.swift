@@ -1,0 +1,175 @@
+import EvidenceCatalog
+import EvidenceCore
+import Foundation
+import GRDB
+import Testing
+
+func record(_ hex: Character, path: String, size: Int64 = 10, inode: UInt64 = 1, mtime: Int64 = 1_000_000_000,
+            media: MediaInfo? = nil) -> IngestRecord {
+    IngestRecord(sha256: SHA256Digest(hex: String(repeating: hex, count: 64))!, size: size, path: path, rule: "bodycam",
+                 device: 1, inode: inode, mtimeNanos: mtime, media: media, newObject: true, actor: "test")
+}
+
+@Suite("Catalog")
+struct CatalogTests {
+    @Test("first sight creates an ingested item with its source and an `ingested` event")
+    func create() throws {
+        let c = try SQLiteCatalog.inMemory()
+        let media = MediaInfo(container: "mov,mp4", creationTime: Date(timeIntervalSince1970: 1_714_555_800))
+        let o = try c.recordIngest(record("a", path: "/drop/clip.mp4", media: media))
+        guard case .created(let item) = o else { Issue.record("expected created, got \(o)"); return }
+        #expect(item.state == .ingested)
+        #expect(item.media == media)
+        #expect(item.dateTaken == media.creationTime)
+        #expect(try c.sources(itemID: item.id).map(\.path) == ["/drop/clip.mp4"])
+        #expect(try c.events(itemID: item.id).map(\.kind) == ["ingested"])
+    }
+
+    @Test("the same content under another name is a duplicate: one item, two sources")
+    func duplicate() throws {
+        let c = try SQLiteCatalog.inMemory()
+        _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
+        let o = try c.recordIngest(record("a", path: "/drop/two.mp4", inode: 2))
+        guard case .duplicate(let item) = o else { Issue.record("expected duplicate, got \(o)"); return }
+        #expect(try c.allItems().count == 1)
+        #expect(try c.sources(itemID: item.id).map(\.name) == ["one.mp4", "two.mp4"])
+        #expect(try c.events(itemID: item.id).map(\.kind) == ["ingested", "seen-again"])
+    }
+
+    @Test("the same version of the same path again records nothing")
+    func alreadyKnown() throws {
+        let c = try SQLiteCatalog.inMemory()
+        _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
+        let o = try c.recordIngest(record("a", path: "/drop/one.mp4"))
+        guard case .alreadyKnown = o else { Issue.record("expected alreadyKnown, got \(o)"); return }
+        #expect(try c.allEvents().count == 1)
+        #expect(try c.itemForSource(path: "/drop/one.mp4", device: 1, inode: 1, size: 10, mtimeNanos: 1_000_000_000) != nil)
+        #expect(try c.itemForSource(path: "/drop/one.mp4", device: 1, inode: 1, size: 10, mtimeNanos: 2) == nil)
+    }
+
+    @Test("items are found by id, hash prefix and source path")
+    func lookup() throws {
+        let c = try SQLiteCatalog.inMemory()
+        _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
+        _ = try c.recordIngest(record("b", path: "/drop/two.mp4", inode: 2))
+        #expect(try c.items(matching: "2").map(\.sha256.short) == ["bbbbbbbb"])
+        #expect(try c.items(matching: "aaaa").map(\.id) == [1])
+        #expect(try c.items(matching: "/drop/two.mp4").map(\.id) == [2])
+        #expect(try c.items(matching: "cccc").isEmpty)
+    }
+
+    @Test("quarantine is recorded and resolved when the path later ingests fine")
+    func quarantine() throws {
+        let c = try SQLiteCatalog.inMemory()
+        _ = try c.recordQuarantine(path: "/drop/x.mp4", rule: nil, reason: "/drop/x.mp4: permission denied")
+        #expect(try c.quarantine(includeResolved: false).count == 1)
+        #expect(try c.summary().quarantined == 1)
+        _ = try c.recordIngest(record("a", path: "/drop/x.mp4"))
+        #expect(try c.quarantine(includeResolved: false).isEmpty)
+    }
+
+    @Test("summary counts items per state and per rule")
+    func summary() throws {
+        let c = try SQLiteCatalog.inMemory()
+        _ = try c.recordIngest(record("a", path: "/a", size: 5))
+        let b = try c.recordIngest(record("b", path: "/b", size: 7, inode: 2)).item
+        _ = try c.transition(itemID: b.id, to: .failed, reason: "notary said no", event: "failed", details: [:])
+        let s = try c.summary()
+        #expect(s.items == 2 && s.bytes == 12)
+        #expect(s.byState == ["ingested": 1, "failed": 1])
+        #expect(s.byRule["bodycam"] == ["ingested": 1, "failed": 1])
+    }
+}
+
+@Suite("Custody chain")
+struct CustodyChainTests {
+    /// A catalog on disk with three events, and a raw connection that bypasses the API.
+    func makeCatalog(_ dir: String) throws -> (SQLiteCatalog, DatabaseQueue) {
+        let c = try SQLiteCatalog(path: dir + "/catalog.sqlite")
+        _ = try c.recordIngest(record("a", path: "/a"))
+        _ = try c.recordIngest(record("b", path: "/b", inode: 2))
+        _ = try c.recordIngest(record("c", path: "/c", inode: 3))
+        #expect(try c.verifyChain().ok)
+        let raw = try DatabaseQueue(path: dir + "/catalog.sqlite")
+        try raw.write { db in
+            try db.execute(sql: "DROP TRIGGER custody_event_no_update; DROP TRIGGER custody_event_no_delete")
+        }
+        return (c, raw)
+    }
+
+    @Test("the schema refuses updates and deletes of custody events")
+    func appendOnly() throws {
+        let dir = TempDirectory()
+        let c = try SQLiteCatalog(path: dir.path + "/catalog.sqlite")
+        _ = try c.recordIngest(record("a", path: "/a"))
+        let raw = try DatabaseQueue(path: dir.path + "/catalog.sqlite")
+        #expect(throws: DatabaseError.self) {
+            try raw.write { try $0.execute(sql: "UPDATE custody_event SET kind = 'x'") }
+        }
+        #expect(throws: DatabaseError.self) {
+            try raw.write { try $0.execute(sql: "DELETE FROM custody_event") }
+        }
+    }
+
+    @Test("an edited event is detected")
+    func edited() throws {
+        let dir = TempDirectory()
+        let (c, raw) = try makeCatalog(dir.path)
+        try raw.write { try $0.execute(sql: "UPDATE custody_event SET details = replace(details, '/b', '/z') WHERE seq = 2") }
+        let r = try c.verifyChain()
+        #expect(!r.ok)
+        #expect(r.problems.contains { $0.seq == 2 && $0.detail.contains("edited") })
+    }
+
+    @Test("a deleted event is detected")
+    func deleted() throws {
+        let dir = TempDirectory()
+        let (c, raw) = try makeCatalog(dir.path)
+        try raw.write { try $0.execute(sql: "DELETE FROM custody_event WHERE seq = 2") }
+        let r = try c.verifyChain()
+        #expect(r.problems.contains { $0.seq == 3 && $0.detail.contains("missing") })
+    }
+
+    @Test("reordered events are detected")
+    func reordered() throws {
+        let dir = TempDirectory()
+        let (c, raw) = try makeCatalog(dir.path)
+        try raw.write { db in
+            try db.execute(sql: "UPDATE custody_event SET seq = 100 WHERE seq = 2")
+            try db.execute(sql: "UPDATE custody_event SET seq = 2 WHERE seq = 3")
+            try db.execute(sql: "UPDATE custody_event SET seq = 3 WHERE seq = 100")
+        }
+        #expect(!(try c.verifyChain().ok))
+    }
+
+    @Test("a removed tail is detected through the head anchor")
+    func truncatedTail() throws {
+        let dir = TempDirectory()
+        let (c, raw) = try makeCatalog(dir.path)
+        try raw.write { try $0.execute(sql: "DELETE FROM custody_event WHERE seq = 3") }
+        let r = try c.verifyChain()
+        #expect(r.problems.contains { $0.detail.contains("tail removed") })
+    }
+
+    @Test("an event forged with a recomputed hash still breaks the head anchor or the next link")
+    func forgedMiddle() throws {
+        let dir = TempDirectory()
+        let (c, raw) = try makeCatalog(dir.path)
+        // Rewrite event 2's hash consistently with edited details: event 3's prev link breaks.
+        try raw.write { db in
+            try db.execute(sql: "UPDATE custody_event SET details = '{}', hash = ? WHERE seq = 2",
+                           arguments: [String(repeating: "f", count: 64)])
+        }
+        let r = try c.verifyChain()
+        #expect(r.problems.contains { $0.seq == 3 && $0.detail.contains("link broken") })
+    }
+}
+
+final class TempDirectory {
+    let path: String
+    init() {
+        path = NSTemporaryDirectory() + "/evidence-catalog-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Glibc
+
+/// A temp folder removed at the end of the test.
+final class TempDir {
+    let path: String
+    init() {
+        var template = Array((NSTemporaryDirectory() + "/evidence-test.XXXXXX").utf8CString)
+        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    }
+    deinit { _ = try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String, _ data: Data) -> String {
+        let p = path + "/" + name
+        FileManager.default.createFile(atPath: p, contents: data)
+        return p
+    }
+}
+
+func randomData(_ n: Int) -> Data {
+    var g = SystemRandomNumberGenerator()
+    var d = Data(count: n)
+    d.withUnsafeMutableBytes { raw in
+        var i = 0
+        while i + 8 <= n { raw.storeBytes(of: g.next() as UInt64, toByteOffset: i, as: UInt64.self); i += 8 }
+        while i < n { raw[i] = UInt8.random(in: 0...255); i += 1 }
+    }
+    return d
+}
+
+/// Runs a command, returns stdout (trimmed) and exit status.
+func run(_ args: [String]) -> (out: String, status: Int32) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = args
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    p.standardError = FileHandle.nullDevice
+    try! p.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), p.terminationStatus)
+}
+
+func sha256sum(_ path: String) -> String {
+    String(run(["sha256sum", path]).out.prefix(64))
+}
