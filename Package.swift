@@ -71,7 +71,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceConfigTests", dependencies: ["EvidenceConfig", "EvidenceCore"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceWatchTests", dependencies: ["EvidenceWatch", "EvidenceCore"],
+        .testTarget(name: "EvidenceWatchTests", dependencies: ["EvidenceWatch", "EvidenceCore", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "evidence"],
                     swiftSettings: swiftSettings),

@@ -40,6 +40,26 @@ public protocol Catalog: Sendable {
 
     /// Recomputes the custody chain and compares with the stored hashes and the head anchor.
     func verifyChain() throws(CatalogError) -> ChainReport
+    /// Makes the head anchor current (it is otherwise refreshed within a fraction of a second).
+    func flushHead() throws(CatalogError)
+
+    // MARK: QueuedJob queue
+
+    /// Creates the job unless one with the same `dedupeKey` exists (then returns that one).
+    func enqueue(_ spec: JobSpec, itemID: Int64?, dedupeKey: String) throws(CatalogError) -> QueuedJob
+    /// Leases the most overdue runnable job of these kinds (queued and due, or running with
+    /// an expired lease), counting an attempt. Nil when none is due.
+    func claimJob(kinds: [String], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
+    func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError)
+    @discardableResult
+    func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob
+    func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError)
+    func releaseAllLeases() throws(CatalogError) -> Int
+    func nextJobDue(kinds: [String]) throws(CatalogError) -> Date?
+    func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob]
+    func troubledJobs(limit: Int) throws(CatalogError) -> [QueuedJob]
+    func jobCounts() throws(CatalogError) -> [String: Int]
+    func retryFailed(itemID: Int64?) throws(CatalogError) -> Int
 }
 
 /// What the pipeline learned about one source it stored.
@@ -54,11 +74,17 @@ public struct IngestRecord: Sendable {
     public var media: MediaInfo?
     public var newObject: Bool
     public var actor: String
+    /// Jobs created with a new item (e.g. verify), in the same transaction.
+    public var jobsForNewItem: [JobSpec]
+    /// Jobs created for every new sighting (e.g. the rule's after-action on this source).
+    public var jobsForNewSource: [JobSpec]
 
     public init(sha256: SHA256Digest, size: Int64, path: String, rule: String?, device: UInt64, inode: UInt64,
-                mtimeNanos: Int64, media: MediaInfo?, newObject: Bool, actor: String) {
+                mtimeNanos: Int64, media: MediaInfo?, newObject: Bool, actor: String,
+                jobsForNewItem: [JobSpec] = [], jobsForNewSource: [JobSpec] = []) {
         self.sha256 = sha256; self.size = size; self.path = path; self.rule = rule; self.device = device
         self.inode = inode; self.mtimeNanos = mtimeNanos; self.media = media; self.newObject = newObject; self.actor = actor
+        self.jobsForNewItem = jobsForNewItem; self.jobsForNewSource = jobsForNewSource
     }
 }
 

@@ -95,3 +95,33 @@ struct CustodyRow: Codable, FetchableRecord, PersistableRecord, Sendable {
                      prevHash: prevHash, hash: hash)
     }
 }
+
+struct JobRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
+    static let databaseTableName = "job"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var id: Int64?
+    var kind: String
+    var itemId: Int64?
+    var state: String
+    var attempts: Int
+    var maxAttempts: Int
+    var nextRunAt: Date
+    var leaseOwner: String?
+    var leaseExpiresAt: Date?
+    var lastError: String?
+    var payload: String
+    var dedupeKey: String
+    var createdAt: Date
+    var updatedAt: Date
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    func model() -> QueuedJob {
+        let p = (try? CanonicalJSON.decoder().decode([String: String].self, from: Data(payload.utf8))) ?? [:]
+        return QueuedJob(id: id ?? 0, kind: kind, itemID: itemId, state: QueuedJob.State(rawValue: state) ?? .failed,
+                   attempts: attempts, maxAttempts: maxAttempts, nextRunAt: nextRunAt, leaseOwner: leaseOwner,
+                   leaseExpiresAt: leaseExpiresAt, lastError: lastError, payload: p, createdAt: createdAt,
+                   updatedAt: updatedAt)
+    }
+}

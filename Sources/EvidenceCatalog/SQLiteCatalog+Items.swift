@@ -42,6 +42,19 @@ extension SQLiteCatalog {
             } else {
                 _ = try Self.appendEvent(db, itemID: row.id, kind: "seen-again", actor: r.actor, details: details)
             }
+            for spec in r.jobsForNewSource {
+                var p = spec.payload
+                p["source_id"] = String(source.id!)
+                p["path"] = r.path
+                var sp = spec
+                sp.payload = p
+                _ = try Self.insertJob(db, sp, itemID: row.id, dedupeKey: "\(spec.kind):source:\(source.id!)", now: now)
+            }
+            if created {
+                for spec in r.jobsForNewItem {
+                    _ = try Self.insertJob(db, spec, itemID: row.id, dedupeKey: "\(spec.kind):item:\(row.id!)", now: now)
+                }
+            }
             // A path that was quarantined before and now came in fine is no longer a problem.
             try db.execute(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0", arguments: [r.path])
             return created ? .created(row.model()) : .duplicate(row.model())
@@ -62,17 +75,8 @@ extension SQLiteCatalog {
     public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: String,
                            details: [String: String]) throws(CatalogError) -> Item {
         try write { db in
-            guard var row = try ItemRow.fetchOne(db, key: itemID) else { throw CatalogError.notFound("item \(itemID)") }
-            var d = details
-            d["from"] = row.state
-            d["to"] = state.rawValue
-            if let reason { d["reason"] = reason }
-            row.state = state.rawValue
-            row.stateReason = reason
-            row.updatedAt = Date()
-            try row.update(db)
-            _ = try Self.appendEvent(db, itemID: itemID, kind: kind, actor: "evidence", details: d)
-            return row.model()
+            try Self.applyTransition(db, itemID: itemID, JobTransition(state: state, event: kind, reason: reason, details: details))
+            return try ItemRow.fetchOne(db, key: itemID)!.model()
         }
     }
 

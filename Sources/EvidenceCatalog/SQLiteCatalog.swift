@@ -1,7 +1,9 @@
+import Dispatch
 import EvidenceCore
 import EvidenceStore
 import Foundation
 import GRDB
+import Synchronization
 
 /// The catalog on SQLite (WAL): the one type that owns the database.
 public final class SQLiteCatalog: Catalog {
@@ -11,6 +13,17 @@ public final class SQLiteCatalog: Catalog {
     /// Outside the database, the last event's seq and hash: truncating the log's tail inside
     /// SQLite no longer matches it. Written after each commit (temp + fsync + rename).
     let headPath: String?
+    /// The anchor is refreshed at most every `headInterval` seconds (and on `flushHead()` and
+    /// deinit): a crash can leave it a few events behind the log, which verification accepts,
+    /// but never ahead of it.
+    let headInterval = 0.2
+    private let head = Mutex(HeadState())
+
+    struct HeadState {
+        var dirty = false
+        var scheduled = false
+        var lastWrite = Date.distantPast
+    }
 
     /// Opens (creating and migrating) the catalog at `path`, in WAL mode.
     public convenience init(path: String) throws(CatalogError) {
@@ -55,23 +68,31 @@ public final class SQLiteCatalog: Catalog {
     // MARK: Transactions
 
     /// One IMMEDIATE transaction (takes the write lock up front, so two processes never
-    /// deadlock upgrading read locks), then the head anchor is refreshed.
+    /// deadlock upgrading read locks), then the head anchor is refreshed if events were added.
     func write<T>(_ body: @escaping @Sendable (Database) throws -> T) throws(CatalogError) -> T {
-        let result: T
+        let result: (T, Bool)
         do {
             result = try db.writeWithoutTransaction { db in
                 var out: T?
+                var appended = false
                 try db.inTransaction(.immediate) {
+                    let before = try Self.lastSeq(db)
                     out = try body(db)
+                    appended = try Self.lastSeq(db) != before
                     return .commit
                 }
-                return out!
+                return (out!, appended)
             }
         } catch {
             throw mapError(error)
         }
-        try writeHead()
-        return result
+        // Only transactions that appended custody events move the head anchor.
+        if result.1 { try noteAppended() }
+        return result.0
+    }
+
+    static func lastSeq(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM custody_event") ?? 0
     }
 
     func read<T>(_ body: @escaping @Sendable (Database) throws -> T) throws(CatalogError) -> T {
@@ -110,6 +131,40 @@ public final class SQLiteCatalog: Catalog {
         event.hash = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: prev, body: event.canonicalBody)).hex
         try CustodyRow(event).insert(db)
         return event
+    }
+
+    deinit { try? flushHead() }
+
+    private func noteAppended() throws(CatalogError) {
+        guard headPath != nil else { return }
+        enum Action { case writeNow, schedule, nothing }
+        let action: Action = head.withLock { h in
+            h.dirty = true
+            if h.scheduled { return .nothing }
+            if -h.lastWrite.timeIntervalSinceNow >= headInterval { return .writeNow }
+            h.scheduled = true
+            return .schedule
+        }
+        switch action {
+        case .writeNow: try flushHead()
+        case .schedule:
+            DispatchQueue.global().asyncAfter(deadline: .now() + headInterval) { [weak self] in
+                self?.head.withLock { $0.scheduled = false }
+                try? self?.flushHead()
+            }
+        case .nothing: break
+        }
+    }
+
+    /// Writes the head anchor now if events were appended since it was last written.
+    public func flushHead() throws(CatalogError) {
+        let dirty = head.withLock { h -> Bool in
+            let d = h.dirty
+            h.dirty = false
+            h.lastWrite = Date()
+            return d
+        }
+        if dirty { try writeHead() }
     }
 
     private func writeHead() throws(CatalogError) {

@@ -65,6 +65,34 @@ enum Schema {
                 BEGIN SELECT RAISE(ABORT, 'custody log is append-only'); END;
                 """)
         }
+        registerJobs(&m)
         return m
+    }
+}
+
+extension Schema {
+    static func registerJobs(_ m: inout DatabaseMigrator) {
+        m.registerMigration("v2-jobs") { db in
+            try db.create(table: "job") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("kind", .text).notNull()
+                t.column("item_id", .integer).references("item", onDelete: .restrict)
+                t.column("state", .text).notNull()
+                    .check { ["queued", "running", "done", "failed"].contains($0) }
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+                t.column("max_attempts", .integer).notNull()
+                t.column("next_run_at", .datetime).notNull()
+                t.column("lease_owner", .text)
+                t.column("lease_expires_at", .datetime)
+                t.column("last_error", .text)
+                t.column("payload", .text).notNull()
+                // Makes enqueueing idempotent: the same job for the same thing exists once.
+                t.column("dedupe_key", .text).notNull().unique()
+                t.column("created_at", .datetime).notNull()
+                t.column("updated_at", .datetime).notNull()
+            }
+            try db.create(index: "job_runnable", on: "job", columns: ["state", "next_run_at"])
+            try db.create(index: "job_item", on: "job", columns: ["item_id"])
+        }
     }
 }

@@ -29,6 +29,10 @@ public enum MediaProbe {
         let ext = ((name ?? path) as NSString).pathExtension.lowercased()
         let expectMedia = mediaExtensions.contains(ext)
 
+        // Files without a media extension are usually documents or data. Only a confident
+        // signature match in their first bytes makes them media: otherwise libavformat would
+        // guess a format from noise and read megabytes trying to decode it.
+        if !expectMedia && !confidentSignature(path) { return nil }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         let rc = avformat_open_input(&ctx, path, nil, nil)
         guard rc >= 0, let fmt = ctx else {
@@ -75,6 +79,30 @@ public enum MediaProbe {
         if fmt.pointee.bit_rate > 0 { info.bitRate = fmt.pointee.bit_rate }
         info.creationTime = creationTime(fmt)
         return info
+    }
+
+    /// True when libavformat recognises the file's first 8 KB with at least half the maximum
+    /// score (magic numbers, not guesses).
+    static func confidentSignature(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let size = 8192
+        let padding = 64  // AVPROBE_PADDING_SIZE: zeroed bytes libavformat may read past the end
+        var buf = [UInt8](repeating: 0, count: size + padding)
+        let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, size) }
+        guard n > 0 else { return false }
+        var score: Int32 = 0
+        let found = buf.withUnsafeMutableBufferPointer { b -> Bool in
+            var pd = AVProbeData()
+            pd.buf = b.baseAddress
+            pd.buf_size = Int32(n)
+            return path.withCString { name in
+                pd.filename = name
+                return av_probe_input_format3(&pd, 1, &score) != nil
+            }
+        }
+        return found && score >= 50
     }
 
     /// `creation_time` from the container, else from the first stream that has one.

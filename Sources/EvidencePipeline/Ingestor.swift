@@ -31,7 +31,9 @@ public struct Ingestor: Sendable {
 
     /// Ingests `path`. Never throws: every outcome is a value with a one-line reason that
     /// names the path.
-    public func ingest(path: String, rule: String? = nil, followSymlinks: Bool = false,
+    /// - Parameter plan: the rule's plan; its jobs are queued in the same transaction as the
+    ///   catalog record (manual ingests pass none and queue nothing).
+    public func ingest(path: String, rule: String? = nil, plan: PipelinePlan? = nil, followSymlinks: Bool = false,
                        progress: ((Int64) -> Void)? = nil) -> Outcome {
         let result: ObjectStore.IngestResult
         do {
@@ -54,7 +56,8 @@ public struct Ingestor: Sendable {
         let record = IngestRecord(sha256: result.digest, size: result.size, path: path, rule: rule,
                                   device: result.source.device, inode: result.source.inode,
                                   mtimeNanos: result.source.mtimeNanos, media: media,
-                                  newObject: result.newObject, actor: actor)
+                                  newObject: result.newObject, actor: actor,
+                                  jobsForNewItem: plan?.jobsForNewItem ?? [], jobsForNewSource: plan?.jobsForNewSource ?? [])
         do {
             return .ingested(try home.catalog.recordIngest(record))
         } catch {

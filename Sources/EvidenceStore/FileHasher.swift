@@ -32,22 +32,8 @@ public enum FileHasher {
 
     /// Hashes from the current offset of an open regular file to its end.
     public static func hash(fd: Int32, path: String, progress: ((Int64) -> Void)? = nil) throws(StoreError) -> Result {
-        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
-        defer { buffer.deallocate() }
         let hasher = SHA256Hasher()
-        var total: Int64 = 0
-        while true {
-            let n = read(fd, buffer.baseAddress, bufferSize)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw StoreError.from(errno: errno, path: path, operation: "read")
-            }
-            if n == 0 { break }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            total += Int64(n)
-            progress?(total)
-        }
+        let total = try ChunkPipeline(src: fd, path: path, sink: nil).run(hasher: hasher, progress: progress)
         return Result(digest: hasher.finalize(), size: total)
     }
 }

@@ -144,36 +144,8 @@ public final class ObjectStore: Sendable {
 
     private func copyAndHash(from src: Int32, to tmp: TempFile, path: String,
                              progress: ((Int64) -> Void)?) throws(StoreError) -> (SHA256Digest, Int64) {
-        _ = posix_fadvise(src, 0, 0, POSIX_FADV_SEQUENTIAL)
-        let size = FileHasher.bufferSize
-        let buffers = [UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 4096),
-                       UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 4096)]
-        defer { buffers.forEach { $0.deallocate() } }
         let hasher = SHA256Hasher()
-        let writer = PipelinedWriter(tmp: tmp)
-        var total: Int64 = 0
-        var which = 0
-        // Read chunk k+1 and hash chunk k on this thread while the writer thread writes chunk k:
-        // one read pass, hashing and writing overlapped on two cores, memory fixed at two buffers.
-        while true {
-            let buf = buffers[which]
-            var n: Int
-            repeat { n = Glibc.read(src, buf.baseAddress, size) } while n < 0 && errno == EINTR
-            if n < 0 {
-                let e = errno
-                _ = writer.finish()
-                throw StoreError.from(errno: e, path: path, operation: "read")
-            }
-            if n == 0 { break }
-            let chunk = UnsafeRawBufferPointer(rebasing: buf[0..<n])
-            if let err = writer.waitPrevious() { throw err }
-            writer.submit(chunk)
-            hasher.update(chunk)
-            total += Int64(n)
-            progress?(total)
-            which ^= 1
-        }
-        if let err = writer.finish() { throw err }
+        let total = try ChunkPipeline(src: src, path: path, sink: tmp).run(hasher: hasher, progress: progress)
         return (hasher.finalize(), total)
     }
 

@@ -1,5 +1,4 @@
 import COpenSSL
-import Dispatch
 import Glibc
 
 /// A file being written in the store's `tmp/`, removed unless published.
@@ -63,34 +62,3 @@ final class TempFile: @unchecked Sendable {
     }
 }
 
-/// Writes one chunk on a dedicated thread while the caller hashes it and reads the next.
-final class PipelinedWriter: @unchecked Sendable {
-    private let tmp: TempFile
-    private let queue = DispatchQueue(label: "evidence.store.writer")
-    private let group = DispatchGroup()
-    private var pending = false
-    private var error: StoreError?
-
-    init(tmp: TempFile) { self.tmp = tmp }
-
-    /// The chunk must stay valid and unmodified until the next `waitPrevious()`/`finish()`.
-    func submit(_ chunk: UnsafeRawBufferPointer) {
-        pending = true
-        let c = UnsafeRawBufferPointerBox(chunk)
-        queue.async(group: group) { [self] in
-            do throws(StoreError) { try tmp.write(c.value) } catch { self.error = error }
-        }
-    }
-
-    func waitPrevious() -> StoreError? {
-        if pending { group.wait(); pending = false }
-        return error
-    }
-
-    func finish() -> StoreError? { waitPrevious() }
-}
-
-private struct UnsafeRawBufferPointerBox: @unchecked Sendable {
-    let value: UnsafeRawBufferPointer
-    init(_ v: UnsafeRawBufferPointer) { value = v }
-}

@@ -15,7 +15,8 @@ struct Evidence: AsyncParsableCommand {
         """,
         subcommands: [
             HashCommand.self, IngestCommand.self, StatusCommand.self, ShowCommand.self,
-            VerifyCommand.self, FsckCommand.self, LogCommand.self,
+            VerifyCommand.self, FsckCommand.self, LogCommand.self, RunCommand.self, RulesCommand.self,
+            RetryCommand.self,
         ]
     )
 
@@ -29,7 +30,7 @@ struct Evidence: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as CLIError {
-            Output.err(error.description)
+            for line in error.description.split(separator: "\n") { Output.err(String(line)) }
             Foundation.exit(2)
         } catch {
             let code = exitCode(for: error)

@@ -89,6 +89,7 @@ struct CustodyChainTests {
         _ = try c.recordIngest(record("a", path: "/a"))
         _ = try c.recordIngest(record("b", path: "/b", inode: 2))
         _ = try c.recordIngest(record("c", path: "/c", inode: 3))
+        try c.flushHead()
         #expect(try c.verifyChain().ok)
         let raw = try DatabaseQueue(path: dir + "/catalog.sqlite")
         try raw.write { db in

@@ -31,6 +31,9 @@ struct IngestCommand: ParsableCommand {
     @Option(name: .long, help: "Re-reads of a file that changed while read, before giving up.")
     var retries = 3
 
+    @Option(name: [.customShort("j"), .long], help: "Files ingested at once (default: config workers.ingest, 2).")
+    var jobs: Int?
+
     @Argument(help: ArgumentHelp("Files and folders to ingest.", valueName: "path"))
     var paths: [String]
 
@@ -47,9 +50,11 @@ struct IngestCommand: ParsableCommand {
     func validate() throws {
         if paths.isEmpty { throw ValidationError("give at least one PATH to ingest") }
         if retries < 0 { throw ValidationError("--retries must be 0 or more") }
+        if let jobs, !(1...64).contains(jobs) { throw ValidationError("--jobs must be between 1 and 64") }
     }
 
     func run() throws {
+        let config = try global.loadConfig()
         let home = try global.openHome()
         let ingestor = Ingestor(home: home, actor: "cli:\(ProcessInfo.processInfo.userName)")
         let walker = SourceWalker(followSymlinks: followSymlinks)
@@ -66,32 +71,53 @@ struct IngestCommand: ParsableCommand {
 
         let progress = Progress(totalBytes: files.reduce(0) { $0 + $1.size }, totalFiles: files.count,
                                 quiet: global.quiet || global.json)
-        for file in files {
-            var outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks) { bytes in
-                progress.update(fileBytes: bytes, name: file.path)
-            }
-            var attempt = 0
-            while case .retryLater = outcome, attempt < retries {
-                attempt += 1
-                Thread.sleep(forTimeInterval: 0.5 * Double(attempt))
-                outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks)
-            }
-            progress.finishFile(size: file.size)
-            switch outcome {
-            case .ingested(let o):
-                let item = o.item
-                entries.append(Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
-                                     size: item.size, media: item.media?.summary))
-                if !global.json && !global.quiet {
-                    Progress.clearLine()
-                    Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+        // Several files at once: one file's fsyncs overlap another's hashing.
+        final class Board: @unchecked Sendable {   // guarded by `lock`
+            var results: [Entry?]
+            var next = 0
+            init(_ n: Int) { results = Array(repeating: nil, count: n) }
+        }
+        let lock = NSLock()
+        let board = Board(files.count)
+        let workers = max(1, min(jobs ?? config.workers.ingest, files.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while true {
+                lock.lock()
+                let i = board.next
+                board.next += 1
+                lock.unlock()
+                guard i < files.count else { return }
+                let file = files[i]
+                var outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks) { bytes in
+                    lock.lock(); progress.update(fileBytes: bytes, name: file.path); lock.unlock()
                 }
-            case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
-                failures += 1
-                entries.append(Entry(path: file.path, status: Self.status(outcome), reason: reason))
-                Output.err(reason)
+                var attempt = 0
+                while case .retryLater = outcome, attempt < retries {
+                    attempt += 1
+                    Thread.sleep(forTimeInterval: 0.5 * Double(attempt))
+                    outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks)
+                }
+                lock.lock()
+                defer { lock.unlock() }
+                progress.finishFile(size: file.size)
+                switch outcome {
+                case .ingested(let o):
+                    let item = o.item
+                    board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
+                                       size: item.size, media: item.media?.summary)
+                    if !global.json && !global.quiet {
+                        Progress.clearLine()
+                        Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                    }
+                case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
+                    board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: reason)
+                    Output.err(reason)
+                }
             }
         }
+        try home.catalog.flushHead()
+        entries += board.results.compactMap { $0 }
+        failures += board.results.filter { $0?.item == nil }.count
         Progress.clearLine()
         if global.json {
             Output.json(entries)

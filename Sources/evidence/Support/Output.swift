@@ -46,7 +46,7 @@ enum Output {
 }
 
 /// A one-line progress bar on stderr, only when stderr is a terminal; at most 10 redraws/s.
-final class Progress {
+final class Progress: @unchecked Sendable {  // callers serialise access
     private let totalBytes: Int64
     private let totalFiles: Int
     private let enabled: Bool

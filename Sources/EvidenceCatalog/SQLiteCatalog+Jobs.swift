@@ -1,0 +1,211 @@
+import EvidenceCore
+import Foundation
+import GRDB
+
+extension SQLiteCatalog {
+    static func insertJob(_ db: Database, _ spec: JobSpec, itemID: Int64?, dedupeKey: String, now: Date) throws -> QueuedJob {
+        if let existing = try JobRow.filter(Column("dedupe_key") == dedupeKey).fetchOne(db) { return existing.model() }
+        var row = JobRow(id: nil, kind: spec.kind, itemId: itemID, state: QueuedJob.State.queued.rawValue, attempts: 0,
+                         maxAttempts: spec.maxAttempts, nextRunAt: spec.runAt ?? now, leaseOwner: nil,
+                         leaseExpiresAt: nil, lastError: nil,
+                         payload: String(decoding: try CanonicalJSON.encode(spec.payload), as: UTF8.self),
+                         dedupeKey: dedupeKey, createdAt: now, updatedAt: now)
+        try row.insert(db)
+        return row.model()
+    }
+
+    public func enqueue(_ spec: JobSpec, itemID: Int64?, dedupeKey: String) throws(CatalogError) -> QueuedJob {
+        try write { db in try Self.insertJob(db, spec, itemID: itemID, dedupeKey: dedupeKey, now: Date()) }
+    }
+
+    public func claimJob(kinds: [String], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
+        guard !kinds.isEmpty else { return nil }
+        return try write { db in
+            let marks = kinds.map { _ in "?" }.joined(separator: ",")
+            var args: [any DatabaseValueConvertible] = kinds
+            args += [now, now]
+            guard var row = try JobRow.fetchOne(db, sql: """
+                SELECT * FROM job WHERE kind IN (\(marks)) AND
+                  ((state = 'queued' AND next_run_at <= ?) OR (state = 'running' AND lease_expires_at < ?))
+                ORDER BY next_run_at, id LIMIT 1
+                """, arguments: StatementArguments(args)) else { return nil }
+            row.state = QueuedJob.State.running.rawValue
+            row.leaseOwner = owner
+            row.leaseExpiresAt = now.addingTimeInterval(lease)
+            row.attempts += 1
+            row.updatedAt = now
+            try row.update(db)
+            return row.model()
+        }
+    }
+
+    /// Marks the job done; optionally moves its item to `transition.state` with an event, in
+    /// the same transaction. Refused (notFound) when the lease was lost to another runner.
+    public func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError) {
+        try write { db in
+            var row = try Self.leasedJob(db, id, owner)
+            row.state = QueuedJob.State.done.rawValue
+            row.leaseOwner = nil
+            row.leaseExpiresAt = nil
+            row.lastError = nil
+            row.updatedAt = Date()
+            try row.update(db)
+            if let t = transition, let itemID = row.itemId {
+                try Self.applyTransition(db, itemID: itemID, t)
+            }
+        }
+    }
+
+    /// Records a failed attempt. With `retryAt`, the job waits until then; without, or when
+    /// attempts are used up, it is failed for good (and `onGiveUp` is applied to its item).
+    @discardableResult
+    public func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?,
+                        onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob {
+        try write { db in
+            var row = try Self.leasedJob(db, id, owner)
+            row.lastError = error
+            row.leaseOwner = nil
+            row.leaseExpiresAt = nil
+            row.updatedAt = Date()
+            if let retryAt, row.attempts < row.maxAttempts {
+                row.state = QueuedJob.State.queued.rawValue
+                row.nextRunAt = retryAt
+            } else {
+                row.state = QueuedJob.State.failed.rawValue
+                if let t = onGiveUp, let itemID = row.itemId { try Self.applyTransition(db, itemID: itemID, t) }
+            }
+            try row.update(db)
+            return row.model()
+        }
+    }
+
+    /// Puts a job back without counting the attempt (its precondition is not met yet, or the
+    /// runner is shutting down).
+    public func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError) {
+        try write { db in
+            var row = try Self.leasedJob(db, id, owner)
+            row.state = QueuedJob.State.queued.rawValue
+            row.attempts = max(0, row.attempts - 1)
+            row.leaseOwner = nil
+            row.leaseExpiresAt = nil
+            row.nextRunAt = runAt
+            row.updatedAt = Date()
+            try row.update(db)
+        }
+    }
+
+    /// Returns every running job to the queue (at start-up, under the home's run lock, all
+    /// leases belong to a process that died). Returns how many.
+    public func releaseAllLeases() throws(CatalogError) -> Int {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE job SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                WHERE state = 'running'
+                """, arguments: [Date()])
+            return db.changesCount
+        }
+    }
+
+    /// When the next queued job of these kinds is due (nil: none queued).
+    public func nextJobDue(kinds: [String]) throws(CatalogError) -> Date? {
+        try read { db in
+            let marks = kinds.map { _ in "?" }.joined(separator: ",")
+            return try Date.fetchOne(db, sql: "SELECT MIN(next_run_at) FROM job WHERE state = 'queued' AND kind IN (\(marks))",
+                                     arguments: StatementArguments(kinds))
+        }
+    }
+
+    public func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob] {
+        try read { db in try JobRow.filter(Column("item_id") == itemID).order(Column("id")).fetchAll(db).map { $0.model() } }
+    }
+
+    /// Jobs that failed for good, or are retrying after an error; newest first.
+    public func troubledJobs(limit: Int = 100) throws(CatalogError) -> [QueuedJob] {
+        try read { db in
+            try JobRow.fetchAll(db, sql: """
+                SELECT * FROM job WHERE state = 'failed' OR (state IN ('queued', 'running') AND last_error IS NOT NULL)
+                ORDER BY updated_at DESC LIMIT ?
+                """, arguments: [limit]).map { $0.model() }
+        }
+    }
+
+    public func jobCounts() throws(CatalogError) -> [String: Int] {
+        try read { db in
+            var out: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM job GROUP BY state") {
+                out[row["state"]] = row["n"]
+            }
+            return out
+        }
+    }
+
+    /// Re-queues failed jobs (all, or one item's) with fresh attempts; failed items go back to
+    /// the state they failed from. Returns the number of jobs re-queued.
+    public func retryFailed(itemID: Int64?) throws(CatalogError) -> Int {
+        try write { db in
+            let now = Date()
+            var rows = try JobRow.filter(Column("state") == QueuedJob.State.failed.rawValue).fetchAll(db)
+            if let itemID { rows = rows.filter { $0.itemId == itemID } }
+            for var row in rows {
+                row.state = QueuedJob.State.queued.rawValue
+                row.attempts = 0
+                row.nextRunAt = now
+                row.updatedAt = now
+                try row.update(db)
+                if let item = row.itemId {
+                    _ = try Self.appendEvent(db, itemID: item, kind: "retry", actor: "operator",
+                                             details: ["job": row.kind, "last_error": row.lastError ?? ""])
+                }
+            }
+            let items = Set(rows.compactMap(\.itemId))
+            for id in items {
+                guard var item = try ItemRow.fetchOne(db, key: id), item.state == ItemState.failed.rawValue else { continue }
+                let back = try String.fetchOne(db, sql: """
+                    SELECT json_extract(details, '$.from') FROM custody_event
+                    WHERE item_id = ? AND json_extract(details, '$.to') = 'failed' ORDER BY seq DESC LIMIT 1
+                    """, arguments: [id]) ?? ItemState.ingested.rawValue
+                item.state = back
+                item.stateReason = nil
+                item.updatedAt = now
+                try item.update(db)
+            }
+            return rows.count
+        }
+    }
+
+    static func leasedJob(_ db: Database, _ id: Int64, _ owner: String) throws -> JobRow {
+        guard let row = try JobRow.fetchOne(db, key: id), row.state == QueuedJob.State.running.rawValue,
+              row.leaseOwner == owner else {
+            throw CatalogError.notFound("job \(id) leased by \(owner) (the lease expired and was taken over)")
+        }
+        return row
+    }
+
+    static func applyTransition(_ db: Database, itemID: Int64, _ t: JobTransition) throws {
+        guard var item = try ItemRow.fetchOne(db, key: itemID) else { throw CatalogError.notFound("item \(itemID)") }
+        var d = t.details
+        if let r = t.reason { d["reason"] = r }
+        if let state = t.state, state.rawValue != item.state {
+            d["from"] = item.state
+            d["to"] = state.rawValue
+            item.state = state.rawValue
+            item.stateReason = t.reason
+            item.updatedAt = Date()
+            try item.update(db)
+        }
+        _ = try appendEvent(db, itemID: itemID, kind: t.event, actor: "evidence", details: d)
+    }
+}
+
+/// A custody event, and optionally an item state change, made together with a job's
+/// completion or failure. `state: nil` records the event only.
+public struct JobTransition: Sendable {
+    public var state: ItemState?
+    public var event: String
+    public var reason: String?
+    public var details: [String: String]
+
+    public init(state: ItemState?, event: String, reason: String? = nil, details: [String: String] = [:]) {
+        self.state = state; self.event = event; self.reason = reason; self.details = details
+    }
+}

@@ -1,0 +1,95 @@
+/// One `[archives.NAME]` table: a provider account.
+///
+/// `settings` holds every key but `kind`, as strings (integers and booleans converted).
+/// Values of keys ending in `_file` and of `path` are absolute (resolved relative to the
+/// config file's directory). Secrets appear only as `*_env` (a variable name) or `*_file`.
+/// The keys allowed per kind are `ArchiveConfig.allowedKeys(for:)`; unknown keys are rejected at load.
+public struct ArchiveConfig: Sendable, Equatable {
+    public var name: String
+    public var kind: ArchiveKind
+    public var settings: [String: String]
+
+    public init(name: String, kind: ArchiveKind, settings: [String: String] = [:]) {
+        self.name = name
+        self.kind = kind
+        self.settings = settings
+    }
+
+    public subscript(key: String) -> String? { settings[key] }
+
+    /// `local`: the archive folder (absolute).
+    public var path: String? { settings["path"] }
+    /// `owncloud`: server URL.
+    public var url: String? { settings["url"] }
+    /// `owncloud`: account name.
+    public var user: String? { settings["user"] }
+    /// `sharefile`: login name.
+    public var username: String? { settings["username"] }
+    public var baseURL: String? { settings["base_url"] }
+    public var authURL: String? { settings["auth_url"] }
+    public var uploadURL: String? { settings["upload_url"] }
+    /// Extra trusted CA (PEM) for private deployments.
+    public var tlsCAFile: String? { settings["tls_ca_file"] }
+    /// Where OAuth tokens obtained at run time are persisted (0600, atomically).
+    public var tokenFile: String? { settings["token_file"] }
+    /// `dropbox`: app key (public identifier).
+    public var appKey: String? { settings["app_key"] }
+    /// `box`, `sharefile`: OAuth client id.
+    public var clientID: String? { settings["client_id"] }
+    /// `box`: `user` or `enterprise` (Client Credentials Grant).
+    public var subjectType: String? { settings["subject_type"] }
+    public var subjectID: String? { settings["subject_id"] }
+    /// `sharefile`: account subdomain.
+    public var subdomain: String? { settings["subdomain"] }
+
+    /// The source of secret `base` (e.g. `"password"`, `"app_secret"`, `"client_secret"`,
+    /// `"refresh_token"`) from `base_env` or `base_file`; nil when neither is set.
+    public func secret(_ base: String) -> SecretSource? {
+        if let v = settings[base + "_env"] { return .env(v) }
+        if let v = settings[base + "_file"] { return .file(v) }
+        return nil
+    }
+
+    /// The keys an account of `kind` may set (besides `kind`).
+    public static func allowedKeys(for kind: ArchiveKind) -> Set<String> {
+        let http: Set<String> = ["base_url", "auth_url", "upload_url", "tls_ca_file"]
+        switch kind {
+        case .local:
+            return ["path"]
+        case .owncloud:
+            return http.union(["url", "user", "password_env", "password_file"])
+        case .dropbox:
+            return http.union([
+                "app_key", "app_secret_env", "app_secret_file",
+                "refresh_token_env", "refresh_token_file", "token_file",
+            ])
+        case .box:
+            return http.union([
+                "client_id", "client_secret_env", "client_secret_file", "subject_type", "subject_id",
+                "refresh_token_env", "refresh_token_file", "token_file",
+            ])
+        case .sharefile:
+            return http.union([
+                "subdomain", "client_id", "client_secret_env", "client_secret_file",
+                "username", "password_env", "password_file",
+                "refresh_token_env", "refresh_token_file", "token_file",
+            ])
+        }
+    }
+
+    /// Keys that must be present for `kind`; a secret base name means "`base_env` or `base_file`".
+    static func requiredKeys(for kind: ArchiveKind) -> (plain: [String], secrets: [String]) {
+        switch kind {
+        case .local: return (["path"], [])
+        case .owncloud: return (["url", "user"], ["password"])
+        case .dropbox: return (["app_key"], [])
+        case .box: return (["client_id"], ["client_secret"])
+        case .sharefile: return (["subdomain", "client_id"], ["client_secret"])
+        }
+    }
+}
+
+/// `kind` of an archive account.
+public enum ArchiveKind: String, Sendable, Equatable, CaseIterable {
+    case owncloud, dropbox, box, sharefile, local
+}

@@ -1,0 +1,110 @@
+/// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
+enum ConfigFileParser {
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives"]
+
+    /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
+    static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
+        let root = r.root
+        try r.checkKeys(root, allowed: rootKeys)
+        var config = EvidenceConfig(file: absolutePath)
+        config.home = try r.path(root, "home")
+        config.rulesDir = try r.path(root, "rules")
+        config.logLevel = try r.choice(root, "log_level", LogLevel.self) ?? .info
+        config.logFormat = try r.choice(root, "log_format", LogFormat.self) ?? .text
+        if let w = try r.table(root, "workers") {
+            try r.checkKeys(w, allowed: ["ingest", "jobs"])
+            config.workers.ingest = try r.int(w, "ingest", range: Workers.allowedRange) ?? config.workers.ingest
+            config.workers.jobs = try r.int(w, "jobs", range: Workers.allowedRange) ?? config.workers.jobs
+        }
+        if let n = try r.table(root, "notaries") {
+            for name in n.keys {
+                let t = try r.require(r.table(n, name), n, name)
+                config.notaries[name] = try notary(r, t, name: name)
+            }
+        }
+        if let a = try r.table(root, "archives") {
+            for name in a.keys {
+                let t = try r.require(r.table(a, name), a, name)
+                config.archives[name] = try archive(r, t, name: name)
+            }
+        }
+        return config
+    }
+
+    static func notary(_ r: TOMLReader, _ t: TOMLTableRef, name: String) throws(ConfigError) -> NotaryConfig {
+        let kind = try r.require(r.choice(t, "kind", NotaryKind.self), t, "kind", hint: " (qed | rfc3161)")
+        var allowed: Set<String> = ["kind", "poll_first", "poll_max", "tls_ca_file"]
+        switch kind {
+        case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
+        case .rfc3161: allowed.formUnion(["urls", "ca_file"])
+        }
+        try r.checkKeys(t, allowed: allowed)
+        var n = NotaryConfig(name: name, kind: kind)
+        n.baseURL = try r.url(t, "base_url")
+        let key = try r.secret(t, "api_key")
+        n.apiKeyEnv = key.env
+        n.apiKeyFile = key.file
+        n.pollFirst = try r.duration(t, "poll_first") ?? n.pollFirst
+        n.pollMax = try r.duration(t, "poll_max") ?? n.pollMax
+        if n.pollFirst > n.pollMax {
+            throw r.error(t.path + ["poll_first"], "must not be longer than `poll_max`")
+        }
+        n.caFile = try r.path(t, "ca_file")
+        n.tlsCAFile = try r.path(t, "tls_ca_file")
+        switch kind {
+        case .qed:
+            if n.apiKey == nil {
+                throw r.error(t.path + ["api_key_env"], "missing API key: set `api_key_env` or `api_key_file`")
+            }
+        case .rfc3161:
+            let urls = try r.require(r.stringArray(t, "urls"), t, "urls", hint: " (the TSA's URLs)")
+            guard !urls.isEmpty else { throw r.error(t.path + ["urls"], "must list at least one URL") }
+            for (i, u) in urls.enumerated() where !TOMLReader.isHTTPURL(u) {
+                throw r.error(t.path + ["urls"], "invalid URL \"\(u)\": expected http:// or https:// with a host", element: i)
+            }
+            n.urls = urls
+        }
+        return n
+    }
+
+    static func archive(_ r: TOMLReader, _ t: TOMLTableRef, name: String) throws(ConfigError) -> ArchiveConfig {
+        let kinds = ArchiveKind.allCases.map(\.rawValue).joined(separator: " | ")
+        let kind = try r.require(r.choice(t, "kind", ArchiveKind.self), t, "kind", hint: " (\(kinds))")
+        try r.checkKeys(t, allowed: ArchiveConfig.allowedKeys(for: kind).union(["kind"]))
+        var settings: [String: String] = [:]
+        for key in t.keys where key != "kind" {
+            if key.hasSuffix("_env") {
+                settings[key] = try r.envName(t, key)
+            } else if key.hasSuffix("_file") || key == "path" {
+                settings[key] = try r.path(t, key)
+            } else if key == "url" || key.hasSuffix("_url") {
+                settings[key] = try r.url(t, key)
+            } else {
+                settings[key] = try r.scalarText(t, key)
+            }
+        }
+        for key in t.keys where key.hasSuffix("_env") {
+            let base = String(key.dropLast(4))
+            if settings[base + "_file"] != nil {
+                throw r.error(t.path + [base + "_file"], "set only one of `\(base)_env` and `\(base)_file`")
+            }
+        }
+        let required = ArchiveConfig.requiredKeys(for: kind)
+        for key in required.plain where settings[key] == nil {
+            throw r.error(t.path + [key], "missing required field for kind \(kind.rawValue)")
+        }
+        for base in required.secrets where settings[base + "_env"] == nil && settings[base + "_file"] == nil {
+            throw r.error(t.path + [base + "_env"], "missing secret: set `\(base)_env` or `\(base)_file`")
+        }
+        if kind == .box {
+            if let type = settings["subject_type"], type != "user" && type != "enterprise" {
+                throw r.error(t.path + ["subject_type"], "invalid value \"\(type)\"; expected one of: user | enterprise")
+            }
+            if (settings["subject_type"] == nil) != (settings["subject_id"] == nil) {
+                let missing = settings["subject_type"] == nil ? "subject_type" : "subject_id"
+                throw r.error(t.path + [missing], "`subject_type` and `subject_id` go together")
+            }
+        }
+        return ArchiveConfig(name: name, kind: kind, settings: settings)
+    }
+}

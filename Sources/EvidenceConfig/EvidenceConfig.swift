@@ -1,0 +1,62 @@
+/// The service configuration (`evidence.toml`), fully validated and with every path absolute.
+///
+/// Found at `--config FILE`, else `$EVIDENCE_CONFIG`, else `./evidence.toml`; with none,
+/// `embeddedDefaults` apply (ingest only). See `ConfigLoader.load`.
+public struct EvidenceConfig: Sendable, Equatable {
+    /// Absolute path of the `evidence.toml` read; `nil` = embedded defaults.
+    public var file: String?
+    /// `home`, resolved absolute (relative to the config file's directory). `nil` = not set:
+    /// the caller applies `--home`, `$EVIDENCE_HOME`, else `EvidenceConfig.defaultHome`.
+    public var home: String?
+    /// `rules`, the folder of watch-rule files, resolved absolute. `nil` = not set.
+    public var rulesDir: String?
+    public var logLevel: LogLevel
+    public var logFormat: LogFormat
+    public var workers: Workers
+    /// Keyed by the table name (`[notaries.qed]` → `"qed"`), which rules refer to.
+    public var notaries: [String: NotaryConfig]
+    /// Keyed by the table name (`[archives.office]` → `"office"`), which rules refer to.
+    public var archives: [String: ArchiveConfig]
+
+    public init(
+        file: String? = nil, home: String? = nil, rulesDir: String? = nil,
+        logLevel: LogLevel = .info, logFormat: LogFormat = .text, workers: Workers = Workers(),
+        notaries: [String: NotaryConfig] = [:], archives: [String: ArchiveConfig] = [:]
+    ) {
+        self.file = file
+        self.home = home
+        self.rulesDir = rulesDir
+        self.logLevel = logLevel
+        self.logFormat = logFormat
+        self.workers = workers
+        self.notaries = notaries
+        self.archives = archives
+    }
+
+    /// No file, no home/rules set, log info/text, workers 2/4, no notary, no archive (ingest only).
+    public static let embeddedDefaults = EvidenceConfig()
+
+    /// The store home when neither `--home`, `$EVIDENCE_HOME` nor `home` is given (relative to the cwd).
+    public static let defaultHome = "./.evidence"
+}
+
+/// `log_level`: trace | debug | info | notice | warning | error.
+public enum LogLevel: String, Sendable, Equatable, CaseIterable {
+    case trace, debug, info, notice, warning, error
+}
+
+/// `log_format`: text | json.
+public enum LogFormat: String, Sendable, Equatable, CaseIterable {
+    case text, json
+}
+
+/// `[workers]`: concurrency of ingest (hash + copy) and of the other jobs; each 1...64.
+public struct Workers: Sendable, Equatable {
+    public static let allowedRange = 1...64
+    public var ingest: Int
+    public var jobs: Int
+    public init(ingest: Int = 2, jobs: Int = 4) {
+        self.ingest = ingest
+        self.jobs = jobs
+    }
+}

@@ -1,0 +1,53 @@
+/// One `[notaries.NAME]` table.
+///
+/// Keys by kind (anything else is rejected at load):
+/// - all: `kind`, `poll_first` (duration, default 10s), `poll_max` (default 10m), `tls_ca_file`
+/// - `qed`: `base_url` (http/https, optional), exactly one of `api_key_env` / `api_key_file`
+/// - `rfc3161`: `urls` (non-empty list of http/https URLs), `ca_file` (optional)
+/// File paths are absolute (resolved relative to the config file's directory).
+public struct NotaryConfig: Sendable, Equatable {
+    public var name: String
+    public var kind: NotaryKind
+    public var baseURL: String?
+    /// Name of the environment variable holding the API key (never the key itself).
+    public var apiKeyEnv: String?
+    /// Absolute path of a file holding the API key (must be mode 0600 when read).
+    public var apiKeyFile: String?
+    /// Seconds before the first poll of a pending proof.
+    public var pollFirst: Double
+    /// Upper bound, in seconds, of the backoff between polls.
+    public var pollMax: Double
+    public var urls: [String]
+    public var caFile: String?
+    public var tlsCAFile: String?
+
+    public init(
+        name: String, kind: NotaryKind, baseURL: String? = nil, apiKeyEnv: String? = nil,
+        apiKeyFile: String? = nil, pollFirst: Double = 10, pollMax: Double = 600,
+        urls: [String] = [], caFile: String? = nil, tlsCAFile: String? = nil
+    ) {
+        self.name = name
+        self.kind = kind
+        self.baseURL = baseURL
+        self.apiKeyEnv = apiKeyEnv
+        self.apiKeyFile = apiKeyFile
+        self.pollFirst = pollFirst
+        self.pollMax = pollMax
+        self.urls = urls
+        self.caFile = caFile
+        self.tlsCAFile = tlsCAFile
+    }
+
+    /// Where the API key comes from; read it with `ConfigLoader.readSecret`.
+    public var apiKey: SecretSource? {
+        if let apiKeyEnv { return .env(apiKeyEnv) }
+        if let apiKeyFile { return .file(apiKeyFile) }
+        return nil
+    }
+}
+
+/// `kind` of a notary: `qed` (REST) or `rfc3161` (time-stamp authority).
+public enum NotaryKind: String, Sendable, Equatable, CaseIterable {
+    case qed
+    case rfc3161
+}

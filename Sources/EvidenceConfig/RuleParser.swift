@@ -1,0 +1,95 @@
+import Foundation
+
+/// Turns a parsed rule file into a `WatchRule` (all checks that need only this file).
+enum RuleParser {
+    static let keys: Set<String> = [
+        "path", "include", "exclude", "recursive", "settle", "poll_interval", "notary", "archive",
+        "remote_path", "share", "after", "name", "note", "meta_data",
+    ]
+    static let shareKeys: Set<String> = ["access", "expires_in", "password_env", "password_file"]
+
+    /// `absolutePath` becomes `WatchRule.file`; relative paths resolve against `r.baseDirectory`.
+    static func parse(_ r: TOMLReader, name: String, absolutePath: String) throws(ConfigError) -> WatchRule {
+        let t = r.root
+        try r.checkKeys(t, allowed: keys)
+        let path = try r.require(r.path(t, "path"), t, "path", hint: " (the folder to watch)")
+        var rule = WatchRule(name: name, file: absolutePath, path: path)
+
+        if let include = try r.stringArray(t, "include") {
+            guard !include.isEmpty else {
+                throw r.error(["include"], "must not be empty (omit `include` to take every file)")
+            }
+            rule.include = include
+        }
+        rule.exclude = try r.stringArray(t, "exclude") ?? []
+        rule.recursive = try r.bool(t, "recursive") ?? true
+        rule.settle = try r.duration(t, "settle", allowZero: true) ?? rule.settle
+        rule.pollInterval = try r.duration(t, "poll_interval")
+
+        let notary = try r.stringArray(t, "notary") ?? []
+        for (i, n) in notary.enumerated() where notary[..<i].contains(n) {
+            throw r.error(["notary"], "lists `\(n)` twice", element: i)
+        }
+        rule.notary = notary
+        rule.archive = try r.string(t, "archive")
+
+        rule.remotePath = try template(r, t, "remote_path") ?? rule.remotePath
+        if rule.remotePath.split(separator: "/").contains("..") {
+            throw r.error(["remote_path"], "must not contain `..` segments")
+        }
+        rule.nameTemplate = try template(r, t, "name") ?? rule.nameTemplate
+        rule.noteTemplate = try template(r, t, "note", nonEmpty: false) ?? rule.noteTemplate
+
+        if let s = try r.table(t, "share") {
+            rule.share = try share(r, s)
+            if rule.archive == nil {
+                throw r.error(["share"], "a share link needs an `archive`")
+            }
+        }
+        if let after = try r.string(t, "after") {
+            rule.after = try afterAction(r, after, watched: rule.path)
+        }
+        if let m = try r.table(t, "meta_data") {
+            for key in m.keys {
+                rule.metaData[key] = try r.scalarText(m, key)
+            }
+        }
+        return rule
+    }
+
+    private static func template(_ r: TOMLReader, _ t: TOMLTableRef, _ key: String, nonEmpty: Bool = true) throws(ConfigError) -> String? {
+        guard let s = try r.string(t, key, nonEmpty: nonEmpty) else { return nil }
+        if let problem = Template.validate(s) { throw r.error(t.path + [key], problem) }
+        return s
+    }
+
+    private static func share(_ r: TOMLReader, _ s: TOMLTableRef) throws(ConfigError) -> ShareSettings {
+        try r.checkKeys(s, allowed: shareKeys)
+        let accessHint = " (" + ShareAccess.allCases.map(\.rawValue).joined(separator: " | ") + ")"
+        let access = try r.require(r.choice(s, "access", ShareAccess.self), s, "access", hint: accessHint)
+        let password = try r.secret(s, "password")
+        return ShareSettings(
+            access: access, expiresIn: try r.duration(s, "expires_in"),
+            passwordEnv: password.env, passwordFile: password.file)
+    }
+
+    /// `keep` | `delete` | `move:DIR`; DIR resolved against the rule's directory and outside `watched`.
+    private static func afterAction(_ r: TOMLReader, _ text: String, watched: String) throws(ConfigError) -> AfterAction {
+        switch text {
+        case "keep": return .keep
+        case "delete": return .delete
+        default:
+            guard text.hasPrefix("move:") else {
+                throw r.error(["after"], "invalid value \"\(text)\"; expected keep | delete | move:DIR")
+            }
+            let dir = String(text.dropFirst(5)).trimmingCharacters(in: .whitespaces)
+            guard !dir.isEmpty else { throw r.error(["after"], "`move:` needs a folder, e.g. \"move:/srv/done\"") }
+            let target = PathText.resolve(dir, relativeTo: r.baseDirectory)
+            if PathText.isInside(target, watched) {
+                throw r.error(
+                    ["after"], "move destination \(target) is inside the watched folder \(watched); files moved there would be taken again")
+            }
+            return .move(target)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+/// One watch rule: a file `NAME.toml` in the rules folder; the rule's name is the file's stem.
+///
+/// All paths are absolute (relative ones are resolved against the rule file's directory).
+/// Templates (`remotePath`, `nameTemplate`, `noteTemplate`) were checked with `Template.validate`.
+public struct WatchRule: Sendable, Equatable {
+    /// The file's stem (`bodycam.toml` → `"bodycam"`).
+    public var name: String
+    /// Absolute path of the rule file.
+    public var file: String
+    /// The watched folder.
+    public var path: String
+    /// Globs matched against file names; default `["*"]`.
+    public var include: [String]
+    public var exclude: [String]
+    public var recursive: Bool
+    /// Seconds a file must stay unchanged before it is taken; default 2.
+    public var settle: Double
+    /// When set, also rescan by polling every so many seconds (network shares without inotify).
+    public var pollInterval: Double?
+    /// Names of `[notaries.NAME]`; all must confirm. Empty = no notarization.
+    public var notary: [String]
+    /// Name of an `[archives.NAME]`; nil = stop after certificates.
+    public var archive: String?
+    public var remotePath: String
+    /// Only with an archive.
+    public var share: ShareSettings?
+    public var after: AfterAction
+    /// `name` template (report name at the notary).
+    public var nameTemplate: String
+    /// `note` template.
+    public var noteTemplate: String
+    /// `[meta_data]`: free-form key/values sent with the notarization.
+    public var metaData: [String: String]
+
+    public static let defaultRemotePath = "evidence/{rule}/{yyyy}/{mm}/{dd}/{sha8}-{name}"
+
+    public init(
+        name: String, file: String, path: String, include: [String] = ["*"], exclude: [String] = [],
+        recursive: Bool = true, settle: Double = 2, pollInterval: Double? = nil, notary: [String] = [],
+        archive: String? = nil, remotePath: String = WatchRule.defaultRemotePath, share: ShareSettings? = nil,
+        after: AfterAction = .keep, nameTemplate: String = "{name}", noteTemplate: String = "",
+        metaData: [String: String] = [:]
+    ) {
+        self.name = name
+        self.file = file
+        self.path = path
+        self.include = include
+        self.exclude = exclude
+        self.recursive = recursive
+        self.settle = settle
+        self.pollInterval = pollInterval
+        self.notary = notary
+        self.archive = archive
+        self.remotePath = remotePath
+        self.share = share
+        self.after = after
+        self.nameTemplate = nameTemplate
+        self.noteTemplate = noteTemplate
+        self.metaData = metaData
+    }
+}
+
+/// `[share]` of a rule: create a link to the archived object.
+public struct ShareSettings: Sendable, Equatable {
+    public var access: ShareAccess
+    /// Link lifetime in seconds; nil = no expiry.
+    public var expiresIn: Double?
+    public var passwordEnv: String?
+    /// Absolute path (resolved relative to the rule file).
+    public var passwordFile: String?
+
+    public init(access: ShareAccess, expiresIn: Double? = nil, passwordEnv: String? = nil, passwordFile: String? = nil) {
+        self.access = access
+        self.expiresIn = expiresIn
+        self.passwordEnv = passwordEnv
+        self.passwordFile = passwordFile
+    }
+
+    /// Where the link password comes from; nil = no password.
+    public var password: SecretSource? {
+        if let passwordEnv { return .env(passwordEnv) }
+        if let passwordFile { return .file(passwordFile) }
+        return nil
+    }
+}
+
+/// Who may open a shared link (mapped to each provider's notion).
+public enum ShareAccess: String, Sendable, Equatable, CaseIterable {
+    case open, company, collaborators
+}
+
+/// What happens to the source file once its archive is verified (`after`).
+public enum AfterAction: Sendable, Equatable {
+    /// `"keep"` (default).
+    case keep
+    /// `"move:DIR"`; DIR is absolute and not inside the watched path.
+    case move(String)
+    /// `"delete"`.
+    case delete
+}

@@ -1,0 +1,168 @@
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceStore
+import Foundation
+import Glibc
+
+/// The rule's `after` action on one source: `delete` it or `move:DIR` it, only once its
+/// item reached the rule's final stage, only if the source is still the very file version
+/// that was ingested, and only after the stored copy was re-read and matched.
+public struct AfterActionHandler: JobHandler {
+    public let kind = JobKind.afterAction
+    let home: EvidenceHome
+    let rules: [String: WatchRule]
+
+    public init(home: EvidenceHome, rules: [String: WatchRule]) {
+        self.home = home
+        self.rules = rules
+    }
+
+    public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+        guard let itemID = job.itemID, let path = job.payload["path"], let sourceID = job.payload["source_id"].flatMap(Int64.init),
+              let action = job.payload["action"] else {
+            throw JobError("after-action job \(job.id) has an incomplete payload", retryable: false)
+        }
+        let item: Item
+        let source: SourceSighting
+        do {
+            guard let i = try home.catalog.item(id: itemID),
+                  let s = try home.catalog.sources(itemID: itemID).first(where: { $0.id == sourceID }) else {
+                throw JobError("item \(itemID) or source \(sourceID) is gone", retryable: false)
+            }
+            item = i
+            source = s
+        } catch let e as JobError { throw e } catch { throw JobError("\(error)", retryable: true) }
+
+        let plan = rules[job.payload["rule"] ?? ""].map(PipelinePlan.init)
+        guard let plan, item.state == plan.finalState else {
+            // Not final yet: wait, longer the older the job, without spending attempts.
+            let age = -job.createdAt.timeIntervalSinceNow
+            return .notYet(until: Date().addingTimeInterval(min(600, max(1, age / 10))),
+                           reason: "item #\(itemID) is \(item.state.rawValue), waiting for \(plan?.finalState.rawValue ?? "its rule")")
+        }
+
+        let dest = action == "move" ? job.payload["to"].map { destination(for: path, in: $0, rule: plan.rule) } : nil
+        let objectPath = home.store.objectPath(item.sha256)
+        let home = self.home
+        return try await onIOThread { () -> Result<JobOutcome, JobError> in
+            Self.perform(action: action, path: path, dest: dest, source: source, item: item, objectPath: objectPath, home: home)
+        }.get()
+    }
+
+    /// Keeps sub-folders below the watched root: `<root>/a/b.mp4` → `<dir>/a/b.mp4`.
+    func destination(for path: String, in dir: String, rule: WatchRule) -> String {
+        let root = rule.path.hasSuffix("/") ? rule.path : rule.path + "/"
+        let rel = path.hasPrefix(root) ? String(path.dropFirst(root.count)) : (path as NSString).lastPathComponent
+        return (dir as NSString).appendingPathComponent(rel)
+    }
+
+    static func perform(action: String, path: String, dest: String?, source: SourceSighting, item: Item,
+                        objectPath: String, home: EvidenceHome) -> Result<JobOutcome, JobError> {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT {
+                if let dest, let d = try? SourceStat.lstat(dest).get(), d.inode == source.inode, d.device == source.device {
+                    return .success(.done(JobTransition(state: nil, event: "source-moved", details: ["from": path, "to": dest])))
+                }
+                return .success(.done(JobTransition(state: nil, event: "after-action-skipped",
+                                                    reason: "source is already gone", details: ["path": path])))
+            }
+            return .failure(JobError("\(path): lstat failed: \(String(cString: strerror(errno)))", retryable: true))
+        }
+        let now = SourceStat(st)
+        guard now.device == source.device, now.inode == source.inode, now.size == source.size,
+              now.mtimeNanos == source.mtimeNanos else {
+            return .success(.done(JobTransition(state: nil, event: "after-action-skipped",
+                                                reason: "source changed since ingest; left in place",
+                                                details: ["path": path, "size": "\(source.size) → \(now.size)",
+                                                          "inode": "\(source.inode) → \(now.inode)"])))
+        }
+        // The stored copy must still be whole before the original goes.
+        switch Result(catching: { () throws(StoreError) in try FileHasher.hash(path: objectPath) }) {
+        case .success(let r) where r.digest == item.sha256: break
+        case .success(let r):
+            return .failure(JobError("\(objectPath): store object hashes to \(r.digest.hex); source \(path) left in place",
+                                     retryable: false))
+        case .failure(let e):
+            return .failure(JobError("\(e.description); source \(path) left in place", retryable: true))
+        }
+        switch action {
+        case "delete":
+            if unlink(path) != 0 {
+                return .failure(JobError("\(path): delete failed: \(String(cString: strerror(errno)))", retryable: true))
+            }
+            fsyncParent(path)
+            return .success(.done(JobTransition(state: nil, event: "source-deleted", details: ["path": path, "sha256": item.sha256.hex])))
+        case "move":
+            guard let dest else { return .failure(JobError("move without a destination", retryable: false)) }
+            switch move(path, to: dest, sha256: item.sha256) {
+            case .success(let final):
+                return .success(.done(JobTransition(state: nil, event: "source-moved", details: ["from": path, "to": final])))
+            case .failure(let e):
+                return .failure(e)
+            }
+        default:
+            return .failure(JobError("unknown after-action \(action)", retryable: false))
+        }
+    }
+
+    /// rename(2) when on the same filesystem; otherwise copy to a temp file in the destination
+    /// folder, fsync, rename, and only then unlink the source. An existing different file at the
+    /// destination is never overwritten: the new one gets the hash prefix in its name.
+    static func move(_ path: String, to dest: String, sha256: SHA256Digest) -> Result<String, JobError> {
+        let dir = (dest as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        } catch {
+            return .failure(JobError("\(dir): cannot create move destination: \(error.localizedDescription)", retryable: true))
+        }
+        var target = dest
+        if access(target, F_OK) == 0 {
+            if (try? FileHasher.hash(path: target).digest) == sha256 {
+                // Same content already there (an earlier move that crashed before unlinking).
+                if unlink(path) != 0 { return .failure(JobError("\(path): unlink failed: \(String(cString: strerror(errno)))", retryable: true)) }
+                fsyncParent(path)
+                return .success(target)
+            }
+            let ext = (dest as NSString).pathExtension
+            let stem = (dest as NSString).deletingPathExtension
+            target = stem + "." + sha256.short + (ext.isEmpty ? "" : "." + ext)
+        }
+        if rename(path, target) == 0 {
+            fsyncParent(target)
+            fsyncParent(path)
+            return .success(target)
+        }
+        guard errno == EXDEV else {
+            return .failure(JobError("\(path) → \(target): move failed: \(String(cString: strerror(errno)))", retryable: true))
+        }
+        let tmp = dir + "/.evidence-move-\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        do {
+            try FileManager.default.copyItem(atPath: path, toPath: tmp)
+            let fd = open(tmp, O_RDONLY)
+            if fd >= 0 { fsync(fd); close(fd) }
+            guard (try? FileHasher.hash(path: tmp).digest) == sha256 else {
+                unlink(tmp)
+                return .failure(JobError("\(path): copy to \(dir) did not verify; source left in place", retryable: true))
+            }
+            if rename(tmp, target) != 0 {
+                unlink(tmp)
+                return .failure(JobError("\(target): rename failed: \(String(cString: strerror(errno)))", retryable: true))
+            }
+            fsyncParent(target)
+            unlink(path)
+            fsyncParent(path)
+            return .success(target)
+        } catch {
+            unlink(tmp)
+            return .failure(JobError("\(path) → \(target): copy failed: \(error.localizedDescription)", retryable: true))
+        }
+    }
+
+    static func fsyncParent(_ path: String) {
+        let fd = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY)
+        if fd >= 0 { fsync(fd); close(fd) }
+    }
+}
+

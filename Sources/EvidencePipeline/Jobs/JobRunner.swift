@@ -1,0 +1,125 @@
+import EvidenceCatalog
+import EvidenceCore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Runs durable jobs from the catalog's queue with up to `workers` at once.
+///
+/// On graceful shutdown it stops claiming, gives in-flight jobs `drainTimeout` seconds to
+/// finish, then cancels them and returns their leases to the queue (not counted as attempts).
+public final class JobRunner: Service, Sendable {
+    let catalog: any Catalog
+    let handlers: [String: any JobHandler]
+    let owner: String
+    let workers: Int
+    let lease: Double
+    let backoff: Backoff
+    let drainTimeout: Double
+    let logger: Logger
+    let idlePoll: Double
+    private let stopping = Mutex(false)
+
+    public init(catalog: any Catalog, handlers: [any JobHandler], owner: String, workers: Int, lease: Double = 300,
+                backoff: Backoff = Backoff(), drainTimeout: Double = 10, idlePoll: Double = 0.2, logger: Logger) {
+        self.catalog = catalog
+        self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { a, _ in a })
+        self.owner = owner
+        self.workers = max(1, workers)
+        self.lease = lease
+        self.backoff = backoff
+        self.drainTimeout = drainTimeout
+        self.idlePoll = idlePoll
+        self.logger = logger
+    }
+
+    var isStopping: Bool { stopping.withLock { $0 } }
+
+    public func run() async throws {
+        let released = try catalog.releaseAllLeases()
+        if released > 0 { logger.notice("returned \(released) job lease(s) of a previous run to the queue") }
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<workers { group.addTask { await self.workerLoop(); return true } }
+                // Bound the drain: once stopping, cancel whatever still runs after drainTimeout.
+                group.addTask {
+                    while !self.isStopping {
+                        if Task.isCancelled { return false }
+                        try? await Task.sleep(for: .milliseconds(100))
+                    }
+                    try? await Task.sleep(for: .seconds(self.drainTimeout))
+                    return false
+                }
+                var workersLeft = workers
+                while workersLeft > 0, let isWorker = await group.next() {
+                    if isWorker { workersLeft -= 1 } else { group.cancelAll() }
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.stopping.withLock { $0 = true }
+        }
+    }
+
+    /// Claims and runs one job at a time until the runner stops.
+    func workerLoop() async {
+        let kinds = Array(handlers.keys)
+        while !isStopping && !Task.isCancelled {
+            let job: QueuedJob?
+            do {
+                job = try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: Date())
+            } catch {
+                logger.error("cannot claim jobs: \(error)")
+                job = nil
+            }
+            if let job {
+                await execute(job)
+                continue
+            }
+            let due = (try? catalog.nextJobDue(kinds: kinds)) ?? nil
+            let wait = min(idlePoll, max(0.005, due?.timeIntervalSinceNow ?? idlePoll))
+            try? await Task.sleep(for: .seconds(wait))
+        }
+    }
+
+    func execute(_ job: QueuedJob) async {
+        guard let handler = handlers[job.kind] else { return }
+        var log = logger
+        log[metadataKey: "job"] = "\(job.id)"
+        log[metadataKey: "kind"] = "\(job.kind)"
+        if let item = job.itemID { log[metadataKey: "item"] = "\(item)" }
+        do {
+            let outcome = try await handler.run(job)
+            switch outcome {
+            case .done(let transition):
+                try catalog.completeJob(job.id, owner: owner, transition: transition)
+                log.debug("job done")
+            case .notYet(let until, let reason):
+                try catalog.releaseJob(job.id, owner: owner, runAt: until)
+                log.debug("job waits: \(reason)")
+            }
+        } catch let error as JobError {
+            if Task.isCancelled {
+                try? catalog.releaseJob(job.id, owner: owner, runAt: Date())
+                return
+            }
+            let retryAt: Date? = error.retryable
+                ? Date().addingTimeInterval(max(error.retryAfter ?? 0, backoff.delay(afterAttempt: job.attempts)))
+                : nil
+            do {
+                let after = try catalog.failJob(job.id, owner: owner, error: error.message, retryAt: retryAt,
+                                                onGiveUp: error.onGiveUp)
+                if after.state == .failed {
+                    log.error("job failed for good after \(after.attempts) attempt(s): \(error.message)")
+                } else {
+                    log.warning("job attempt \(after.attempts) failed, retrying at \(after.nextRunAt): \(error.message)")
+                }
+            } catch {
+                log.error("cannot record job failure: \(error)")
+            }
+        } catch {
+            log.error("cannot record job outcome: \(error)")
+        }
+    }
+}

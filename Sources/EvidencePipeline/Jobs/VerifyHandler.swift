@@ -1,0 +1,42 @@
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceStore
+import Foundation
+
+/// Re-reads the stored object of a newly ingested item and checks it against the catalog:
+/// the copy that all later stages rely on is proven before anything else happens.
+public struct VerifyHandler: JobHandler {
+    public let kind = JobKind.verify
+    let home: EvidenceHome
+    let rules: [String: WatchRule]
+
+    public init(home: EvidenceHome, rules: [String: WatchRule]) {
+        self.home = home
+        self.rules = rules
+    }
+
+    public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+        guard let itemID = job.itemID else { throw JobError("verify job without an item", retryable: false) }
+        let item: Item
+        do {
+            guard let i = try home.catalog.item(id: itemID) else { throw JobError("item \(itemID) is gone", retryable: false) }
+            item = i
+        } catch let e as JobError { throw e } catch { throw JobError("\(error)", retryable: true) }
+        let path = home.store.objectPath(item.sha256)
+        let result = await onIOThread { Result { () throws(StoreError) in try FileHasher.hash(path: path) } }
+        switch result {
+        case .success(let r) where r.digest == item.sha256 && r.size == item.size:
+            let plan = rules[job.payload["rule"] ?? ""].map(PipelinePlan.init)
+            let next: ItemState? = (plan?.hasLaterStages ?? true) ? nil : plan?.finalState
+            return .done(JobTransition(state: next, event: "verified", details: ["object": path, "sha256": r.digest.hex]))
+        case .success(let r):
+            throw JobError("\(path): store object hashes to \(r.digest.hex) (\(r.size) bytes), catalog says \(item.sha256.hex) (\(item.size) bytes)",
+                           retryable: false,
+                           onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "store object does not match its hash"))
+        case .failure(let e):
+            throw JobError(e.description, retryable: true,
+                           onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: e.description))
+        }
+    }
+}

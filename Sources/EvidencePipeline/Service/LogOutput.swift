@@ -1,0 +1,57 @@
+import Foundation
+import Logging
+
+/// swift-log handler writing one line per message to stderr, as text or JSON. Secrets never
+/// reach it: callers log paths, hashes and remote answers, never credentials.
+public struct StderrLogHandler: LogHandler {
+    public enum Format: String, Sendable { case text, json }
+
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level
+    let label: String
+    let format: Format
+    private static let lock = NSLock()
+
+    public init(label: String, level: Logger.Level, format: Format) {
+        self.label = label
+        self.logLevel = level
+        self.format = format
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var all = metadata
+        if let m = event.metadata { all.merge(m) { _, new in new } }
+        let ts = Timestamp.now()
+        let line: String
+        switch format {
+        case .text:
+            let meta = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            line = "\(ts) \(event.level.rawValue.uppercased()) \(event.message)\(meta)\n"
+        case .json:
+            var obj: [String: String] = ["ts": ts, "level": event.level.rawValue, "msg": "\(event.message)", "logger": label]
+            for (k, v) in all { obj[k] = "\(v)" }
+            let data = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            line = String(decoding: data, as: UTF8.self) + "\n"
+        }
+        Self.lock.lock()
+        FileHandle.standardError.write(Data(line.utf8))
+        Self.lock.unlock()
+    }
+}
+
+private enum Timestamp {
+    static func now() -> String {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        var t = tv.tv_sec
+        var tmv = tm()
+        gmtime_r(&t, &tmv)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1,
+                      Int(tmv.tm_mday), Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec), Int(tv.tv_usec / 1000))
+    }
+}

@@ -1,0 +1,42 @@
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceWatch
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// `evidence run` assembled: the watcher with its ingest workers, and the job runner, as
+/// services of one group that stops gracefully on SIGTERM/SIGINT.
+public struct Pipeline: Sendable {
+    public let home: EvidenceHome
+    public let rules: [WatchRule]
+    public let watchService: WatchService
+    public let jobRunner: JobRunner
+
+    public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], logger: Logger) {
+        self.home = home
+        self.rules = rules
+        let owner = "\(ProcessInfo.processInfo.hostName):\(getpid())"
+        let ingestor = Ingestor(home: home, actor: "run:\(owner)")
+        let specs = rules.map {
+            WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
+                      recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval)
+        }
+        let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: rules, ingestor: ingestor,
+                                    workers: config.workers.ingest, logger: logger)
+        jobRunner = JobRunner(catalog: home.catalog,
+                              handlers: [VerifyHandler(home: home, rules: byName), AfterActionHandler(home: home, rules: byName)],
+                              owner: owner, workers: config.workers.jobs, logger: logger)
+    }
+
+    /// Runs until SIGTERM/SIGINT, then drains and returns.
+    public func run(logger: Logger) async throws {
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: watchService), .init(service: jobRunner)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+    }
+}

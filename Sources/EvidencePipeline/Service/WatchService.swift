@@ -1,0 +1,116 @@
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceWatch
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Watches the rules' folders and ingests each settled file with up to `workers` at once.
+///
+/// The folders themselves are the queue: a file detected but not yet recorded when the
+/// process dies is found again by the start-up scan, and a file already recorded at that
+/// exact version is skipped, so every file is taken exactly once.
+public final class WatchService: Service, Sendable {
+    let watcher: Watcher
+    let rules: [String: WatchRule]
+    let ingestor: Ingestor
+    let workers: Int
+    let logger: Logger
+    let retryDelays: [Double]
+    private let counters = Mutex(Counters())
+
+    public struct Counters: Sendable, Equatable {
+        public var ingested = 0
+        public var duplicates = 0
+        public var skipped = 0
+        public var rejected = 0
+        public var failed = 0
+    }
+
+    public var stats: Counters { counters.withLock { $0 } }
+
+    public init(watcher: Watcher, rules: [WatchRule], ingestor: Ingestor, workers: Int, logger: Logger,
+                retryDelays: [Double] = [1, 2, 5, 10, 30, 60, 120, 300]) {
+        self.watcher = watcher
+        self.rules = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        self.ingestor = ingestor
+        self.workers = max(1, workers)
+        self.logger = logger
+        self.retryDelays = retryDelays
+    }
+
+    public func run() async throws {
+        let events = watcher.events()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            for try await event in events.cancelOnGracefulShutdown() {
+                switch event {
+                case .settled(let file):
+                    if inFlight >= workers {
+                        try await group.next()
+                        inFlight -= 1
+                    }
+                    inFlight += 1
+                    group.addTask { await self.take(file) }
+                case .rejected(let rule, let path, let reason):
+                    counters.withLock { $0.rejected += 1 }
+                    logger.warning("quarantined: \(reason)", metadata: ["rule": "\(rule)", "path": "\(path)"])
+                    _ = ingestor.quarantine(path: path, rule: rule, reason: reason.hasPrefix(path) ? reason : "\(path): \(reason)")
+                case .rescanned(let rule, let reason):
+                    logger.notice("rescanned \(rule): \(reason)")
+                }
+            }
+            // Stopping: in-flight ingests finish (each is one file's read + fsync).
+            try await group.waitForAll()
+        }
+    }
+
+    /// Forces a full rescan (SIGUSR1, or an operator after fixing a problem).
+    public func rescan() { watcher.injectOverflow() }
+
+    func take(_ file: SettledFile) async {
+        let id = file.identity
+        if (try? ingestor.home.catalog.itemForSource(path: file.path, device: id.device, inode: id.inode,
+                                                     size: id.size, mtimeNanos: id.mtimeNanos)) != nil {
+            counters.withLock { $0.skipped += 1 }
+            logger.debug("already ingested", metadata: ["path": "\(file.path)"])
+            return
+        }
+        let plan = rules[file.rule].map(PipelinePlan.init)
+        var attempt = 0
+        while true {
+            let ingestor = self.ingestor
+            let outcome = await onIOThread { ingestor.ingest(path: file.path, rule: file.rule, plan: plan) }
+            switch outcome {
+            case .ingested(let o):
+                counters.withLock { if case .created = o { $0.ingested += 1 } else { $0.duplicates += 1 } }
+                logger.info("\(o.label)", metadata: ["path": "\(file.path)", "rule": "\(file.rule)",
+                                                     "item": "\(o.item.id)", "sha256": "\(o.item.sha256.hex)"])
+                return
+            case .rejected(let reason, _):
+                counters.withLock { $0.rejected += 1 }
+                logger.warning("quarantined: \(reason)", metadata: ["rule": "\(file.rule)"])
+                return
+            case .retryLater(let reason), .failed(let reason):
+                guard attempt < retryDelays.count, !Task.isCancelled else {
+                    counters.withLock { $0.failed += 1 }
+                    logger.error("giving up for now (restart or SIGUSR1 rescans): \(reason)")
+                    return
+                }
+                logger.warning("will retry in \(retryDelays[attempt])s: \(reason)")
+                try? await Task.sleep(for: .seconds(retryDelays[attempt]))
+                attempt += 1
+                if case .retryLater = outcome {
+                    // The writer was still busy: wait until the file is quiet again.
+                    var before = stat(), after = stat()
+                    if lstat(file.path, &before) != 0 { return }
+                    try? await Task.sleep(for: .seconds(max(0.2, rules[file.rule]?.settle ?? 1)))
+                    if lstat(file.path, &after) != 0 { return }
+                    if before.st_size != after.st_size || before.st_mtim.tv_nsec != after.st_mtim.tv_nsec { continue }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Dispatch
+import Foundation
+import Glibc
+
+/// Streams a file through SHA-256 with the I/O on its own thread: while the calling thread
+/// hashes chunk k, the I/O thread reads chunk k+1 (and, when copying, writes chunk k).
+/// Memory is fixed at `depth` buffers of `FileHasher.bufferSize`, whatever the file size.
+final class ChunkPipeline: @unchecked Sendable {
+    static let depth = 3
+
+    private let src: Int32
+    private let path: String
+    private let sink: TempFile?
+    private let buffers: [UnsafeMutableRawBufferPointer]
+    private let lock = NSLock()
+    private let ready = DispatchSemaphore(value: 0)
+    // Created at 0 and signalled up: libdispatch traps when a semaphore is destroyed below
+    // the value it was created with.
+    private let free = DispatchSemaphore(value: 0)
+    private let ioDone = DispatchSemaphore(value: 0)
+    private var queue: [(index: Int, count: Int)] = []
+    private var uses: [Int]
+    private var ioError: StoreError?
+    private var stop = false
+
+    init(src: Int32, path: String, sink: TempFile?) {
+        self.src = src
+        self.path = path
+        self.sink = sink
+        buffers = (0..<Self.depth).map { _ in
+            UnsafeMutableRawBufferPointer.allocate(byteCount: FileHasher.bufferSize, alignment: 4096)
+        }
+        uses = Array(repeating: 0, count: Self.depth)
+        for _ in 0..<Self.depth { free.signal() }
+    }
+
+    deinit { buffers.forEach { $0.deallocate() } }
+
+    /// Hashes everything from the current offset to the end; returns the digest and byte count.
+    func run(hasher: SHA256Hasher, progress: ((Int64) -> Void)?) throws(StoreError) -> Int64 {
+        _ = posix_fadvise(src, 0, 0, POSIX_FADV_SEQUENTIAL)
+        let thread = Thread { [self] in ioLoop() }
+        thread.stackSize = 1 << 20
+        thread.start()
+        var total: Int64 = 0
+        while true {
+            ready.wait()
+            lock.lock()
+            let next = queue.isEmpty ? nil : queue.removeFirst()
+            lock.unlock()
+            guard let (index, count) = next else { break }    // end of stream (or I/O error)
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffers[index][0..<count]))
+            total += Int64(count)
+            release(index)
+            progress?(total)
+        }
+        ioDone.wait()
+        if let ioError { throw ioError }
+        return total
+    }
+
+    private func release(_ index: Int) {
+        lock.lock()
+        uses[index] -= 1
+        let freed = uses[index] == 0
+        lock.unlock()
+        if freed { free.signal() }
+    }
+
+    private func ioLoop() {
+        defer {
+            // One signal more than chunks queued: the hasher finds the queue empty and stops.
+            ready.signal()
+            ioDone.signal()
+        }
+        var k = 0
+        while true {
+            free.wait()
+            let index = k % Self.depth
+            let buf = buffers[index]
+            var n: Int
+            repeat { n = read(src, buf.baseAddress, buf.count) } while n < 0 && errno == EINTR
+            if n < 0 { fail(StoreError.from(errno: errno, path: path, operation: "read")); return }
+            if n == 0 { return }
+            lock.lock()
+            uses[index] = sink == nil ? 1 : 2
+            queue.append((index, n))
+            lock.unlock()
+            ready.signal()
+            if let sink {
+                do throws(StoreError) {
+                    try sink.write(UnsafeRawBufferPointer(rebasing: buf[0..<n]))
+                } catch {
+                    fail(error)
+                    release(index)
+                    return
+                }
+                release(index)
+            }
+            k += 1
+        }
+    }
+
+    private func fail(_ e: StoreError) {
+        lock.lock()
+        if ioError == nil { ioError = e }
+        lock.unlock()
+    }
+}

@@ -1,0 +1,85 @@
+import EvidenceCore
+
+/// One watch rule as the watcher needs it (the config module maps a rule file onto this).
+public struct WatchSpec: Sendable, Equatable {
+    /// Rule name (the rule file's stem); carried on every event.
+    public var rule: String
+    /// Absolute folder to watch. It may be a symbolic link to a directory (the root, and only
+    /// the root, is followed); reported paths are built under this spelling.
+    public var root: String
+    /// `fnmatch(3)` globs on the file *name* (not the path). Empty means `["*"]`.
+    public var include: [String]
+    /// Extra globs on the name to ignore (added to the watcher's default ignores). They also
+    /// apply to subdirectory names: an ignored directory is not descended.
+    public var exclude: [String]
+    /// Descend into subdirectories (and watch new ones as they appear).
+    public var recursive: Bool
+    /// Seconds a file must stay unchanged (device, inode, size, mtime) before it is reported.
+    /// 0 = report at once on `IN_CLOSE_WRITE` / `IN_MOVED_TO` / scan (after one `lstat`).
+    public var settle: Double
+    /// If set, also rescan the whole tree every N seconds (network mounts where inotify is silent).
+    public var pollInterval: Double?
+
+    public init(
+        rule: String,
+        root: String,
+        include: [String] = ["*"],
+        exclude: [String] = [],
+        recursive: Bool = false,
+        settle: Double = 2,
+        pollInterval: Double? = nil
+    ) {
+        self.rule = rule
+        self.root = root
+        self.include = include
+        self.exclude = exclude
+        self.recursive = recursive
+        self.settle = settle
+        self.pollInterval = pollInterval
+    }
+}
+
+/// What "unchanged" means: the same file object with the same size and modification time.
+public struct FileIdentity: Sendable, Hashable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var size: Int64
+    /// Modification time in nanoseconds since the Unix epoch.
+    public var mtimeNanos: Int64
+
+    public init(device: UInt64, inode: UInt64, size: Int64, mtimeNanos: Int64) {
+        self.device = device
+        self.inode = inode
+        self.size = size
+        self.mtimeNanos = mtimeNanos
+    }
+}
+
+/// A regular file that stayed unchanged for its rule's settle time.
+public struct SettledFile: Sendable, Equatable {
+    public var rule: String
+    /// Absolute path (root spelling + relative path). Always valid UTF-8 and byte-exact: it
+    /// round-trips through `open(path)`.
+    public var path: String
+    public var identity: FileIdentity
+
+    public init(rule: String, path: String, identity: FileIdentity) {
+        self.rule = rule
+        self.path = path
+        self.identity = identity
+    }
+}
+
+public enum WatchEvent: Sendable {
+    /// A complete file, to be ingested. Reported once per (rule, path, identity).
+    case settled(SettledFile)
+    /// Something under a root that will not be taken: symbolic link, FIFO, socket, device, or a
+    /// name that is not valid UTF-8. Reported once per path (again only if the path disappears
+    /// and comes back). For a non-UTF-8 name, `path` shows invalid bytes as U+FFFD and the
+    /// reason carries the exact bytes in hex.
+    case rejected(rule: String, path: String, reason: String)
+    /// A full scan of the rule's root finished: "initial scan" (catch-up after start; files
+    /// found are candidates and are reported once settled), "inotify event queue overflowed",
+    /// "watch root reappeared". Routine `pollInterval` rescans are not announced.
+    case rescanned(rule: String, reason: String)
+}

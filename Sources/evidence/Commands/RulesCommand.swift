@@ -1,0 +1,47 @@
+import ArgumentParser
+import EvidenceConfig
+import Foundation
+
+struct RulesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rules",
+        abstract: "Watch rules.",
+        subcommands: [Check.self]
+    )
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate the watch rules (and the config they refer to).",
+            discussion: """
+            Loads every *.toml in DIR (default: the config's `rules`, or ./watch-rules) and
+            reports each problem with file, line and field; checks that notaries and archives
+            named by rules exist in evidence.toml and that watched folders exist.
+
+            Exit codes: 0 all rules valid · 2 a rule or the config is invalid.
+            """
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: ArgumentHelp("Rules folder.", valueName: "dir"))
+        var dir: String?
+
+        struct Rule: Encodable {
+            var name: String, file: String, path: String, settle: Double, notary: [String], archive: String?, after: String
+        }
+
+        func run() throws {
+            let config = try global.loadConfig()
+            let rules = try RuleSet.load(explicit: dir, config: config, home: try global.homePath(config))
+            if global.json {
+                Output.json(rules.map { Rule(name: $0.name, file: $0.file, path: $0.path, settle: $0.settle,
+                                             notary: $0.notary, archive: $0.archive, after: "\($0.after)") })
+            } else {
+                for r in rules {
+                    Output.line("✓ \(r.name)  \(r.path)  settle \(r.settle)s  notary \(r.notary.isEmpty ? "-" : r.notary.joined(separator: ","))  archive \(r.archive ?? "-")  after \(r.after)")
+                }
+                Output.line("\(rules.count) rule(s) valid")
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# make bench: performance as ratios against reference tools run in this same script, on the
+# same files and in the same page-cache state (each command is run once to warm up, then the
+# best of N runs counts). Not a test: it prints a table.
+#
+#   BENCH_SIZE_MB (1024)   size of the big file        BENCH_RSS_MB (4096)  size for the RSS run
+#   BENCH_FILES (1000)     small files, BENCH_FILE_KB (100) each            BENCH_RUNS (3)
+set -euo pipefail
+bin=${1:?usage: bench.sh path/to/evidence}
+size_mb=${BENCH_SIZE_MB:-1024}
+rss_mb=${BENCH_RSS_MB:-4096}
+nfiles=${BENCH_FILES:-1000}
+file_kb=${BENCH_FILE_KB:-100}
+runs=${BENCH_RUNS:-3}
+work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/evidence-bench.XXXXXX")
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+# best wall time of $runs runs of "$@" (after one warm-up run)
+best() {
+  local b="" t0 t1 d
+  "$@" >/dev/null 2>&1
+  for _ in $(seq "$runs"); do
+    t0=$(now); "$@" >/dev/null 2>&1; t1=$(now)
+    d=$(echo "$t1 - $t0" | bc -l)
+    if [ -z "$b" ] || [ "$(echo "$d < $b" | bc -l)" = 1 ]; then b=$d; fi
+  done
+  echo "$b"
+}
+# peak RSS (MB) of one run of "$@"
+peak_rss() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1 | awk '{printf "%.1f", $1/1024}'; }
+fmt() { printf "%.3f" "$1"; }
+
+echo "evidence bench: $(nproc) cores, work dir $work"
+big="$work/big.bin"
+openssl rand -out "$big" $((size_mb * 1024 * 1024)) 2>/dev/null || head -c $((size_mb * 1024 * 1024)) /dev/urandom > "$big"
+
+# 1. hash vs openssl dgst
+t_ossl=$(best openssl dgst -sha256 "$big")
+t_hash=$(best "$bin" hash "$big")
+r_hash=$(echo "$t_ossl / $t_hash" | bc -l)
+
+# 2. ingest (one read pass: hash + copy + fsync) vs openssl dgst, then cp + sync
+# Each run gets a fresh home; removing the previous one is not timed.
+ingest_once() { "$bin" --home "$1" ingest --quiet "$big"; }
+ref_once() { openssl dgst -sha256 "$big" >/dev/null && cp "$big" "$1" && sync; }
+# best of $runs for a command taking a fresh target path as its last argument
+best_fresh() {
+  local b="" t0 t1 d target
+  for _ in $(seq $((runs + 1))); do
+    target="$work/target-$RANDOM$RANDOM"
+    t0=$(now); "$@" "$target" >/dev/null 2>&1; t1=$(now)
+    chmod -R u+w "$target" 2>/dev/null; rm -rf "$target"
+    d=$(echo "$t1 - $t0" | bc -l)
+    if [ -z "$b" ] || [ "$(echo "$d < $b" | bc -l)" = 1 ]; then b=$d; fi
+  done
+  echo "$b"
+}
+t_ingest=$(best_fresh ingest_once)
+t_ref=$(best_fresh ref_once)
+r_ingest=$(echo "$t_ingest / $t_ref" | bc -l)
+rm -f "$big"
+
+# 3. peak RSS hashing and ingesting a large file (sparse: the content does not matter for memory)
+huge="$work/huge.bin"
+truncate -s $((rss_mb * 1024 * 1024)) "$huge"
+rss_hash=$(peak_rss "$bin" hash "$huge")
+rss_ingest=$(peak_rss "$bin" --home "$work/home-rss" ingest --quiet "$huge")
+rss_ossl=$(peak_rss openssl dgst -sha256 "$huge")
+rm -rf "$work/home-rss" "$huge"
+
+# 4. many small files, ingested durably (fsync per object + per catalog commit)
+small="$work/small"
+mkdir -p "$small"
+for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$small/f$i.bin"; done
+small_once() { "$bin" --home "$1" ingest --quiet "$small"; }
+t_small=$(best_fresh small_once)
+rate=$(echo "$nfiles / $t_small" | bc -l)
+
+printf "\n%-52s %12s %12s %10s %10s\n" "measure" "evidence" "reference" "ratio" "target"
+printf "%-52s %11ss %11ss %10s %10s\n" "hash ${size_mb} MiB vs openssl dgst -sha256 (speed)" "$(fmt "$t_hash")" "$(fmt "$t_ossl")" "$(fmt "$r_hash")" ">= 0.95"
+printf "%-52s %11ss %11ss %10s %10s\n" "ingest ${size_mb} MiB vs openssl dgst + cp + sync (time)" "$(fmt "$t_ingest")" "$(fmt "$t_ref")" "$(fmt "$r_ingest")" "<= 0.75"
+printf "%-52s %10sMB %10sMB %10s %10s\n" "peak RSS: hash ${rss_mb} MiB (reference: openssl)" "$rss_hash" "$rss_ossl" "-" "<= 64 MB"
+printf "%-52s %10sMB %12s %10s %10s\n" "peak RSS: ingest ${rss_mb} MiB" "$rss_ingest" "-" "-" "<= 64 MB"
+printf "%-52s %9.0f/s %12s %10s %10s\n" "ingest ${nfiles} x ${file_kb} KB files, durable" "$rate" "-" "-" ">= 500/s"
