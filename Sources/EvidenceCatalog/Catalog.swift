@@ -37,6 +37,8 @@ public protocol Catalog: Sendable {
     func allEvents() throws(CatalogError) -> [CustodyEvent]
     func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry]
     func summary() throws(CatalogError) -> CatalogSummary
+    /// Items still on their way (not done, failed or quarantined) created at or before `cutoff`, oldest first.
+    func pendingItems(olderThan cutoff: Date?) throws(CatalogError) -> [Item]
 
     /// Recomputes the custody chain and compares with the stored hashes and the head anchor.
     func verifyChain() throws(CatalogError) -> ChainReport

@@ -152,6 +152,15 @@ extension SQLiteCatalog {
         }
     }
 
+    public func pendingItems(olderThan cutoff: Date?) throws(CatalogError) -> [Item] {
+        try read { db in
+            try ItemRow.fetchAll(db, sql: """
+                SELECT * FROM item WHERE state NOT IN ('done', 'failed', 'quarantined') AND created_at <= ?
+                ORDER BY created_at
+                """, arguments: [cutoff ?? Date.distantFuture]).map { $0.model() }
+        }
+    }
+
     public func summary() throws(CatalogError) -> CatalogSummary {
         try read { db in
             var s = CatalogSummary()
@@ -162,6 +171,7 @@ extension SQLiteCatalog {
                 s.bytes += row["b"] as Int64
             }
             s.quarantined = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM quarantine WHERE resolved = 0") ?? 0
+            s.oldestPending = try Date.fetchOne(db, sql: "SELECT MIN(created_at) FROM item WHERE state NOT IN ('done', 'failed', 'quarantined')")
             s.sources = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM source") ?? 0
             s.events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM custody_event") ?? 0
             for row in try Row.fetchAll(db, sql: """

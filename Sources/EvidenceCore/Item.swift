@@ -101,6 +101,8 @@ public struct CatalogSummary: Codable, Sendable, Equatable {
     public var sources: Int
     public var events: Int
     public var byRule: [String: [String: Int]]
+    /// Creation time of the oldest item still on its way (not done, failed or quarantined).
+    public var oldestPending: Date?
     public init(items: Int = 0, bytes: Int64 = 0, byState: [String: Int] = [:], quarantined: Int = 0,
                 sources: Int = 0, events: Int = 0, byRule: [String: [String: Int]] = [:]) {
         self.items = items; self.bytes = bytes; self.byState = byState; self.quarantined = quarantined

@@ -81,8 +81,10 @@ enum RuleSet {
         return FileManager.default.fileExists(atPath: "watch-rules") ? "watch-rules" : nil
     }
 
-    /// All rules, or a usage-grade error listing every problem (file, line, field).
-    static func load(explicit: String?, config: EvidenceConfig, home: String) throws -> [WatchRule] {
+    /// All rules, or a usage-grade error listing every problem (file, line, field). A watched
+    /// folder that does not exist is an error for `run` and a warning for `rules check`.
+    static func load(explicit: String?, config: EvidenceConfig, home: String,
+                     requireFolders: Bool = true, warnings: ((String) -> Void)? = nil) throws -> [WatchRule] {
         guard let dir = directory(explicit: explicit, config: config) else {
             throw CLIError.config("no watch rules: pass --rules DIR, set `rules` in evidence.toml, or create ./watch-rules (see `evidence rules check --help`)")
         }
@@ -91,7 +93,8 @@ enum RuleSet {
         withHome.home = home.hasPrefix("/") ? home : FileManager.default.currentDirectoryPath + "/" + home
         var problems = errors.map(\.description) + ConfigLoader.validate(rules: rules, against: withHome).map(\.description)
         for r in rules where !FileManager.default.fileExists(atPath: r.path) {
-            problems.append("\(r.file): field `path`: watched folder \(r.path) does not exist")
+            let message = "\(r.file): field `path`: watched folder \(r.path) does not exist"
+            if requireFolders { problems.append(message) } else { warnings?(message + " (yet)") }
         }
         if problems.isEmpty && rules.isEmpty { problems.append("\(dir): no rule files (*.toml)") }
         guard problems.isEmpty else { throw CLIError.config(problems.joined(separator: "\n")) }

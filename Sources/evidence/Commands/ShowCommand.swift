@@ -7,7 +7,7 @@ import Foundation
 struct ShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "One item: record, sources, media, custody events.",
+        abstract: "One item: record, sources, media, jobs, custody events.",
         discussion: """
         ITEM is an item id (`12`), a hash prefix of at least 4 hex digits (`3fa9c2`), or a path
         the content was ingested from.
@@ -25,6 +25,7 @@ struct ShowCommand: ParsableCommand {
         var item: Item
         var objectPath: String
         var sources: [SourceSighting]
+        var jobs: [QueuedJob]
         var custody: [CustodyEvent]
     }
 
@@ -33,9 +34,10 @@ struct ShowCommand: ParsableCommand {
         let it = try ItemResolver.resolve(item, in: home)
         let sources = try home.catalog.sources(itemID: it.id)
         let events = try home.catalog.events(itemID: it.id)
+        let jobs = try home.catalog.jobs(itemID: it.id)
         let objectPath = home.store.objectPath(it.sha256)
         if global.json {
-            Output.json(Report(item: it, objectPath: objectPath, sources: sources, custody: events))
+            Output.json(Report(item: it, objectPath: objectPath, sources: sources, jobs: jobs, custody: events))
             return
         }
         Output.line("item      #\(it.id)")
@@ -56,6 +58,14 @@ struct ShowCommand: ParsableCommand {
         Output.table(["SEEN", "RULE", "SIZE", "MTIME", "PATH"], sources.map {
             [Output.date($0.seenAt), $0.rule ?? "-", String($0.size), Output.date($0.mtime), $0.path]
         })
+        if !jobs.isEmpty {
+            Output.line()
+            Output.line("Jobs:")
+            Output.table(["JOB", "KIND", "STATE", "ATTEMPTS", "NEXT RUN", "LAST ERROR"], jobs.map {
+                ["\($0.id)", $0.kind, $0.state.rawValue, "\($0.attempts)/\($0.maxAttempts)",
+                 $0.state == .queued ? Output.date($0.nextRunAt) : "-", $0.lastError ?? ""]
+            })
+        }
         Output.line()
         Output.line("Custody:")
         Output.table(["#", "AT", "EVENT", "ACTOR", "HASH", "DETAILS"], events.map {

@@ -12,11 +12,32 @@ struct StatusCommand: ParsableCommand {
         States follow the item lifecycle: detected, settled, ingested, submitted, confirmed,
         certified, archived, shared, done; failed and quarantined need an operator.
 
-        Exit codes: 0 nothing needs attention · 1 some items failed or files are quarantined · 2 usage error.
+          evidence status                          the summary
+          evidence status --pending --older-than 10m   items stuck on their way for 10 minutes or more
+          evidence status --json                   everything, for scripts
+
+        Exit codes: 0 nothing needs attention · 1 items failed, files are quarantined, jobs
+        are failing, or (with --pending) pending items were listed · 2 usage error.
         """
     )
 
     @OptionGroup var global: GlobalOptions
+
+    @Flag(name: .long, help: "List items still on their way (not done, failed or quarantined), oldest first.")
+    var pending = false
+
+    @Option(name: .long, help: ArgumentHelp("With --pending: only items at least this old (e.g. 10m, 2h, 1d).", valueName: "duration"))
+    var olderThan: String?
+
+    struct PendingItem: Encodable {
+        var id: Int64
+        var sha256: String
+        var state: String
+        var ageSeconds: Double
+        var reason: String?
+        var source: String?
+        var lastError: String?
+    }
 
     struct Report: Encodable {
         var home: String
@@ -26,19 +47,56 @@ struct StatusCommand: ParsableCommand {
         var custodyEvents: Int
         var states: [String: Int]
         var rules: [String: [String: Int]]
+        var oldestPendingAgeSeconds: Double?
+        var jobs: [String: Int]
+        var failingJobs: [QueuedJob]
         var quarantined: [QuarantineEntry]
+        var pending: [PendingItem]?
+    }
+
+    func validate() throws {
+        if olderThan != nil && !pending { throw ValidationError("--older-than goes with --pending") }
+        if let o = olderThan {
+            do { _ = try DurationText.seconds(o) } catch { throw ValidationError("--older-than: \(error)") }
+        }
     }
 
     func run() throws {
         let home = try global.openHome()
-        let s = try home.catalog.summary()
-        let q = try home.catalog.quarantine(includeResolved: false)
+        let c = home.catalog
+        let s = try c.summary()
+        let q = try c.quarantine(includeResolved: false)
+        let troubled = try c.troubledJobs(limit: 100)
+        let jobs = try c.jobCounts()
+        var pendingItems: [PendingItem]?
+        if pending {
+            let age = try olderThan.map { try DurationText.seconds($0) } ?? 0
+            pendingItems = try c.pendingItems(olderThan: Date().addingTimeInterval(-age)).map { item in
+                let jobs = try c.jobs(itemID: item.id)
+                return PendingItem(id: item.id, sha256: item.sha256.hex, state: item.state.rawValue,
+                                   ageSeconds: -item.createdAt.timeIntervalSinceNow, reason: item.stateReason,
+                                   source: try c.sources(itemID: item.id).first?.path,
+                                   lastError: jobs.compactMap(\.lastError).last)
+            }
+        }
+        let oldestAge = s.oldestPending.map { -$0.timeIntervalSinceNow }
+
         if global.json {
             Output.json(Report(home: home.path, items: s.items, bytes: s.bytes, sources: s.sources,
-                               custodyEvents: s.events, states: s.byState, rules: s.byRule, quarantined: q))
+                               custodyEvents: s.events, states: s.byState, rules: s.byRule,
+                               oldestPendingAgeSeconds: oldestAge, jobs: jobs, failingJobs: troubled,
+                               quarantined: q, pending: pendingItems))
+        } else if let pendingItems {
+            Output.table(["ITEM", "STATE", "AGE", "SHA256", "SOURCE", "WHY"], pendingItems.map {
+                ["#\($0.id)", $0.state, DurationText.format(seconds: $0.ageSeconds), String($0.sha256.prefix(12)),
+                 $0.source ?? "-", $0.lastError ?? $0.reason ?? "waiting for its next job"]
+            })
+            Output.line("\(pendingItems.count) pending item(s)" + (olderThan.map { " older than \($0)" } ?? ""))
         } else {
-            Output.line("home    \(home.path)")
-            Output.line("items   \(s.items) (\(Output.bytes(s.bytes))), \(s.sources) sources, \(s.events) custody events")
+            Output.line("home     \(home.path)")
+            Output.line("items    \(s.items) (\(Output.bytes(s.bytes))), \(s.sources) sources, \(s.events) custody events")
+            Output.line("pending  " + (oldestAge.map { "oldest \(DurationText.format(seconds: $0)) old" } ?? "none"))
+            Output.line("jobs     " + (jobs.isEmpty ? "none" : JobStateOrder.all.compactMap { k in jobs[k].map { "\(k) \($0)" } }.joined(separator: ", ")))
             Output.line()
             let states = ItemState.allCases.filter { $0 != .quarantined }
             var rows = states.map { [$0.rawValue, String(s.byState[$0.rawValue] ?? 0)] }
@@ -53,6 +111,14 @@ struct StatusCommand: ParsableCommand {
                                 .map { "\($0) \(m[$0]!)" }.joined(separator: ", ")]
                 })
             }
+            if !troubled.isEmpty {
+                Output.line()
+                Output.line("Failing jobs:")
+                Output.table(["JOB", "KIND", "ITEM", "STATE", "ATTEMPTS", "LAST ERROR"], troubled.prefix(20).map {
+                    ["\($0.id)", $0.kind, $0.itemID.map { "#\($0)" } ?? "-", $0.state.rawValue,
+                     "\($0.attempts)/\($0.maxAttempts)", $0.lastError ?? ""]
+                })
+            }
             if !q.isEmpty {
                 Output.line()
                 Output.line("Quarantined (left in place, not stored):")
@@ -60,6 +126,12 @@ struct StatusCommand: ParsableCommand {
                 if q.count > 50 { Output.line("  … and \(q.count - 50) more (see --json)") }
             }
         }
-        if (s.byState[ItemState.failed.rawValue] ?? 0) > 0 || !q.isEmpty { throw ExitCode(1) }
+        let attention = (s.byState[ItemState.failed.rawValue] ?? 0) > 0 || !q.isEmpty || !troubled.isEmpty
+            || !(pendingItems?.isEmpty ?? true)
+        if attention { throw ExitCode(1) }
     }
+}
+
+enum JobStateOrder {
+    static let all = ["queued", "running", "done", "failed"]
 }

@@ -1,0 +1,168 @@
+import Foundation
+import Glibc
+import Testing
+
+@Suite("evidence run: real inotify, real processes", .serialized)
+struct RunCLITests {
+    @Test("a slow writer (chunks over 3 s) is ingested once, complete")
+    func slowWriter() throws {
+        let h = RunHarness(settle: "1s")
+        try h.start()
+        let path = h.drop + "/slow.mp4"
+        let fd = open(path, O_CREAT | O_WRONLY, 0o644)
+        var all = Data()
+        for _ in 0..<6 {
+            let chunk = randomBytes(64 * 1024)
+            all.append(chunk)
+            _ = chunk.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, chunk.count) }
+            usleep(500_000)
+        }
+        close(fd)
+        #expect(waitUntil(timeout: 15) { h.items() == 1 })
+        usleep(1_500_000)
+        #expect(h.items() == 1, "ingested more than once: \(h.log)")
+        let show = h.cli.run(["show", "--json", path]).json as? [String: Any]
+        #expect((show?["item"] as? [String: Any])?["size"] as? Int == all.count)
+        #expect(h.stop() == 0)
+    }
+
+    @Test("write to a temp name, rename into place: one item under the final name")
+    func renameIntoPlace() throws {
+        let h = RunHarness(settle: "200ms")
+        try h.start()
+        let tmp = h.write("clip.mp4.part", randomBytes(200_000))
+        #expect(rename(tmp, h.drop + "/clip.mp4") == 0)
+        #expect(waitUntil(timeout: 10) { h.items() == 1 })
+        usleep(500_000)
+        let show = h.cli.run(["show", "--json", h.drop + "/clip.mp4"])
+        #expect(show.status == 0)
+        #expect(h.sources() == 1)
+        #expect((h.status()["quarantined"] as? [Any])?.isEmpty == true)
+        #expect(h.stop() == 0)
+    }
+
+    @Test("a burst of 1,000 files is ingested, each exactly once")
+    func burst() throws {
+        let h = RunHarness()
+        try h.start()
+        for i in 0..<1000 { h.write(String(format: "burst/f%04d.bin", i), randomBytes(1024)) }
+        #expect(waitUntil(timeout: 90) { h.items() == 1000 })
+        usleep(500_000)
+        #expect(h.items() == 1000)
+        #expect(h.sources() == 1000)
+        #expect(h.stop() == 0)
+        #expect(h.cli.run(["fsck", "--quick"]).status == 0)
+    }
+
+    @Test("files dropped while stopped are caught up at start; already ingested ones are not redone")
+    func catchUp() throws {
+        let h = RunHarness()
+        h.write("before-1.wav", randomBytes(5000))
+        try h.start()
+        #expect(waitUntil(timeout: 10) { h.items() == 1 })
+        #expect(h.stop() == 0)
+        h.write("while-down-1.wav", randomBytes(5000))
+        h.write("sub/while-down-2.wav", randomBytes(5000))
+        try h.start()
+        #expect(waitUntil(timeout: 10) { h.items() == 3 })
+        usleep(500_000)
+        #expect(h.sources() == 3)
+        let events = (h.status()["custodyEvents"] as? Int) ?? 0
+        #expect(h.stop() == 0)
+        try h.start()
+        usleep(1_000_000)
+        #expect(h.items() == 3 && (h.status()["custodyEvents"] as? Int) == events, "a restart must not record anything new")
+        #expect(h.stop() == 0)
+    }
+
+    @Test("SIGUSR1 forces a full rescan: a file inotify never completed is found")
+    func rescanSignal() throws {
+        let h = RunHarness()
+        try h.start()
+        // A hard link creates a name with IN_CREATE only (no close-write): with settle 0 the
+        // watcher only finds it by rescanning, as after an IN_Q_OVERFLOW.
+        let outside = h.scratch.path + "/outside.bin"
+        FileManager.default.createFile(atPath: outside, contents: randomBytes(4000))
+        #expect(link(outside, h.drop + "/linked.bin") == 0)
+        usleep(700_000)
+        kill(h.process!.processIdentifier, SIGUSR1)
+        #expect(waitUntil(timeout: 10) { h.items() == 1 })
+        #expect(h.log.contains("rescanned"))
+        #expect(h.stop() == 0)
+    }
+
+    @Test("SIGKILL in the middle of a burst, restart: every file exactly once, fsck clean")
+    func killMidBurst() throws {
+        let h = RunHarness()
+        try h.start()
+        let n = 1500
+        for i in 0..<n { h.write("k/f\(i).bin", randomBytes(20_000)) }
+        _ = waitUntil(timeout: 20) { h.items() >= 50 }
+        #expect(h.stop(SIGKILL) == -9)
+        let partial = h.items()
+        #expect(partial >= 50 && partial < n, "the kill must land in the middle of the burst (\(partial) of \(n) done)")
+        try h.start()
+        #expect(waitUntil(timeout: 90) { h.items() == n })
+        usleep(1_000_000)
+        #expect(h.items() == n)
+        #expect(h.sources() == n, "a file recorded twice")
+        #expect(h.stop() == 0)
+        let fsck = h.cli.run(["fsck", "--json"])
+        #expect(fsck.status == 0, "\(fsck.stdout)")
+    }
+
+    @Test("SIGTERM stops gracefully with exit 0; a second instance on the same home is refused")
+    func gracefulAndSingleInstance() throws {
+        let h = RunHarness()
+        try h.start()
+        let second = h.cli.run(["run", "--rules", h.rules], timeout: 20)
+        #expect(second.status == 2)
+        #expect(second.stderr.contains("another `evidence run` already serves this home"))
+        let start = Date()
+        #expect(h.stop(SIGTERM, timeout: 15) == 0)
+        #expect(Date().timeIntervalSince(start) < 15)
+        #expect(h.log.contains("evidence run stopped"))
+    }
+
+    @Test("after = move: the source is moved only once the item is done; the store keeps it")
+    func afterMove() throws {
+        let done = Scratch()
+        let h = RunHarness(extra: "after = \"move:\(done.path)/archive\"")
+        try h.start()
+        let data = randomBytes(30_000)
+        h.write("cam1/a.mp4", data)
+        #expect(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: done.path + "/archive/cam1/a.mp4") })
+        #expect(!FileManager.default.fileExists(atPath: h.drop + "/cam1/a.mp4"))
+        #expect(FileManager.default.contents(atPath: done.path + "/archive/cam1/a.mp4") == data)
+        let states = h.status()["states"] as? [String: Int]
+        #expect(states?["done"] == 1)
+        let show = h.cli.run(["show", "--json", "1"]).json as? [String: Any]
+        let kinds = (show?["custody"] as? [[String: Any]])?.compactMap { $0["kind"] as? String } ?? []
+        #expect(kinds == ["ingested", "verified", "source-moved"])
+        #expect(h.stop() == 0)
+    }
+
+    @Test("after = delete removes the source only after the stored copy verified")
+    func afterDelete() throws {
+        let h = RunHarness(extra: "after = \"delete\"")
+        try h.start()
+        let p = h.write("gone.wav", randomBytes(10_000))
+        #expect(waitUntil(timeout: 15) { !FileManager.default.fileExists(atPath: p) })
+        #expect(h.cli.run(["verify", "1"]).status == 0)
+        let show = h.cli.run(["show", "--json", "1"]).json as? [String: Any]
+        let kinds = (show?["custody"] as? [[String: Any]])?.compactMap { $0["kind"] as? String } ?? []
+        #expect(kinds == ["ingested", "verified", "source-deleted"])
+        #expect(h.stop() == 0)
+    }
+
+    @Test("rules check names file, line and field of a bad rule; run refuses it with exit 2")
+    func badRule() {
+        let h = RunHarness()
+        try! "path = \"\(h.drop)\"\nsettle = \"2x\"\n".write(toFile: h.rules + "/bad.toml", atomically: true, encoding: .utf8)
+        let check = h.cli.run(["rules", "check", h.rules])
+        #expect(check.status == 2)
+        #expect(check.stderr.contains("bad.toml:2") && check.stderr.contains("settle"))
+        let run = h.cli.run(["run", "--rules", h.rules], timeout: 20)
+        #expect(run.status == 2 && run.stderr.contains("bad.toml:2"))
+    }
+}

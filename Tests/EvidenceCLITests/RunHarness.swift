@@ -1,0 +1,88 @@
+import Foundation
+import Glibc
+import Testing
+
+/// `evidence run` as a real process on a temp home, rules folder and watched folder.
+final class RunHarness {
+    let scratch = Scratch()
+    var home: String { scratch.home }
+    var drop: String { scratch.path + "/drop" }
+    var rules: String { scratch.path + "/rules" }
+    var logPath: String { scratch.path + "/run.log" }
+    var cli: CLI { CLI(home: home) }
+    private(set) var process: Process?
+
+    init(settle: String = "0s", extra: String = "") {
+        try! FileManager.default.createDirectory(atPath: drop, withIntermediateDirectories: true)
+        try! FileManager.default.createDirectory(atPath: rules, withIntermediateDirectories: true)
+        try! "path = \"\(drop)\"\nsettle = \"\(settle)\"\n\(extra)\n".write(toFile: rules + "/cam.toml", atomically: true, encoding: .utf8)
+    }
+
+    deinit { if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+
+    /// Starts the service and waits until its first scan is done.
+    func start(timeout: Double = 30) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLI.binary)
+        p.arguments = ["--home", home, "run", "--rules", rules, "--log-format", "json"]
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "EVIDENCE_HOME"); env.removeValue(forKey: "EVIDENCE_CONFIG")
+        p.environment = env
+        p.currentDirectoryURL = URL(fileURLWithPath: scratch.path)
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)!
+        log.seekToEndOfFile()
+        p.standardError = log
+        p.standardOutput = log
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        process = p
+        let ready = waitUntil(timeout: timeout) { self.log.contains("initial scan") || !p.isRunning }
+        guard ready, p.isRunning else { throw HarnessError.notReady(self.log) }
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Sends a signal and waits for the exit status (nil if it did not exit in time).
+    func stop(_ sig: Int32 = SIGTERM, timeout: Double = 20) -> Int32? {
+        guard let p = process else { return nil }
+        kill(p.processIdentifier, sig)
+        let exited = waitUntil(timeout: timeout) { !p.isRunning }
+        guard exited else { return nil }
+        p.waitUntilExit()
+        process = nil
+        return sig == SIGKILL ? -9 : p.terminationStatus
+    }
+
+    func status() -> [String: Any] {
+        (cli.run(["status", "--json"]).json as? [String: Any]) ?? [:]
+    }
+
+    func items() -> Int { status()["items"] as? Int ?? -1 }
+    func sources() -> Int { status()["sources"] as? Int ?? -1 }
+
+    @discardableResult
+    func write(_ name: String, _ data: Data) -> String {
+        let p = drop + "/" + name
+        try! FileManager.default.createDirectory(atPath: (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: p, contents: data)
+        return p
+    }
+
+    enum HarnessError: Error { case notReady(String) }
+}
+
+/// Polls `condition` every 50 ms until true or `timeout` seconds pass.
+@discardableResult
+func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(50_000)
+    }
+    return condition()
+}
+
+func randomBytes(_ n: Int) -> Data {
+    Data((0..<n).map { _ in UInt8.random(in: 0...255) })
+}
