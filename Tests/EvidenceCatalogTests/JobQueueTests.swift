@@ -1,0 +1,109 @@
+import EvidenceCatalog
+import EvidenceCore
+import Foundation
+import Testing
+
+@Suite("Job queue")
+struct JobQueueTests {
+    func catalogWithItem() throws -> (SQLiteCatalog, Int64) {
+        let c = try SQLiteCatalog.inMemory()
+        let item = try c.recordIngest(record("a", path: "/drop/a.mp4")).item
+        return (c, item.id)
+    }
+
+    @Test("ingest queues its jobs in the same transaction, once per item and per source")
+    func queuedWithIngest() throws {
+        let c = try SQLiteCatalog.inMemory()
+        var r = record("a", path: "/drop/a.mp4")
+        r.jobsForNewItem = [JobSpec(kind: "verify")]
+        r.jobsForNewSource = [JobSpec(kind: "after-action", payload: ["action": "delete"])]
+        let item = try c.recordIngest(r).item
+        var again = record("a", path: "/drop/copy.mp4", inode: 9)
+        again.jobsForNewItem = r.jobsForNewItem
+        again.jobsForNewSource = r.jobsForNewSource
+        _ = try c.recordIngest(again)
+        let jobs = try c.jobs(itemID: item.id)
+        #expect(jobs.map(\.kind).sorted() == ["after-action", "after-action", "verify"])
+        #expect(jobs.filter { $0.kind == "after-action" }.compactMap { $0.payload["path"] }.sorted() == ["/drop/a.mp4", "/drop/copy.mp4"])
+    }
+
+    @Test("enqueue is idempotent by dedupe key")
+    func dedupe() throws {
+        let (c, id) = try catalogWithItem()
+        let a = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "verify:item:\(id)")
+        let b = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "verify:item:\(id)")
+        #expect(a.id == b.id)
+        #expect(try c.jobs(itemID: id).count == 1)
+    }
+
+    @Test("a claimed job is leased to one owner; others cannot claim it until the lease expires")
+    func leasing() throws {
+        let (c, id) = try catalogWithItem()
+        _ = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "v")
+        let now = Date()
+        let job = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now))
+        #expect(job.state == .running && job.attempts == 1 && job.leaseOwner == "A")
+        #expect(try c.claimJob(kinds: ["verify"], owner: "B", lease: 60, now: now) == nil)
+        // A crashed owner's lease runs out: B takes the job over, and A can no longer complete it.
+        let later = now.addingTimeInterval(61)
+        let taken = try #require(try c.claimJob(kinds: ["verify"], owner: "B", lease: 60, now: later))
+        #expect(taken.id == job.id && taken.attempts == 2)
+        #expect(throws: CatalogError.self) { try c.completeJob(job.id, owner: "A", transition: nil) }
+        try c.completeJob(job.id, owner: "B", transition: JobTransition(state: .done, event: "verified"))
+        #expect(try c.item(id: id)?.state == .done)
+        #expect(try c.events(itemID: id).map(\.kind) == ["ingested", "verified"])
+    }
+
+    @Test("failures retry at the given time until attempts run out, then fail the item")
+    func failAndGiveUp() throws {
+        let (c, id) = try catalogWithItem()
+        _ = try c.enqueue(JobSpec(kind: "verify", maxAttempts: 2), itemID: id, dedupeKey: "v")
+        var now = Date()
+        var job = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now))
+        let retryAt = now.addingTimeInterval(30)
+        let after1 = try c.failJob(job.id, owner: "A", error: "disk busy", retryAt: retryAt,
+                                   onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "gave up"))
+        #expect(after1.state == .queued && after1.lastError == "disk busy")
+        #expect(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now) == nil, "not before retryAt")
+        #expect(try c.nextJobDue(kinds: ["verify"]).map { abs($0.timeIntervalSince(retryAt)) < 0.01 } == true)
+        now = retryAt.addingTimeInterval(1)
+        job = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now))
+        let after2 = try c.failJob(job.id, owner: "A", error: "still busy", retryAt: now.addingTimeInterval(30),
+                                   onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "gave up"))
+        #expect(after2.state == .failed)
+        #expect(try c.item(id: id)?.state == .failed)
+        #expect(try c.troubledJobs(limit: 10).map(\.id) == [job.id])
+        // retry re-queues with fresh attempts and puts the item back where it failed from.
+        #expect(try c.retryFailed(itemID: nil) == 1)
+        #expect(try c.item(id: id)?.state == .ingested)
+        let again = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: Date().addingTimeInterval(1)))
+        #expect(again.attempts == 1)
+    }
+
+    @Test("release returns a job without spending an attempt; start-up releases every lease")
+    func release() throws {
+        let (c, id) = try catalogWithItem()
+        _ = try c.enqueue(JobSpec(kind: "after-action"), itemID: id, dedupeKey: "x")
+        _ = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "y")
+        let now = Date()
+        let a = try #require(try c.claimJob(kinds: ["after-action"], owner: "A", lease: 600, now: now))
+        try c.releaseJob(a.id, owner: "A", runAt: now)
+        let again = try #require(try c.claimJob(kinds: ["after-action"], owner: "A", lease: 600, now: now))
+        #expect(again.attempts == 1)
+        _ = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 600, now: now))
+        #expect(try c.releaseAllLeases() == 2)
+        #expect(try c.jobCounts() == ["queued": 2])
+    }
+
+    @Test("backoff doubles up to its cap, with jitter between 0.5x and 1.5x")
+    func backoff() {
+        let b = Backoff(base: 2, cap: 60)
+        #expect(b.delay(afterAttempt: 1, jitter: 1) == 2)
+        #expect(b.delay(afterAttempt: 3, jitter: 1) == 8)
+        #expect(b.delay(afterAttempt: 20, jitter: 1) == 60)
+        for _ in 0..<100 {
+            let d = b.delay(afterAttempt: 2)
+            #expect(d >= 2 && d < 6)
+        }
+    }
+}
