@@ -4,21 +4,25 @@ import Foundation
 import GRDB
 
 extension SQLiteCatalog {
+    /// The item recorded for one exact version of one path (hot: every detected file asks).
+    static let sourceLookupSQL = """
+        SELECT item.* FROM source JOIN item ON item.id = source.item_id
+        WHERE source.path = ? AND source.device = ? AND source.inode = ? AND source.size = ? AND source.mtime_nanos = ?
+        """
+
     public func recordIngest(_ r: IngestRecord) throws(CatalogError) -> IngestOutcome {
         let name = (r.path as NSString).lastPathComponent
         let mediaJSON = r.media.flatMap { try? String(decoding: CanonicalJSON.encode($0), as: UTF8.self) }
         return try write { db in
             let now = Date()
-            if let known = try ItemRow.fetchOne(db, sql: """
-                SELECT item.* FROM source JOIN item ON item.id = source.item_id
-                WHERE source.path = ? AND source.device = ? AND source.inode = ? AND source.size = ? AND source.mtime_nanos = ?
-                """, arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
+            if let known = try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
                known.sha256 == r.sha256.hex {
                 return .alreadyKnown(known.model())
             }
             var row: ItemRow
             let created: Bool
-            if let existing = try ItemRow.filter(Column("sha256") == r.sha256.hex).fetchOne(db) {
+            if let existing = try ItemRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM item WHERE sha256 = ?"),
+                                                   arguments: [r.sha256.hex]) {
                 row = existing
                 created = false
             } else {
@@ -56,7 +60,8 @@ extension SQLiteCatalog {
                 }
             }
             // A path that was quarantined before and now came in fine is no longer a problem.
-            try db.execute(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0", arguments: [r.path])
+            try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")
+                .execute(arguments: [r.path])
             return created ? .created(row.model()) : .duplicate(row.model())
         }
     }
@@ -122,10 +127,7 @@ extension SQLiteCatalog {
     public func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64,
                               mtimeNanos: Int64) throws(CatalogError) -> Item? {
         try read { db in
-            try ItemRow.fetchOne(db, sql: """
-                SELECT item.* FROM source JOIN item ON item.id = source.item_id
-                WHERE source.path = ? AND source.device = ? AND source.inode = ? AND source.size = ? AND source.mtime_nanos = ?
-                """, arguments: [path, Int64(bitPattern: device), Int64(bitPattern: inode), size, mtimeNanos])?.model()
+            try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [path, Int64(bitPattern: device), Int64(bitPattern: inode), size, mtimeNanos])?.model()
         }
     }
 

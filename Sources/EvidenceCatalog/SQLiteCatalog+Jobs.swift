@@ -4,7 +4,8 @@ import GRDB
 
 extension SQLiteCatalog {
     static func insertJob(_ db: Database, _ spec: JobSpec, itemID: Int64?, dedupeKey: String, now: Date) throws -> QueuedJob {
-        if let existing = try JobRow.filter(Column("dedupe_key") == dedupeKey).fetchOne(db) { return existing.model() }
+        if let existing = try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE dedupe_key = ?"),
+                                              arguments: [dedupeKey]) { return existing.model() }
         var row = JobRow(id: nil, kind: spec.kind, itemId: itemID, state: QueuedJob.State.queued.rawValue, attempts: 0,
                          maxAttempts: spec.maxAttempts, nextRunAt: spec.runAt ?? now, leaseOwner: nil,
                          leaseExpiresAt: nil, lastError: nil,
@@ -20,15 +21,15 @@ extension SQLiteCatalog {
 
     public func claimJob(kinds: [String], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
         guard !kinds.isEmpty else { return nil }
-        return try write { db in
+        return try write(durable: false) { db in
             let marks = kinds.map { _ in "?" }.joined(separator: ",")
             var args: [any DatabaseValueConvertible] = kinds
             args += [now, now]
-            guard var row = try JobRow.fetchOne(db, sql: """
+            guard var row = try JobRow.fetchOne(db.cachedStatement(sql: """
                 SELECT * FROM job WHERE kind IN (\(marks)) AND
                   ((state = 'queued' AND next_run_at <= ?) OR (state = 'running' AND lease_expires_at < ?))
                 ORDER BY next_run_at, id LIMIT 1
-                """, arguments: StatementArguments(args)) else { return nil }
+                """), arguments: StatementArguments(args)) else { return nil }
             row.state = QueuedJob.State.running.rawValue
             row.leaseOwner = owner
             row.leaseExpiresAt = now.addingTimeInterval(lease)
@@ -82,7 +83,7 @@ extension SQLiteCatalog {
     /// Puts a job back without counting the attempt (its precondition is not met yet, or the
     /// runner is shutting down).
     public func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError) {
-        try write { db in
+        try write(durable: false) { db in
             var row = try Self.leasedJob(db, id, owner)
             row.state = QueuedJob.State.queued.rawValue
             row.attempts = max(0, row.attempts - 1)
@@ -110,7 +111,7 @@ extension SQLiteCatalog {
     public func nextJobDue(kinds: [String]) throws(CatalogError) -> Date? {
         try read { db in
             let marks = kinds.map { _ in "?" }.joined(separator: ",")
-            return try Date.fetchOne(db, sql: "SELECT MIN(next_run_at) FROM job WHERE state = 'queued' AND kind IN (\(marks))",
+            return try Date.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_run_at) FROM job WHERE state = 'queued' AND kind IN (\(marks))"),
                                      arguments: StatementArguments(kinds))
         }
     }

@@ -69,12 +69,19 @@ public final class SQLiteCatalog: Catalog {
 
     /// One IMMEDIATE transaction (takes the write lock up front, so two processes never
     /// deadlock upgrading read locks), then the head anchor is refreshed if events were added.
-    func write<T>(_ body: @escaping @Sendable (Database) throws -> T) throws(CatalogError) -> T {
+    ///
+    /// `durable: false` commits without waiting for the disk (WAL, synchronous=NORMAL): still
+    /// atomic and safe against a process crash, but the commit may be lost on power failure.
+    /// Only for bookkeeping whose loss is harmless (job leases: a lost claim re-runs an
+    /// idempotent job). Everything that records evidence or custody is durable.
+    func write<T>(durable: Bool = true, _ body: @escaping @Sendable (Database) throws -> T) throws(CatalogError) -> T {
         let result: (T, Bool)
         do {
             result = try db.writeWithoutTransaction { db in
                 var out: T?
                 var appended = false
+                if !durable { try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() }
+                defer { if !durable { try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() } }
                 try db.inTransaction(.immediate) {
                     let before = try Self.lastSeq(db)
                     out = try body(db)
@@ -92,7 +99,7 @@ public final class SQLiteCatalog: Catalog {
     }
 
     static func lastSeq(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM custody_event") ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM custody_event")) ?? 0
     }
 
     func read<T>(_ body: @escaping @Sendable (Database) throws -> T) throws(CatalogError) -> T {
@@ -122,7 +129,7 @@ public final class SQLiteCatalog: Catalog {
     /// Appends one event inside the caller's transaction.
     static func appendEvent(_ db: Database, itemID: Int64?, kind: String, actor: String,
                             details: [String: String]) throws -> CustodyEvent {
-        let last = try Row.fetchOne(db, sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1")
+        let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1"))
         let seq: Int64 = (last?["seq"] as Int64? ?? 0) + 1
         let prev: String = last?["hash"] ?? CustodyEvent.genesis
         let detailsJSON = String(decoding: try CanonicalJSON.encode(details), as: UTF8.self)

@@ -33,7 +33,7 @@ public struct EvidenceConfig: Sendable, Equatable {
         self.archives = archives
     }
 
-    /// No file, no home/rules set, log info/text, workers 2/4, no notary, no archive (ingest only).
+    /// No file, no home/rules set, log info/text, workers 4/2, no notary, no archive (ingest only).
     public static let embeddedDefaults = EvidenceConfig()
 
     /// The store home when neither `--home`, `$EVIDENCE_HOME` nor `home` is given (relative to the cwd).
@@ -55,7 +55,8 @@ public struct Workers: Sendable, Equatable {
     public static let allowedRange = 1...64
     public var ingest: Int
     public var jobs: Int
-    public init(ingest: Int = 2, jobs: Int = 4) {
+    // Ingest is I/O-bound (fsyncs): 4 overlap well on 2 cores; jobs mostly wait on the catalog.
+    public init(ingest: Int = 4, jobs: Int = 2) {
         self.ingest = ingest
         self.jobs = jobs
     }

@@ -31,6 +31,12 @@ public final class ObjectStore: Sendable {
         for dir in [home, home + "/objects", objectsDir, tmpDir] {
             try Self.makeDirectory(dir)
         }
+        // The 256 first-level fan-out folders exist from the start: storing an object then
+        // creates (and fsyncs) at most one new folder instead of two.
+        if access(objectsDir + "/ff", F_OK) != 0 {
+            for b in 0..<256 { try Self.makeDirectory(objectsDir + "/" + Hex.encode([UInt8(b)])) }
+            try Self.fsyncDirectory(objectsDir)
+        }
         cleanStaleTemps()
     }
 

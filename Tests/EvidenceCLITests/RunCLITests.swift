@@ -96,7 +96,12 @@ struct RunCLITests {
         let h = RunHarness()
         try h.start()
         let n = 1500
-        for i in 0..<n { h.write("k/f\(i).bin", randomBytes(20_000)) }
+        // Written outside, then renamed in all at once: the burst lands faster than it is ingested.
+        let staging = h.scratch.path + "/staging"
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: h.drop + "/k", withIntermediateDirectories: true)
+        for i in 0..<n { FileManager.default.createFile(atPath: staging + "/f\(i).bin", contents: randomBytes(20_000)) }
+        for i in 0..<n { #expect(rename(staging + "/f\(i).bin", h.drop + "/k/f\(i).bin") == 0) }
         _ = waitUntil(timeout: 20) { h.items() >= 50 }
         #expect(h.stop(SIGKILL) == -9)
         let partial = h.items()

@@ -84,5 +84,12 @@ func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
 }
 
 func randomBytes(_ n: Int) -> Data {
-    Data((0..<n).map { _ in UInt8.random(in: 0...255) })
+    var g = SystemRandomNumberGenerator()
+    var d = Data(count: n)
+    d.withUnsafeMutableBytes { raw in
+        var i = 0
+        while i + 8 <= n { raw.storeBytes(of: g.next() as UInt64, toByteOffset: i, as: UInt64.self); i += 8 }
+        while i < n { raw[i] = UInt8.random(in: 0...255); i += 1 }
+    }
+    return d
 }

@@ -47,7 +47,7 @@ path = "/srv/evidence-archive"
         #expect(config.home == nil)
         #expect(config.logLevel == .info)
         #expect(config.logFormat == .text)
-        #expect(config.workers == Workers(ingest: 2, jobs: 4))
+        #expect(config.workers == Workers(ingest: 4, jobs: 2))
         #expect(config.notaries.isEmpty && config.archives.isEmpty)
     }
 

@@ -23,16 +23,17 @@ public struct AfterActionHandler: JobHandler {
               let action = job.payload["action"] else {
             throw JobError("after-action job \(job.id) has an incomplete payload", retryable: false)
         }
+        let home = self.home
+        let found = await onIOThread { Result { () throws(CatalogError) in
+            (try home.catalog.item(id: itemID), try home.catalog.sources(itemID: itemID).first(where: { $0.id == sourceID }))
+        } }
         let item: Item
         let source: SourceSighting
-        do {
-            guard let i = try home.catalog.item(id: itemID),
-                  let s = try home.catalog.sources(itemID: itemID).first(where: { $0.id == sourceID }) else {
-                throw JobError("item \(itemID) or source \(sourceID) is gone", retryable: false)
-            }
-            item = i
-            source = s
-        } catch let e as JobError { throw e } catch { throw JobError("\(error)", retryable: true) }
+        switch found {
+        case .success(let (i?, s?)): item = i; source = s
+        case .success: throw JobError("item \(itemID) or source \(sourceID) is gone", retryable: false)
+        case .failure(let e): throw JobError(e.description, retryable: true)
+        }
 
         let plan = rules[job.payload["rule"] ?? ""].map(PipelinePlan.init)
         guard let plan, item.state == plan.finalState else {
@@ -44,7 +45,6 @@ public struct AfterActionHandler: JobHandler {
 
         let dest = action == "move" ? job.payload["to"].map { destination(for: path, in: $0, rule: plan.rule) } : nil
         let objectPath = home.store.objectPath(item.sha256)
-        let home = self.home
         return try await onIOThread { () -> Result<JobOutcome, JobError> in
             Self.perform(action: action, path: path, dest: dest, source: source, item: item, objectPath: objectPath, home: home)
         }.get()

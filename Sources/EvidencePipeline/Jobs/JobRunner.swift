@@ -37,7 +37,8 @@ public final class JobRunner: Service, Sendable {
     var isStopping: Bool { stopping.withLock { $0 } }
 
     public func run() async throws {
-        let released = try catalog.releaseAllLeases()
+        let catalog = self.catalog
+        let released = try await onIOThread { Result { () throws(CatalogError) in try catalog.releaseAllLeases() } }.get()
         if released > 0 { logger.notice("returned \(released) job lease(s) of a previous run to the queue") }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Bool.self) { group in
@@ -65,19 +66,26 @@ public final class JobRunner: Service, Sendable {
     /// Claims and runs one job at a time until the runner stops.
     func workerLoop() async {
         let kinds = Array(handlers.keys)
+        let (catalog, owner, lease) = (self.catalog, self.owner, self.lease)
         while !isStopping && !Task.isCancelled {
+            // SQLite calls block: they run on the I/O threads, never on the cooperative pool.
+            let claimed = await onIOThread {
+                Result { () throws(CatalogError) in try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: Date()) }
+            }
             let job: QueuedJob?
-            do {
-                job = try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: Date())
-            } catch {
+            switch claimed {
+            case .success(let j): job = j
+            case .failure(let error):
+                // The catalog is unavailable (locked for long, disk gone): back off, never spin.
                 logger.error("cannot claim jobs: \(error)")
-                job = nil
+                try? await Task.sleep(for: .seconds(min(5, idlePoll * 10)))
+                continue
             }
             if let job {
                 await execute(job)
                 continue
             }
-            let due = (try? catalog.nextJobDue(kinds: kinds)) ?? nil
+            let due = await onIOThread { (try? catalog.nextJobDue(kinds: kinds)) ?? nil }
             let wait = min(idlePoll, max(0.005, due?.timeIntervalSinceNow ?? idlePoll))
             try? await Task.sleep(for: .seconds(wait))
         }
@@ -89,27 +97,31 @@ public final class JobRunner: Service, Sendable {
         log[metadataKey: "job"] = "\(job.id)"
         log[metadataKey: "kind"] = "\(job.kind)"
         if let item = job.itemID { log[metadataKey: "item"] = "\(item)" }
+        let (catalog, owner) = (self.catalog, self.owner)
         do {
             let outcome = try await handler.run(job)
             switch outcome {
             case .done(let transition):
-                try catalog.completeJob(job.id, owner: owner, transition: transition)
+                try await onIOThread { Result { () throws(CatalogError) in
+                    try catalog.completeJob(job.id, owner: owner, transition: transition) } }.get()
                 log.debug("job done")
             case .notYet(let until, let reason):
-                try catalog.releaseJob(job.id, owner: owner, runAt: until)
+                try await onIOThread { Result { () throws(CatalogError) in
+                    try catalog.releaseJob(job.id, owner: owner, runAt: until) } }.get()
                 log.debug("job waits: \(reason)")
             }
         } catch let error as JobError {
             if Task.isCancelled {
-                try? catalog.releaseJob(job.id, owner: owner, runAt: Date())
+                _ = await onIOThread { try? catalog.releaseJob(job.id, owner: owner, runAt: Date()) }
                 return
             }
             let retryAt: Date? = error.retryable
                 ? Date().addingTimeInterval(max(error.retryAfter ?? 0, backoff.delay(afterAttempt: job.attempts)))
                 : nil
             do {
-                let after = try catalog.failJob(job.id, owner: owner, error: error.message, retryAt: retryAt,
-                                                onGiveUp: error.onGiveUp)
+                let after = try await onIOThread { Result { () throws(CatalogError) in
+                    try catalog.failJob(job.id, owner: owner, error: error.message, retryAt: retryAt, onGiveUp: error.onGiveUp)
+                } }.get()
                 if after.state == .failed {
                     log.error("job failed for good after \(after.attempts) attempt(s): \(error.message)")
                 } else {

@@ -18,11 +18,14 @@ public struct VerifyHandler: JobHandler {
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         guard let itemID = job.itemID else { throw JobError("verify job without an item", retryable: false) }
+        let home = self.home
+        let found = await onIOThread { Result { () throws(CatalogError) in try home.catalog.item(id: itemID) } }
         let item: Item
-        do {
-            guard let i = try home.catalog.item(id: itemID) else { throw JobError("item \(itemID) is gone", retryable: false) }
-            item = i
-        } catch let e as JobError { throw e } catch { throw JobError("\(error)", retryable: true) }
+        switch found {
+        case .success(let i?): item = i
+        case .success(nil): throw JobError("item \(itemID) is gone", retryable: false)
+        case .failure(let e): throw JobError(e.description, retryable: true)
+        }
         let path = home.store.objectPath(item.sha256)
         let result = await onIOThread { Result { () throws(StoreError) in try FileHasher.hash(path: path) } }
         switch result {

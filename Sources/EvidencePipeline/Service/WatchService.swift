@@ -57,7 +57,12 @@ public final class WatchService: Service, Sendable {
                 case .rejected(let rule, let path, let reason):
                     counters.withLock { $0.rejected += 1 }
                     logger.warning("quarantined: \(reason)", metadata: ["rule": "\(rule)", "path": "\(path)"])
-                    _ = ingestor.quarantine(path: path, rule: rule, reason: reason.hasPrefix(path) ? reason : "\(path): \(reason)")
+                    let ingestor = self.ingestor
+                    group.addTask {
+                        _ = await onIOThread {
+                            ingestor.quarantine(path: path, rule: rule, reason: reason.hasPrefix(path) ? reason : "\(path): \(reason)")
+                        }
+                    }
                 case .rescanned(let rule, let reason):
                     logger.notice("rescanned \(rule): \(reason)")
                 }
@@ -72,8 +77,13 @@ public final class WatchService: Service, Sendable {
 
     func take(_ file: SettledFile) async {
         let id = file.identity
-        if (try? ingestor.home.catalog.itemForSource(path: file.path, device: id.device, inode: id.inode,
-                                                     size: id.size, mtimeNanos: id.mtimeNanos)) != nil {
+        let catalog = ingestor.home.catalog
+        // Catalog calls block on SQLite: keep them off the cooperative threads too.
+        let known = await onIOThread {
+            (try? catalog.itemForSource(path: file.path, device: id.device, inode: id.inode,
+                                        size: id.size, mtimeNanos: id.mtimeNanos)) != nil
+        }
+        if known {
             counters.withLock { $0.skipped += 1 }
             logger.debug("already ingested", metadata: ["path": "\(file.path)"])
             return
