@@ -13,4 +13,7 @@ static inline CURLcode evidence_curl_setopt_xferinfo_cb(CURL *h, int (*cb)(void 
 static inline CURLcode evidence_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode evidence_curl_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode evidence_curl_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
+// EvidenceHTTP: rewinding streamed uploads (a request resent on a fresh connection) and string info.
+static inline CURLcode evidence_curl_setopt_seek_cb(CURL *h, int (*cb)(void *, curl_off_t, int)) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, cb); }
+static inline CURLcode evidence_curl_getinfo_string(CURL *h, CURLINFO i, const char **v) { return curl_easy_getinfo(h, i, v); }
 #endif

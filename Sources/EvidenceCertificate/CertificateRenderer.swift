@@ -1,0 +1,200 @@
+import CCairo
+import EvidenceCore
+import Foundation
+
+/// Renders certificates as A4 PDFs with cairo, entirely in memory.
+public enum CertificateRenderer {
+    /// A4 PDF, rendered with cairo's PDF surface into memory
+    /// (`cairo_pdf_surface_create_for_stream`), never via a temp file.
+    /// Text is real PDF text (toy font API), so `pdftotext` extracts it.
+    public static func render(_ content: CertificateContent) throws(CertificateError) -> Data {
+        let sink = PDFSink()
+        let unmanaged = Unmanaged.passRetained(sink)
+        defer { unmanaged.release() }
+
+        guard let surface = cairo_pdf_surface_create_for_stream(pdfWrite, unmanaged.toOpaque(),
+                                                                PageGeometry.width, PageGeometry.height) else {
+            throw CertificateError(stage: "creating the PDF surface", status: CAIRO_STATUS_NO_MEMORY)
+        }
+        defer { cairo_surface_destroy(surface) }
+        try check(cairo_surface_status(surface), "creating the PDF surface")
+
+        setMetadata(surface, content)
+
+        guard let cr = cairo_create(surface) else {
+            throw CertificateError(stage: "creating the drawing context", status: CAIRO_STATUS_NO_MEMORY)
+        }
+        var crAlive = true
+        defer { if crAlive { cairo_destroy(cr) } }
+        try check(cairo_status(cr), "creating the drawing context")
+
+        let measurer = TextMeasurer(cr: cr)
+        let (blocks, boxes) = CertificateLayout.build(measurer: measurer, content: content)
+        let pages = Paginator.paginate(blocks)
+        let painter = Painter(cr: cr, measurer: measurer, boxes: boxes)
+        for (index, page) in pages.enumerated() {
+            painter.drawPage(page, number: index + 1, of: pages.count, content: content)
+            cairo_show_page(cr)
+            try check(cairo_status(cr), "drawing page \(index + 1)")
+        }
+
+        cairo_destroy(cr)
+        crAlive = false
+        cairo_surface_finish(surface)
+        try check(cairo_surface_status(surface), "writing the PDF")
+        return sink.data
+    }
+
+    private static func check(_ status: cairo_status_t, _ stage: String) throws(CertificateError) {
+        if status != CAIRO_STATUS_SUCCESS { throw CertificateError(stage: stage, status: status) }
+    }
+
+    private static func setMetadata(_ surface: OpaquePointer, _ content: CertificateContent) {
+        let title = CertificateFormat.clean(content.title)
+        cairo_pdf_surface_set_metadata(surface, CAIRO_PDF_METADATA_TITLE, title)
+        cairo_pdf_surface_set_metadata(surface, CAIRO_PDF_METADATA_AUTHOR, "evidence")
+        cairo_pdf_surface_set_metadata(surface, CAIRO_PDF_METADATA_CREATOR, "evidence")
+        cairo_pdf_surface_set_metadata(surface, CAIRO_PDF_METADATA_SUBJECT,
+                                       CertificateFormat.clean("\(content.fileName) (SHA-256 \(content.sha256.hex))"))
+        cairo_pdf_surface_set_metadata(surface, CAIRO_PDF_METADATA_KEYWORDS, "sha256:\(content.sha256.hex)")
+        // ISO 8601 without fraction, as cairo expects; makes CreationDate follow the content.
+        let created = String(Timestamp.string(content.generatedAt).prefix(19)) + "Z"
+        cairo_pdf_surface_set_metadata(surface, CAIRO_PDF_METADATA_CREATE_DATE, created)
+    }
+}
+
+/// Receives the PDF bytes from cairo's write callback.
+private final class PDFSink {
+    var data = Data()
+}
+
+private let pdfWrite: cairo_write_func_t = { closure, bytes, length in
+    guard let closure else { return CAIRO_STATUS_WRITE_ERROR }
+    guard length > 0 else { return CAIRO_STATUS_SUCCESS }
+    guard let bytes else { return CAIRO_STATUS_WRITE_ERROR }
+    let sink = Unmanaged<PDFSink>.fromOpaque(closure).takeUnretainedValue()
+    sink.data.append(bytes, count: Int(length))
+    return CAIRO_STATUS_SUCCESS
+}
+
+/// Executes the layout's draw operations on the cairo context.
+private struct Painter {
+    let cr: OpaquePointer
+    let measurer: TextMeasurer
+    let boxes: [Int: BoxStyle]
+
+    func drawPage(_ placed: [Paginator.Placed], number: Int, of total: Int, content: CertificateContent) {
+        cairo_set_source_rgb(cr, 1, 1, 1)
+        cairo_paint(cr)
+        drawBoxes(placed)
+        for p in placed {
+            for op in p.line.ops { draw(op, top: p.y) }
+        }
+        if number > 1 { continuationHeader(content) }
+        footer(number: number, of: total, content: content)
+    }
+
+    /// One background rectangle per run of consecutive lines sharing a box id.
+    private func drawBoxes(_ placed: [Paginator.Placed]) {
+        var i = 0
+        while i < placed.count {
+            guard let id = placed[i].line.boxID, let style = boxes[id] else { i += 1; continue }
+            let top = placed[i].y
+            var bottom = top + placed[i].line.height
+            var j = i + 1
+            while j < placed.count, placed[j].line.boxID == id {
+                bottom = placed[j].y + placed[j].line.height
+                j += 1
+            }
+            roundedRect(x: style.x0, y: top, w: style.x1 - style.x0, h: bottom - top, r: 4)
+            if let fill = style.fill {
+                set(fill)
+                if style.stroke != nil { cairo_fill_preserve(cr) } else { cairo_fill(cr) }
+            }
+            if let stroke = style.stroke {
+                set(stroke)
+                cairo_set_line_width(cr, 0.75)
+                cairo_stroke(cr)
+            }
+            cairo_new_path(cr)
+            i = j
+        }
+    }
+
+    private func draw(_ op: DrawOp, top: Double) {
+        switch op {
+        case let .text(string, x, baseline, font, color):
+            text(string, x: x, y: top + baseline, font: font, color: color)
+        case let .rule(x0, x1, y, width, color):
+            set(color)
+            cairo_set_line_width(cr, width)
+            cairo_move_to(cr, x0, top + y)
+            cairo_line_to(cr, x1, top + y)
+            cairo_stroke(cr)
+        case let .badge(label, x, badgeTop, width, height, font, color, fill):
+            roundedRect(x: x, y: top + badgeTop, w: width, h: height, r: height / 2)
+            set(fill)
+            cairo_fill(cr)
+            let tw = measurer.width(label, font)
+            text(label, x: x + (width - tw) / 2, y: top + badgeTop + height / 2 + font.size * 0.35,
+                 font: font, color: color)
+        }
+    }
+
+    /// Real PDF text: `cairo_show_text` with a toy font face, so viewers and `pdftotext`
+    /// can search and extract it. (No `cairo_tag_begin(… "Link" …)` hyperlinks: cairo 1.16.0
+    /// then writes /StructParents that point at objects it never emits, and qpdf rejects the file.)
+    private func text(_ s: String, x: Double, y: Double, font: FontSpec, color: RGB) {
+        guard !s.isEmpty else { return }
+        measurer.select(font)
+        set(color)
+        cairo_move_to(cr, x, y)
+        cairo_show_text(cr, s)
+    }
+
+    private func continuationHeader(_ content: CertificateContent) {
+        let font = FontSpec.sans(8)
+        let right = "SHA-256 \(content.sha256.short)… · continued"
+        let rw = measurer.width(right, font)
+        let available = PageGeometry.contentWidth - rw - 16
+        var left = CertificateFormat.clean("\(content.title) · \(content.fileName)")
+        if measurer.width(left, font) > available {
+            left = (measurer.wrap(left, font, width: available - measurer.width("…", font)).first ?? "") + "…"
+        }
+        let y = 50.0
+        text(left, x: PageGeometry.left, y: y, font: font, color: Palette.muted)
+        text(right, x: PageGeometry.right - rw, y: y, font: font, color: Palette.muted)
+        rule(y: y + 8)
+    }
+
+    private func footer(number: Int, of total: Int, content: CertificateContent) {
+        let font = FontSpec.sans(8)
+        let y = PageGeometry.height - 36
+        rule(y: y - 13)
+        let left = "Generated \(Timestamp.string(content.generatedAt)) by evidence · item #\(content.itemID)"
+        let right = "Page \(number) of \(total)"
+        let rw = measurer.width(right, font)
+        text(left, x: PageGeometry.left, y: y, font: font, color: Palette.muted)
+        text(right, x: PageGeometry.right - rw, y: y, font: font, color: Palette.muted)
+    }
+
+    private func rule(y: Double) {
+        set(Palette.rule)
+        cairo_set_line_width(cr, 0.5)
+        cairo_move_to(cr, PageGeometry.left, y)
+        cairo_line_to(cr, PageGeometry.right, y)
+        cairo_stroke(cr)
+    }
+
+    private func set(_ c: RGB) { cairo_set_source_rgb(cr, c.r, c.g, c.b) }
+
+    private func roundedRect(x: Double, y: Double, w: Double, h: Double, r: Double) {
+        let r = min(r, w / 2, h / 2)
+        cairo_new_sub_path(cr)
+        cairo_arc(cr, x + w - r, y + r, r, -Double.pi / 2, 0)
+        cairo_arc(cr, x + w - r, y + h - r, r, 0, Double.pi / 2)
+        cairo_arc(cr, x + r, y + h - r, r, Double.pi / 2, Double.pi)
+        cairo_arc(cr, x + r, y + r, r, Double.pi, 3 * Double.pi / 2)
+        cairo_close_path(cr)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Logging
+
+/// The one HTTP client of the project: libcurl underneath, async on top.
+///
+/// Transfers run on at most `configuration.maxConcurrentTransfers` dedicated threads (see
+/// `TransferPool`); callers simply await. TLS peer and host verification are always on.
+/// Nothing secret is logged or put into errors: URLs are redacted, header values are never
+/// logged, remote bodies quoted in errors are redacted against the request's credentials.
+public final class HTTPClient: Sendable {
+    public let configuration: HTTPClientConfiguration
+    let logger: Logger
+    private let pool: TransferPool
+
+    public init(configuration: HTTPClientConfiguration = .init(), logger: Logger) {
+        _ = CurlGlobal.initialized
+        self.configuration = configuration
+        self.logger = logger
+        self.pool = TransferPool(limit: configuration.maxConcurrentTransfers)
+    }
+
+    deinit {
+        pool.shutdown()
+    }
+
+    /// One attempt, no retry.
+    ///
+    /// Returns whatever status the server answered (3xx included: redirects are not followed).
+    /// Throws `HTTPError` only when no complete answer arrived: `.transport`, `.timeout`, `.tls`,
+    /// `.cancelled` (the task was cancelled; a running transfer is aborted), `.tooLarge`.
+    /// `progress` is called on a transfer thread with the bytes sent and received so far.
+    public func send(_ request: HTTPRequest,
+                     progress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil)
+        async throws(HTTPError) -> HTTPResponse
+    {
+        let job = TransferJob(request: request, configuration: configuration, progress: progress)
+        let started = ContinuousClock.now
+        let pool = self.pool
+        let outcome: TransferJob.Outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard job.attach(continuation) else { return }
+                pool.submit { easy in
+                    guard job.start() else { return }
+                    job.finish(Transfer.run(job, on: easy))
+                }
+            }
+        } onCancel: {
+            job.cancel()
+        }
+        log(request, outcome, elapsed: ContinuousClock.now - started)
+        return try outcome.get()
+    }
+
+    private func log(_ request: HTTPRequest, _ outcome: TransferJob.Outcome, elapsed: Duration) {
+        let milliseconds = Double(elapsed.components.seconds) * 1000
+            + Double(elapsed.components.attoseconds) / 1e15
+        var metadata: Logger.Metadata = [
+            "http.method": .string(request.method),
+            "http.url": .string(Redact.url(request.url)),
+            "http.duration_ms": .stringConvertible(Int(milliseconds.rounded())),
+        ]
+        switch outcome {
+        case .success(let response):
+            metadata["http.status"] = .stringConvertible(response.status)
+            logger.debug("HTTP \(request.method) \(Redact.url(request.url)) → \(response.status)", metadata: metadata)
+        case .failure(let error):
+            metadata["http.error"] = .string(error.description)
+            logger.debug("HTTP \(request.method) \(Redact.url(request.url)) failed", metadata: metadata)
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// What a request sends.
+public enum HTTPBody: Sendable {
+    case none
+    case data(Data)
+    /// Streamed from disk by curl's read callback in small pieces: memory stays constant whatever
+    /// the size. `length` nil means "to the end of the file" (measured when the transfer starts).
+    case file(path: String, offset: Int64 = 0, length: Int64? = nil)
+}
+
+/// One HTTP request, as plain data: no behaviour, safe to keep and resend.
+public struct HTTPRequest: Sendable {
+    /// Any token: GET POST PUT DELETE HEAD MKCOL PROPFIND MOVE …
+    public var method: String
+    public var url: String
+    /// Sent in this order. An empty value sends the header with no value.
+    public var headers: [(name: String, value: String)]
+    public var body: HTTPBody
+    /// Stream a 2xx response body into this file instead of memory. It is written to
+    /// `"<path>.part-<random>"`, fsynced and renamed onto `path` only when the answer is 2xx and
+    /// complete; on any other outcome the temporary file is removed and `path` is left untouched.
+    public var downloadTo: String?
+
+    public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [],
+                body: HTTPBody = .none, downloadTo: String? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.downloadTo = downloadTo
+    }
+
+    /// The first value of a header (case-insensitive name).
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name.lowercased() == wanted }?.value
+    }
+}
+
+/// The final answer of one attempt (interim `1xx` answers are skipped).
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    /// Lowercased names; a repeated header's values are joined with ", ".
+    public var headers: [String: String]
+    /// Empty when the request had `downloadTo` and the answer was 2xx. For other statuses it holds
+    /// the (error) body, so callers can report what the server said.
+    public var body: Data
+    /// Effective URL, redacted (no userinfo, secret query values masked).
+    public var url: String
+
+    public init(status: Int, headers: [String: String] = [:], body: Data = Data(), url: String = "") {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.url = url
+    }
+
+    /// A header's value by case-insensitive name.
+    public func header(_ name: String) -> String? {
+        headers[name.lowercased()]
+    }
+
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}

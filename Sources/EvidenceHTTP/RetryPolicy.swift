@@ -1,0 +1,41 @@
+import Foundation
+
+/// How a caller judges an answer; the one retry loop (`HTTPClient.execute`) does the rest.
+public enum Classification: Sendable {
+    case success
+    /// Try again; `retryAfter` (seconds) overrides the response's own `Retry-After` when set.
+    case retryable(retryAfter: Double?)
+    case permanent
+}
+
+/// Exponential backoff with jitter, never shorter than what the server asked for.
+public struct RetryPolicy: Sendable {
+    /// Attempts in all, the first included. 1 means no retry.
+    public var maxAttempts = 5
+    /// Seconds before the first retry (before jitter).
+    public var base = 0.5
+    /// Longest backoff (before jitter).
+    public var cap = 30.0
+    /// A `Retry-After` longer than this is not slept through: the error is thrown at once, with
+    /// `retryAfter` set, so a job queue can reschedule instead of holding a worker.
+    public var maxRetryAfter = 300.0
+
+    public init(maxAttempts: Int = 5, base: Double = 0.5, cap: Double = 30.0, maxRetryAfter: Double = 300.0) {
+        self.maxAttempts = maxAttempts
+        self.base = base
+        self.cap = cap
+        self.maxRetryAfter = maxRetryAfter
+    }
+
+    /// No retries at all.
+    public static let never = RetryPolicy(maxAttempts: 1)
+
+    /// Seconds to wait after failed attempt `attempt` (1-based):
+    /// `min(cap, base·2^(attempt-1)) · jitter`, but never less than `retryAfter`.
+    public func delay(afterAttempt attempt: Int, retryAfter: Double? = nil,
+                      jitter: Double = Double.random(in: 0.5..<1.5)) -> Double {
+        let exponent = Double(max(0, min(attempt - 1, 62)))
+        let backoff = min(cap, base * pow(2, exponent)) * jitter
+        return max(backoff, retryAfter ?? 0)
+    }
+}

@@ -1,0 +1,475 @@
+import CCurl
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One attempt on one easy handle, run on a pool thread. The curl callbacks receive this object
+/// as their user pointer; it lives on the stack of `run` for the whole `curl_easy_perform`.
+final class Transfer {
+    let job: TransferJob
+    let request: HTTPRequest
+    let configuration: HTTPClientConfiguration
+    let secrets: [String]
+
+    // Response, rebuilt for every status block so that interim `1xx` answers are dropped.
+    var status = 0
+    var headerLines: [(String, String)] = []
+    var body = Data()
+    var bodyGoesToFile: Bool?
+    var tooLarge = false
+
+    // Upload source.
+    var uploadData: Data?
+    var uploadFD: Int32 = -1
+    var uploadStart: Int64 = 0
+    var uploadLength: Int64 = 0
+    var uploadPosition: Int64 = 0
+
+    // Download sink.
+    var downloadFD: Int32 = -1
+    var downloadTemp: String?
+
+    /// A failure on our side of the transfer (file I/O); reported instead of curl's code.
+    var localError: (code: Int, message: String)?
+    var lastProgress: (Int64, Int64) = (-1, -1)
+
+    /// An error body of a download request is kept in memory only up to this size.
+    static let errorBodyLimit = 64 << 10
+
+    init(job: TransferJob) {
+        self.job = job
+        self.request = job.request
+        self.configuration = job.configuration
+        self.secrets = Redact.secrets(of: job.request)
+    }
+
+    static func run(_ job: TransferJob, on easy: CurlEasy) -> TransferJob.Outcome {
+        let transfer = Transfer(job: job)
+        return withExtendedLifetime(transfer) { transfer.perform(easy) }
+    }
+
+    // MARK: - Perform
+
+    private func perform(_ easy: CurlEasy) -> TransferJob.Outcome {
+        guard let h = easy.handle, CurlGlobal.initialized else {
+            return .failure(error(.transport(code: 2, name: CurlCode.name(2)), "libcurl could not be initialised",
+                                  retryable: false))
+        }
+        if job.isCancelled { return .failure(job.cancelledError) }
+        if let failure = openUpload() { return .failure(failure) }
+        defer { closeUpload() }
+
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        defer {
+            // Reset first so the handle keeps no pointer to what is freed below.
+            curl_easy_reset(h)
+            curl_slist_free_all(headerList)
+            errorBuffer.deallocate()
+        }
+        curl_easy_reset(h)
+
+        switch buildHeaders() {
+        case .success(let list): headerList = list
+        case .failure(let failure): return .failure(failure)
+        }
+        let setupFailed = configure(h, headers: headerList, errorBuffer: errorBuffer)
+        if let setupFailed {
+            return .failure(error(.transport(code: Int(setupFailed.rawValue), name: CurlCode.name(Int(setupFailed.rawValue))),
+                                  "curl option not accepted: \(String(cString: curl_easy_strerror(setupFailed)))",
+                                  retryable: false))
+        }
+
+        let code = Int(curl_easy_perform(h).rawValue)
+
+        guard code == 0 else {
+            discardDownload()
+            // A completed transfer is reported even if the task was cancelled meanwhile.
+            if job.isCancelled { return .failure(job.cancelledError) }
+            return .failure(transferError(code: code, errorBuffer: errorBuffer))
+        }
+
+        var responseCode = 0
+        _ = evidence_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &responseCode)
+        if responseCode > 0 { status = responseCode }
+        var effective: UnsafePointer<CChar>?
+        _ = evidence_curl_getinfo_string(h, CURLINFO_EFFECTIVE_URL, &effective)
+        let url = Redact.url(effective.map { String(cString: $0) } ?? request.url)
+
+        if request.downloadTo != nil {
+            if (200..<300).contains(status) {
+                if let failure = commitDownload() { return .failure(failure) }
+            } else {
+                discardDownload()
+            }
+        }
+        return .success(HTTPResponse(status: status, headers: responseHeaders(), body: body, url: url))
+    }
+
+    private func configure(_ h: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?,
+                           errorBuffer: UnsafeMutablePointer<CChar>) -> CURLcode? {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let config = configuration
+        var results: [CURLcode] = []
+        func long(_ option: CURLoption, _ value: Int) { results.append(evidence_curl_setopt_long(h, option, value)) }
+        func string(_ option: CURLoption, _ value: String) { results.append(evidence_curl_setopt_string(h, option, value)) }
+        func offT(_ option: CURLoption, _ value: Int64) { results.append(evidence_curl_setopt_off_t(h, option, curl_off_t(value))) }
+        func pointer(_ option: CURLoption, _ value: UnsafeMutableRawPointer?) { results.append(evidence_curl_setopt_pointer(h, option, value)) }
+
+        pointer(CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
+        string(CURLOPT_URL, request.url)
+        string(CURLOPT_PROTOCOLS_STR, "http,https")
+        long(CURLOPT_NOSIGNAL, 1)
+        long(CURLOPT_FOLLOWLOCATION, 0)
+        long(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        long(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(config.connectTimeout))
+        long(CURLOPT_TIMEOUT_MS, Self.milliseconds(config.totalTimeout))
+        long(CURLOPT_LOW_SPEED_LIMIT, max(0, config.lowSpeedLimit))
+        long(CURLOPT_LOW_SPEED_TIME, max(0, Int(config.lowSpeedTime.rounded(.up))))
+        long(CURLOPT_TCP_KEEPALIVE, 1)
+        long(CURLOPT_BUFFERSIZE, 64 << 10)
+        // TLS verification is not configurable.
+        long(CURLOPT_SSL_VERIFYPEER, 1)
+        long(CURLOPT_SSL_VERIFYHOST, 2)
+        if let caFile = config.caFile { string(CURLOPT_CAINFO, caFile) }
+        string(CURLOPT_USERAGENT, config.userAgent)
+        results.append(evidence_curl_setopt_slist(h, CURLOPT_HTTPHEADER, headers))
+
+        results.append(evidence_curl_setopt_write_cb(h, CURLOPT_HEADERFUNCTION) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            let transfer = Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue()
+            return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+        })
+        pointer(CURLOPT_HEADERDATA, me)
+        results.append(evidence_curl_setopt_write_cb(h, CURLOPT_WRITEFUNCTION) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            let transfer = Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue()
+            return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+        })
+        pointer(CURLOPT_WRITEDATA, me)
+        long(CURLOPT_NOPROGRESS, 0)
+        results.append(evidence_curl_setopt_xferinfo_cb(h) { user, _, received, _, sent in
+            guard let user else { return 1 }
+            return Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue().reportProgress(sent: sent, received: received)
+        })
+        pointer(CURLOPT_XFERINFODATA, me)
+
+        // Method and body. Bodies always go through the read callback, so file and memory
+        // sources behave the same and curl can rewind them (seek callback).
+        let method = request.method
+        if method == "HEAD" {
+            long(CURLOPT_NOBODY, 1)
+        } else if !hasBody {
+            long(CURLOPT_HTTPGET, 1)
+            if method != "GET" { string(CURLOPT_CUSTOMREQUEST, method) }
+        } else {
+            if method == "POST" {
+                long(CURLOPT_POST, 1)
+                offT(CURLOPT_POSTFIELDSIZE_LARGE, uploadLength)
+            } else {
+                long(CURLOPT_UPLOAD, 1)
+                offT(CURLOPT_INFILESIZE_LARGE, uploadLength)
+                if method != "PUT" { string(CURLOPT_CUSTOMREQUEST, method) }
+            }
+            results.append(evidence_curl_setopt_write_cb(h, CURLOPT_READFUNCTION) { buffer, size, count, user in
+                guard let buffer, let user else { return 0x1000_0000 }  // CURL_READFUNC_ABORT
+                let transfer = Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue()
+                return transfer.supplyBody(UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+            })
+            pointer(CURLOPT_READDATA, me)
+            results.append(evidence_curl_setopt_seek_cb(h) { user, offset, origin in
+                guard let user, origin == SEEK_SET else { return 2 }  // CURL_SEEKFUNC_CANTSEEK
+                return Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue().rewind(to: Int64(offset))
+            })
+            pointer(CURLOPT_SEEKDATA, me)
+        }
+        return results.first { $0 != CURLE_OK }
+    }
+
+    private static func milliseconds(_ seconds: Double) -> Int {
+        guard seconds > 0, seconds.isFinite else { return 0 }
+        return max(1, Int((seconds * 1000).rounded()))
+    }
+
+    /// POST and PUT always send a body (possibly empty); other methods only when given one.
+    private var hasBody: Bool {
+        if case .none = request.body {
+            return request.method == "POST" || request.method == "PUT"
+        }
+        return true
+    }
+
+    private func buildHeaders() -> Result<UnsafeMutablePointer<curl_slist>?, HTTPError> {
+        var lines: [String] = []
+        var names = Set<String>()
+        for (name, value) in request.headers {
+            // Scalars, not Characters: "\r\n" is a single Character.
+            let invalid = name.isEmpty
+                || name.unicodeScalars.contains { $0 == ":" || $0 == " " || $0.properties.generalCategory == .control }
+                || value.unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" }
+            if invalid {
+                return .failure(error(.transport(code: CurlCode.badArgument, name: CurlCode.name(CurlCode.badArgument)),
+                                      "invalid header \(name.debugDescription)", retryable: false))
+            }
+            names.insert(name.lowercased())
+            // "Name;" is curl's way to send a header with an empty value ("Name:" would remove it).
+            lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
+        }
+        // No `Expect: 100-continue` round trip: servers that need it are rare, stalls are not.
+        if !names.contains("expect") { lines.append("Expect:") }
+        // Don't let curl label a POST body as a form unless the caller said so.
+        if request.method == "POST", hasBody, !names.contains("content-type") { lines.append("Content-Type:") }
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in lines {
+            guard let extended = curl_slist_append(list, line) else {
+                curl_slist_free_all(list)
+                return .failure(error(.transport(code: 27, name: CurlCode.name(27)), "out of memory", retryable: false))
+            }
+            list = extended
+        }
+        return .success(list)
+    }
+
+    // MARK: - Callbacks (pool thread, inside curl_easy_perform)
+
+    func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
+        var text = String(decoding: line, as: UTF8.self)
+        while let last = text.last, last.isNewline { text.removeLast() }
+        if text.hasPrefix("HTTP/") {
+            // A new status block: an interim 1xx answer before it is forgotten.
+            let parts = text.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            headerLines.removeAll()
+            bodyGoesToFile = nil
+        } else if let first = text.first, first == " " || first == "\t", !headerLines.isEmpty {
+            headerLines[headerLines.count - 1].1 += " " + text.trimmingCharacters(in: .whitespaces)
+        } else if let colon = text.firstIndex(of: ":") {
+            let name = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headerLines.append((name, value))
+        }
+        return line.count
+    }
+
+    func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Int {
+        if job.isCancelled { return 0 }
+        if bodyGoesToFile == nil {
+            bodyGoesToFile = request.downloadTo != nil && (200..<300).contains(status)
+        }
+        if bodyGoesToFile == true {
+            return writeToDownload(chunk) ? chunk.count : 0
+        }
+        if request.downloadTo != nil {
+            // The error body of a download: keep the start for the message, drop the rest.
+            let room = max(0, Self.errorBodyLimit - body.count)
+            body.append(contentsOf: chunk.prefix(room))
+            return chunk.count
+        }
+        if body.count + chunk.count > configuration.maxResponseBytes {
+            tooLarge = true
+            return 0
+        }
+        body.append(contentsOf: chunk)
+        return chunk.count
+    }
+
+    func supplyBody(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let remaining = uploadLength - uploadPosition
+        let wanted = Int(min(Int64(buffer.count), max(0, remaining)))
+        guard wanted > 0 else { return 0 }
+        if let data = uploadData {
+            let start = data.startIndex + Int(uploadPosition)
+            data.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]),
+                           from: start..<(start + wanted))
+            uploadPosition += Int64(wanted)
+            return wanted
+        }
+        while true {
+            let got = pread(uploadFD, buffer.baseAddress, wanted, off_t(uploadStart + uploadPosition))
+            if got < 0 && errno == EINTR { continue }
+            if got <= 0 {
+                let reason = got < 0 ? String(cString: strerror(errno)) : "file is shorter than when the upload started"
+                localError = (CurlCode.readError, "cannot read \(uploadPath): \(reason)")
+                return 0x1000_0000  // CURL_READFUNC_ABORT
+            }
+            uploadPosition += Int64(got)
+            return got
+        }
+    }
+
+    func rewind(to offset: Int64) -> Int32 {
+        guard offset >= 0, offset <= uploadLength else { return 1 }  // CURL_SEEKFUNC_FAIL
+        uploadPosition = offset
+        return 0
+    }
+
+    func reportProgress(sent: curl_off_t, received: curl_off_t) -> Int32 {
+        if job.isCancelled { return 1 }
+        let now = (Int64(sent), Int64(received))
+        if let progress = job.progress, now != lastProgress {
+            lastProgress = now
+            progress(now.0, now.1)
+        }
+        return 0
+    }
+
+    // MARK: - Upload source
+
+    private var uploadPath: String {
+        if case .file(let path, _, _) = request.body { return path }
+        return "request body"
+    }
+
+    private func openUpload() -> HTTPError? {
+        switch request.body {
+        case .none:
+            uploadData = Data()
+            uploadLength = 0
+        case .data(let data):
+            uploadData = data
+            uploadLength = Int64(data.count)
+        case .file(let path, let offset, let length):
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                return localFailure(CurlCode.readError, "cannot open \(path): \(String(cString: strerror(errno)))")
+            }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else {
+                let message = "cannot stat \(path): \(String(cString: strerror(errno)))"
+                close(fd)
+                return localFailure(CurlCode.readError, message)
+            }
+            let size = Int64(info.st_size)
+            let count = length ?? (size - offset)
+            guard offset >= 0, count >= 0, offset + count <= size else {
+                close(fd)
+                return localFailure(CurlCode.readError,
+                                    "\(path) has \(size) bytes, fewer than the requested range \(offset)+\(count)")
+            }
+            uploadFD = fd
+            uploadStart = offset
+            uploadLength = count
+        }
+        uploadPosition = 0
+        return nil
+    }
+
+    private func closeUpload() {
+        if uploadFD >= 0 { close(uploadFD) }
+        uploadFD = -1
+        uploadData = nil
+    }
+
+    // MARK: - Download sink (temp file + fsync + rename)
+
+    private func writeToDownload(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        if downloadFD < 0, !openDownload() { return false }
+        var offset = 0
+        while offset < chunk.count {
+            let written = write(downloadFD, chunk.baseAddress! + offset, chunk.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                localError = (CurlCode.writeError, "cannot write \(downloadTemp ?? ""): \(String(cString: strerror(errno)))")
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+
+    private func openDownload() -> Bool {
+        guard let path = request.downloadTo else { return false }
+        let temp = "\(path).part-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            localError = (CurlCode.writeError, "cannot create \(temp): \(String(cString: strerror(errno)))")
+            return false
+        }
+        downloadFD = fd
+        downloadTemp = temp
+        return true
+    }
+
+    private func commitDownload() -> HTTPError? {
+        guard let path = request.downloadTo else { return nil }
+        // An empty 2xx body still produces the (empty) file.
+        if downloadFD < 0, !openDownload() {
+            return localFailure(localError?.code ?? CurlCode.writeError, localError?.message ?? "cannot create \(path)")
+        }
+        guard let temp = downloadTemp else { return nil }
+        if fsync(downloadFD) != 0 {
+            let message = "cannot fsync \(temp): \(String(cString: strerror(errno)))"
+            discardDownload()
+            return localFailure(CurlCode.writeError, message)
+        }
+        close(downloadFD)
+        downloadFD = -1
+        if rename(temp, path) != 0 {
+            let message = "cannot rename \(temp) to \(path): \(String(cString: strerror(errno)))"
+            discardDownload()
+            return localFailure(CurlCode.writeError, message)
+        }
+        downloadTemp = nil
+        let directory = (path as NSString).deletingLastPathComponent
+        let dirFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            fsync(dirFD)
+            close(dirFD)
+        }
+        return nil
+    }
+
+    private func discardDownload() {
+        if downloadFD >= 0 { close(downloadFD) }
+        downloadFD = -1
+        if let temp = downloadTemp { unlink(temp) }
+        downloadTemp = nil
+    }
+
+    // MARK: - Results
+
+    private func responseHeaders() -> [String: String] {
+        var headers: [String: String] = [:]
+        for (name, value) in headerLines {
+            if let existing = headers[name] {
+                headers[name] = existing + ", " + value
+            } else {
+                headers[name] = value
+            }
+        }
+        return headers
+    }
+
+    private func transferError(code: Int, errorBuffer: UnsafeMutablePointer<CChar>) -> HTTPError {
+        if tooLarge {
+            return error(.tooLarge, "response body exceeds \(configuration.maxResponseBytes) bytes", retryable: false)
+        }
+        if let localError {
+            return localFailure(localError.code, localError.message)
+        }
+        var text = String(cString: errorBuffer)
+        if text.isEmpty { text = String(cString: curl_easy_strerror(CURLcode(UInt32(code)))) }
+        text = Redact.text(text.trimmingCharacters(in: .whitespacesAndNewlines), secrets: secrets)
+        if code == CurlCode.timedOut {
+            return error(.timeout, text)
+        }
+        if CurlCode.tls.contains(code) {
+            return error(.tls, text)
+        }
+        return error(.transport(code: code, name: CurlCode.name(code)), text,
+                     retryable: !CurlCode.permanent.contains(code))
+    }
+
+    private func localFailure(_ code: Int, _ message: String) -> HTTPError {
+        error(.transport(code: code, name: CurlCode.name(code)), message, retryable: false)
+    }
+
+    private func error(_ kind: HTTPError.Kind, _ message: String, retryable: Bool? = nil) -> HTTPError {
+        HTTPError(kind: kind, method: request.method, url: Redact.url(request.url),
+                  message: Redact.text(message, secrets: secrets), isRetryable: retryable)
+    }
+}

@@ -1,0 +1,42 @@
+import Hummingbird
+
+/// `/_sandbox/…`: the test harness's window into the sandbox (no authentication).
+/// Counters live in memory: they start at zero with each sandbox process, while `reports`
+/// is the number of stored (persisted) QED reports.
+///
+/// - `GET /_sandbox/counters` →
+///   `{"submissions_by_hash":{hex:n},"requests":n,"faults":{"5xx":n,"429":n,"dropped":n},"reports":n}`
+/// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
+///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).
+struct SandboxControlRoutes: Sendable {
+    let counters: SandboxCounters
+    let store: QEDReportStore
+    let injector: FaultInjector
+
+    func add(to router: Router<SandboxRequestContext>) {
+        router.get("_sandbox/counters") { _, _ in await self.countersJSON() }
+        router.post("_sandbox/reset") { request, context in
+            let dropReports = ["true", "1", "yes"].contains(request.uri.queryParameters.get("reports")?.lowercased() ?? "")
+            if dropReports { try await store.removeAll() }
+            counters.reset()
+            injector.reset()
+            context.logger.info("sandbox reset", metadata: ["reports": "\(dropReports ? "deleted" : "kept")"])
+            return await self.countersJSON()
+        }
+    }
+
+    func countersJSON() async -> Response {
+        let s = counters.snapshot
+        let reports = await store.count
+        return .json(.object([
+            ("submissions_by_hash", .object(s.submissionsByHash.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+            ("requests", .int(Int64(s.requests))),
+            ("faults", .object([
+                ("5xx", .int(Int64(s.faults5xx))),
+                ("429", .int(Int64(s.faults429))),
+                ("dropped", .int(Int64(s.dropped))),
+            ])),
+            ("reports", .int(Int64(reports))),
+        ]))
+    }
+}

@@ -1,0 +1,56 @@
+/// Everything that shapes one sandbox server: where it listens, where it keeps state, and
+/// which faults it injects. The `evidence-sandbox` flags map one-to-one onto these fields.
+public struct SandboxOptions: Sendable {
+    /// Address to bind; loopback only by default (the sandbox has no authentication worth the name).
+    public var host: String
+    /// TCP port; 0 lets the system choose (the chosen port is reported to `onListening`).
+    public var port: Int
+    /// Folder for `reports.json`, `requests.log` and the TSA's keys (`tsa/`); created if missing.
+    public var stateDirectory: String
+    /// The only API key QED accepts (`Authorization: app-token <key>`).
+    public var apiKey: String
+    /// How long a QED report stays `pending` after creation before it is `confirmed`/`failed`.
+    public var pendingSeconds: Double
+    /// Probability that a faulty-path request is answered with a random 500, 502 or 503.
+    public var failRate: Double
+    /// Requests per second and client (token, else IP) before 429; 0 = unlimited.
+    public var rateLimit: Int
+    /// `Retry-After` seconds sent with injected 503s, and the minimum sent with 429s.
+    public var retryAfter: Int
+    /// Delay added before each faulty-path request is handled.
+    public var latency: LatencySpec
+    /// Probability that a faulty-path request's connection is closed without any response.
+    public var dropRate: Double
+    /// Path prefixes fault injection applies to (the emulated APIs, not the control routes).
+    public var faultPathPrefixes: [String]
+    /// Seed for every random choice (faults, slugs, transaction hashes); nil = random.
+    public var seed: UInt64?
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        stateDirectory: String,
+        apiKey: String = "sandbox-key",
+        pendingSeconds: Double = 2,
+        failRate: Double = 0,
+        rateLimit: Int = 0,
+        retryAfter: Int = 1,
+        latency: LatencySpec = .none,
+        dropRate: Double = 0,
+        faultPathPrefixes: [String] = ["/v1/"],
+        seed: UInt64? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.stateDirectory = stateDirectory
+        self.apiKey = apiKey
+        self.pendingSeconds = pendingSeconds
+        self.failRate = failRate
+        self.rateLimit = rateLimit
+        self.retryAfter = retryAfter
+        self.latency = latency
+        self.dropRate = dropRate
+        self.faultPathPrefixes = faultPathPrefixes
+        self.seed = seed
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+
+/// A running `evidence-sandbox` executable, for end-to-end tests: started on port 0, ready
+/// once it printed `listening on http://127.0.0.1:PORT`, stopped with SIGTERM.
+/// Its stderr goes to `<state-dir>/sandbox-stderr.log`.
+public final class SandboxProcess: @unchecked Sendable {
+    public let baseURL: URL
+    public let port: Int
+    public let stateDirectory: String
+    public let stderrPath: String
+    private let process: Process
+
+    public enum StartError: Error, CustomStringConvertible {
+        case launch(String)
+        case notReady(stdout: String, stderr: String)
+
+        public var description: String {
+            switch self {
+            case .launch(let reason): return "cannot launch evidence-sandbox: \(reason)"
+            case .notReady(let out, let err):
+                return "evidence-sandbox did not report listening; stdout: \(out.prefix(500)) stderr: \(err.suffix(2000))"
+            }
+        }
+    }
+
+    private init(process: Process, port: Int, stateDirectory: String, stderrPath: String) {
+        self.process = process
+        self.port = port
+        self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
+        self.stateDirectory = stateDirectory
+        self.stderrPath = stderrPath
+    }
+
+    /// Launches `executable --port 0 --state-dir stateDirectory arguments…` and waits up to
+    /// `timeout` seconds for its listening line. Throws `StartError` (and kills the process)
+    /// if it does not come.
+    public static func start(executable: URL, stateDirectory: String, arguments: [String] = [],
+                             timeout: Double = 30) async throws -> SandboxProcess {
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        let stderrPath = (stateDirectory as NSString).appendingPathComponent("sandbox-stderr.log")
+        if !FileManager.default.fileExists(atPath: stderrPath) {
+            _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["--port", "0", "--state-dir", stateDirectory] + arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        stderr.seekToEndOfFile()  // a restart on the same folder appends
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        let buffer = LineBuffer()
+        stdout.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil } else { buffer.append(data) }
+        }
+        do {
+            try process.run()
+        } catch {
+            throw StartError.launch("\(executable.path): \(error)")
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = buffer.firstLine, let port = Int(line.split(separator: ":").last ?? ""),
+               line.hasPrefix("listening on http://127.0.0.1:") {
+                return SandboxProcess(process: process, port: port, stateDirectory: stateDirectory, stderrPath: stderrPath)
+            }
+            if !process.isRunning { break }
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        throw StartError.notReady(stdout: buffer.text, stderr: err)
+    }
+
+    public var processIdentifier: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// Sends SIGTERM and waits up to `timeout` seconds; kills with SIGKILL after that.
+    /// Returns the exit status (nil if it had to be killed).
+    @discardableResult
+    public func stop(timeout: Double = 10) async -> Int32? {
+        guard process.isRunning else { return process.terminationStatus }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline {
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+/// Bytes from the child's stdout, collected on Foundation's reader thread.
+private final class LineBuffer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    func append(_ chunk: Data) {
+        lock.lock()
+        data.append(chunk)
+        lock.unlock()
+    }
+
+    var text: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The first complete line, once it has arrived.
+    var firstLine: String? {
+        let t = text
+        guard let end = t.firstIndex(of: "\n") else { return nil }
+        return String(t[..<end])
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import EvidenceTesting
+import Foundation
+import Hummingbird
+import Logging
+
+/// `evidence-sandbox`: the QED emulation, an RFC 3161 TSA and fault injection on loopback,
+/// so demos and tests run with no account and no network. Prints exactly one line,
+/// `listening on http://127.0.0.1:PORT`, to stdout when ready; logs go to stderr.
+/// SIGTERM or SIGINT stop it gracefully (exit 0).
+@main
+struct EvidenceSandbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evidence-sandbox",
+        abstract: "Emulated notary services with fault injection, for demos and tests.",
+        discussion: """
+            Endpoints: /v1/reports/… (QED, header "Authorization: app-token KEY"), POST /tsa \
+            (RFC 3161), GET /tsa/ca.pem, /tsa/tsa.pem and /tsa/chain.pem, GET /_sandbox/counters, POST /_sandbox/reset. \
+            Faults apply to /v1/ unless --fault-path says otherwise. Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failed to start (state folder, port); 64 usage error.
+            """
+    )
+
+    @Option(help: "TCP port on 127.0.0.1; 0 picks a free one.")
+    var port: Int = 0
+
+    @Option(help: "Folder for reports.json, requests.log and the TSA's keys (created if missing).")
+    var stateDir: String
+
+    @Option(help: "The API key QED accepts.")
+    var apiKey: String = "sandbox-key"
+
+    @Option(help: "Seconds a report stays pending before it is confirmed (or failed).")
+    var pendingSeconds: Double = 2
+
+    @Option(help: "Probability (0…1) of answering a request with 500, 502 or 503.")
+    var failRate: Double = 0
+
+    @Option(help: "Requests per second and client before 429 (0 = unlimited).")
+    var rateLimit: Int = 0
+
+    @Option(help: "Seconds sent in Retry-After with 429 and 503 answers.")
+    var retryAfter: Int = 1
+
+    @Option(help: "Delay before each request: \"0ms\", \"200ms\" or a range \"50ms..300ms\".")
+    var latency: String = "0ms"
+
+    @Option(help: "Probability (0…1) of closing a request's connection without an answer.")
+    var dropRate: Double = 0
+
+    @Option(name: .customLong("fault-path"),
+            help: "Path prefix faults apply to; repeat for several (default /v1/, e.g. add /tsa).")
+    var faultPaths: [String] = []
+
+    @Option(help: "Seed for fault decisions, slugs and transaction hashes (reproducible runs).")
+    var seed: UInt64?
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+        guard (0...1).contains(failRate) else { throw ValidationError("--fail-rate must be between 0 and 1") }
+        guard (0...1).contains(dropRate) else { throw ValidationError("--drop-rate must be between 0 and 1") }
+        guard pendingSeconds >= 0 else { throw ValidationError("--pending-seconds must not be negative") }
+        guard rateLimit >= 0 else { throw ValidationError("--rate-limit must not be negative") }
+        guard faultPaths.allSatisfy({ $0.hasPrefix("/") }) else { throw ValidationError("--fault-path must start with /") }
+        guard retryAfter >= 1 else { throw ValidationError("--retry-after must be at least 1") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
+        do { _ = try LatencySpec(parsing: latency) } catch { throw ValidationError("--latency: \(error)") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "evidence-sandbox")
+        let options = SandboxOptions(
+            port: port, stateDirectory: stateDir, apiKey: apiKey, pendingSeconds: pendingSeconds,
+            failRate: failRate, rateLimit: rateLimit, retryAfter: retryAfter,
+            latency: try LatencySpec(parsing: latency), dropRate: dropRate,
+            faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed)
+        let server: SandboxServer
+        do {
+            server = try SandboxServer(options: options)
+        } catch {
+            logger.error("cannot start: \(error)")
+            throw ExitCode(1)
+        }
+        let app = server.makeApplication(logger: logger) { port in
+            // Unbuffered, so a parent reading the pipe sees the line at once.
+            FileHandle.standardOutput.write(Data("listening on http://127.0.0.1:\(port)\n".utf8))
+        }
+        try await app.runService()
+    }
+}

@@ -1,0 +1,139 @@
+import EvidenceHTTP
+import Foundation
+import Testing
+
+extension Loopback {
+    @Suite struct Retries {
+        @Test func serviceUnavailableIsRetriedUntilSuccess() async throws {
+            let server = try TestServer(routes: ["/r": { _, hit in
+                hit <= 2 ? .respond(503, body: Data("busy".utf8)) : .respond(200, body: Data("ok".utf8))
+            }])
+            defer { server.stop() }
+
+            let response = try await makeClient().execute(HTTPRequest(url: server.url("/r")))
+
+            #expect(response.status == 200)
+            #expect(response.body == Data("ok".utf8))
+            #expect(server.hits("/r") == 3)
+        }
+
+        @Test func droppedConnectionsAreRetriedUntilSuccess() async throws {
+            let server = try TestServer(routes: ["/d": { _, hit in hit <= 2 ? .drop : .respond(200) }])
+            defer { server.stop() }
+
+            let response = try await makeClient().execute(HTTPRequest(method: "PUT", url: server.url("/d"),
+                                                                      body: .data(Data("payload".utf8))))
+
+            #expect(response.status == 200)
+            #expect(server.hits("/d") == 3)
+            #expect(server.requests.allSatisfy { $0.body == Data("payload".utf8) })
+        }
+
+        @Test func droppedConnectionWithoutRetryIsAGotNothingTransportError() async throws {
+            let server = try TestServer(routes: ["/d": { _, _ in .drop }])
+            defer { server.stop() }
+
+            let error = await httpError { try await makeClient().send(HTTPRequest(url: server.url("/d"))) }
+
+            #expect(error?.kind == .transport(code: 52, name: "CURLE_GOT_NOTHING"))
+            #expect(error?.isRetryable == true)
+        }
+
+        @Test func tooManyRequestsWaitsForRetryAfter() async throws {
+            let server = try TestServer(routes: ["/limited": { _, hit in
+                hit == 1 ? .respond(429, headers: [("Retry-After", "1")]) : .respond(200)
+            }])
+            defer { server.stop() }
+
+            let (response, elapsed) = try await timed {
+                try await makeClient().execute(HTTPRequest(url: server.url("/limited")))
+            }
+
+            #expect(response.status == 200)
+            #expect(server.hits("/limited") == 2)
+            #expect(elapsed >= 0.95, "waited only \(elapsed)s")
+        }
+
+        @Test func badRequestIsNotRetried() async throws {
+            let server = try TestServer(routes: ["/v1/reports/": { _, _ in
+                .respond(400, body: Data(#"{"original_created_at":["This field is required."]}"#.utf8))
+            }])
+            defer { server.stop() }
+
+            let error = await httpError {
+                try await makeClient().execute(HTTPRequest(method: "POST", url: server.url("/v1/reports/"),
+                                                           body: .data(Data("{}".utf8))))
+            }
+
+            #expect(error?.kind == .status(400))
+            #expect(error?.isRetryable == false)
+            #expect(error?.response?.status == 400)
+            #expect(error?.message.contains("original_created_at") == true)
+            #expect(error?.description.hasPrefix("POST \(server.url("/v1/reports/")): HTTP 400: ") == true)
+            #expect(server.hits("/v1/reports/") == 1)
+        }
+
+        @Test func exhaustedRetriesThrowTheLastStatus() async throws {
+            let server = try TestServer(routes: ["/down": { _, _ in .respond(503, headers: [("Retry-After", "0")]) }])
+            defer { server.stop() }
+            let client = makeClient { $0.retry.maxAttempts = 3 }
+
+            let error = await httpError { try await client.execute(HTTPRequest(url: server.url("/down"))) }
+
+            #expect(error?.kind == .status(503))
+            #expect(error?.isRetryable == true)
+            #expect(error?.retryAfter == 0)
+            #expect(server.hits("/down") == 3)
+        }
+
+        @Test func customClassificationDecides() async throws {
+            // ownCloud OCS v1 answers HTTP 200 on failure; Box answers 202 + Retry-After "not yet".
+            let server = try TestServer(routes: [
+                "/ocs": { _, _ in .respond(200, body: Data(#"{"ocs":{"meta":{"statuscode":404}}}"#.utf8)) },
+                "/commit": { _, hit in hit == 1 ? .respond(202, headers: [("Retry-After", "0")]) : .respond(201) },
+            ])
+            defer { server.stop() }
+            let client = makeClient()
+
+            let error = await httpError {
+                try await client.execute(HTTPRequest(url: server.url("/ocs"))) { response in
+                    String(decoding: response.body, as: UTF8.self).contains(#""statuscode":100"#) ? .success : .permanent
+                }
+            }
+            let committed = try await client.execute(HTTPRequest(method: "POST", url: server.url("/commit"))) { response in
+                response.status == 202 ? .retryable(retryAfter: nil) : HTTPClient.defaultClassification(response)
+            }
+
+            #expect(error?.kind == .status(200))
+            #expect(server.hits("/ocs") == 1)
+            #expect(committed.status == 201)
+            #expect(server.hits("/commit") == 2)
+        }
+
+        @Test func retryAfterBeyondTheLimitIsThrownAtOnce() async throws {
+            let server = try TestServer(routes: ["/later": { _, _ in .respond(503, headers: [("Retry-After", "3600")]) }])
+            defer { server.stop() }
+
+            let (error, elapsed) = await timed {
+                await httpError { try await makeClient().execute(HTTPRequest(url: server.url("/later"))) }
+            }
+
+            #expect(error?.kind == .status(503))
+            #expect(error?.retryAfter == 3600)
+            #expect(error?.description.contains("(retry after 3600s)") == true)
+            #expect(server.hits("/later") == 1)
+            #expect(elapsed < 5)
+        }
+
+        @Test func timeoutsAreRetried() async throws {
+            let server = try TestServer(routes: ["/slow": { _, _ in .hang }])
+            defer { server.stop() }
+            let client = makeClient { $0.totalTimeout = 0.3; $0.retry.maxAttempts = 2 }
+
+            let error = await httpError { try await client.execute(HTTPRequest(url: server.url("/slow"))) }
+
+            #expect(error?.kind == .timeout)
+            #expect(server.hits("/slow") == 2)
+        }
+    }
+}

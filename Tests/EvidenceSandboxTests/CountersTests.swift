@@ -1,0 +1,54 @@
+import EvidenceTesting
+import Foundation
+import Testing
+
+@Suite("Counters and request log")
+struct CountersTests {
+    @Test("counters count submissions per hash, requests and reports; reset zeroes them")
+    func submissionsPerHash() async throws {
+        try await withSandbox { sandbox in
+            let a = randomHash()
+            let b = randomHash()
+            for hash in [a, a, b] {
+                let r = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/", json: reportJSON(hash: hash))
+                #expect(r.status == 201)
+            }
+            // A refused submission is not a submission.
+            _ = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/", json: "{}")
+            let countersURL = sandbox.baseURL.appendingPathComponent("_sandbox/counters")
+            let counters = try #require(try await TestHTTP.send("GET", countersURL).json)
+            #expect(counters["submissions_by_hash"]?[a] == .int(2))
+            #expect(counters["submissions_by_hash"]?[b] == .int(1))
+            #expect(counters["requests"] == .int(4))
+            #expect(counters["faults"] == .object([("5xx", .int(0)), ("429", .int(0)), ("dropped", .int(0))]))
+            #expect(counters["reports"] == .int(3))
+
+            let reset = try await TestHTTP.send("POST", sandbox.baseURL.appendingPathComponent("_sandbox/reset"))
+            #expect(reset.status == 200)
+            #expect(reset.json?["submissions_by_hash"] == .object([]))
+            #expect(reset.json?["requests"] == .int(0))
+            #expect(reset.json?["reports"] == .int(3))
+
+            let wipe = try await TestHTTP.send("POST", URL(string: "/_sandbox/reset?reports=true", relativeTo: sandbox.baseURL)!.absoluteURL)
+            #expect(wipe.json?["reports"] == .int(0))
+        }
+    }
+
+    @Test("requests.log has one JSON line per request with time, method, path, status and client")
+    func requestLog() async throws {
+        try await withSandbox { sandbox in
+            _ = try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/")
+            _ = try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/", key: nil)
+            _ = try await TestHTTP.send("GET", sandbox.baseURL.appendingPathComponent("_sandbox/counters"))
+            let text = try String(contentsOfFile: (sandbox.stateDirectory as NSString).appendingPathComponent("requests.log"), encoding: .utf8)
+            let lines = text.split(separator: "\n").map { try? JSONValue.parse(Data($0.utf8)) }
+            #expect(lines.count == 2, "control routes are not logged: \(text)")
+            #expect(lines.first??["method"] == .string("GET"))
+            #expect(lines.first??["path"] == .string("/v1/reports/"))
+            #expect(lines.first??["status"] == .int(200))
+            #expect(lines.last??["status"] == .int(401))
+            #expect(lines.first??["client"] == .string("127.0.0.1"))
+            #expect(lines.first??["time"]?.stringValue?.hasSuffix("Z") == true)
+        }
+    }
+}
