@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "EvidencePipeline",
                 dependencies: [
                     "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia",
-                    "EvidenceConfig", "EvidenceWatch",
+                    "EvidenceConfig", "EvidenceWatch", "EvidenceHTTP", "EvidenceNotary", "EvidenceCertificate",
                     .product(name: "Logging", package: "swift-log"),
                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 ],
@@ -80,7 +80,7 @@ let package = Package(
         .executableTarget(name: "evidence",
                           dependencies: [
                               "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline",
-                              "EvidenceConfig", "EvidenceWatch",
+                              "EvidenceConfig", "EvidenceWatch", "EvidenceNotary", "EvidenceCertificate",
                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
                               .product(name: "Logging", package: "swift-log"),
                           ],
@@ -106,7 +106,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceSandboxTests", dependencies: ["EvidenceTesting", "EvidenceCore", "evidence-sandbox"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "evidence"],
+        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "EvidenceTesting", "evidence", "evidence-sandbox"],
                     swiftSettings: swiftSettings),
     ]
 )

@@ -45,6 +45,21 @@ public protocol Catalog: Sendable {
     /// Makes the head anchor current (it is otherwise refreshed within a fraction of a second).
     func flushHead() throws(CatalogError)
 
+    // MARK: Proofs and certificates
+
+    func proofs(itemID: Int64) throws(CatalogError) -> [Proof]
+    func allProofs() throws(CatalogError) -> [Proof]
+    /// Stores what a notary said (insert or replace for the item and notary) with a custody event
+    /// `notary-<state>`, and moves the item in the same transaction: a pending proof moves it to
+    /// `submitted` (if it was before that), a failed one to `failed` with the notary's reason, and
+    /// once every notary in `required` has a confirmed proof the item moves to `confirmed` and
+    /// `whenAllConfirmed` jobs are created. Returns the item afterwards.
+    @discardableResult
+    func saveProof(_ proof: Proof, required: [String], whenAllConfirmed: [JobSpec]) throws(CatalogError) -> Item
+    func certificates(itemID: Int64) throws(CatalogError) -> [Certificate]
+    /// Records a certificate kept in the store (insert or replace per item and origin), event `certificate`.
+    func saveCertificate(_ certificate: Certificate) throws(CatalogError)
+
     // MARK: QueuedJob queue
 
     /// Creates the job unless one with the same `dedupeKey` exists (then returns that one).

@@ -125,3 +125,55 @@ struct JobRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
                    updatedAt: updatedAt)
     }
 }
+
+struct ProofRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "proof"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var itemId: Int64
+    var notary: String
+    var kind: String
+    var state: String
+    var remoteId: String?
+    var receipt: String?
+    var txHash: String?
+    var blockHeight: Int64?
+    var network: String?
+    var link: String?
+    var provenAt: Date?
+    var error: String?
+    var submittedAt: Date?
+    var updatedAt: Date
+
+    init(_ p: Proof) {
+        itemId = p.itemID; notary = p.notary; kind = p.kind; state = p.state.rawValue; remoteId = p.remoteID
+        receipt = p.receipt?.hex; txHash = p.txHash; blockHeight = p.blockHeight; network = p.network; link = p.link
+        provenAt = p.provenAt; error = p.error; submittedAt = p.submittedAt; updatedAt = p.updatedAt
+    }
+
+    func model() -> Proof {
+        Proof(itemID: itemId, notary: notary, kind: kind, state: Proof.State(rawValue: state) ?? .failed,
+              remoteID: remoteId, receipt: receipt.flatMap { SHA256Digest(hex: $0) }, txHash: txHash,
+              blockHeight: blockHeight, network: network, link: link, provenAt: provenAt, error: error,
+              submittedAt: submittedAt, updatedAt: updatedAt)
+    }
+}
+
+struct CertificateRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "certificate"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var itemId: Int64
+    var origin: String
+    var sha256: String
+    var size: Int64
+    var createdAt: Date
+
+    init(_ c: Certificate) {
+        itemId = c.itemID; origin = c.origin; sha256 = c.sha256.hex; size = c.size; createdAt = c.createdAt
+    }
+
+    func model() -> Certificate {
+        Certificate(itemID: itemId, origin: origin, sha256: SHA256Digest(hex: sha256)!, size: size, createdAt: createdAt)
+    }
+}

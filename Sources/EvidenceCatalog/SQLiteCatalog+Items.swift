@@ -56,7 +56,7 @@ extension SQLiteCatalog {
             }
             if created {
                 for spec in r.jobsForNewItem {
-                    _ = try Self.insertJob(db, spec, itemID: row.id, dedupeKey: "\(spec.kind):item:\(row.id!)", now: now)
+                    _ = try Self.insertJob(db, spec, itemID: row.id, dedupeKey: spec.itemKey(row.id!), now: now)
                 }
             }
             // A path that was quarantined before and now came in fine is no longer a problem.

@@ -195,6 +195,9 @@ extension SQLiteCatalog {
             try item.update(db)
         }
         _ = try appendEvent(db, itemID: itemID, kind: t.event, actor: "evidence", details: d)
+        for spec in t.jobs {
+            _ = try insertJob(db, spec, itemID: itemID, dedupeKey: spec.itemKey(itemID), now: Date())
+        }
     }
 }
 
@@ -205,8 +208,11 @@ public struct JobTransition: Sendable {
     public var event: String
     public var reason: String?
     public var details: [String: String]
+    /// The next stage's jobs, created in the same transaction (once per item and kind/scope).
+    public var jobs: [JobSpec]
 
-    public init(state: ItemState?, event: String, reason: String? = nil, details: [String: String] = [:]) {
-        self.state = state; self.event = event; self.reason = reason; self.details = details
+    public init(state: ItemState?, event: String, reason: String? = nil, details: [String: String] = [:],
+                jobs: [JobSpec] = []) {
+        self.state = state; self.event = event; self.reason = reason; self.details = details; self.jobs = jobs
     }
 }

@@ -66,6 +66,7 @@ enum Schema {
                 """)
         }
         registerJobs(&m)
+        registerProofs(&m)
         return m
     }
 }
@@ -93,6 +94,39 @@ extension Schema {
             }
             try db.create(index: "job_runnable", on: "job", columns: ["state", "next_run_at"])
             try db.create(index: "job_item", on: "job", columns: ["item_id"])
+        }
+    }
+}
+
+extension Schema {
+    static func registerProofs(_ m: inout DatabaseMigrator) {
+        m.registerMigration("v3-proofs-certificates") { db in
+            try db.create(table: "proof") { t in
+                t.column("item_id", .integer).notNull().references("item", onDelete: .restrict)
+                t.column("notary", .text).notNull()
+                t.column("kind", .text).notNull()
+                t.column("state", .text).notNull()
+                    .check { ["pending", "confirmed", "failed"].contains($0) }
+                t.column("remote_id", .text)
+                t.column("receipt", .text).check { $0 == nil || length($0) == 64 }
+                t.column("tx_hash", .text)
+                t.column("block_height", .integer)
+                t.column("network", .text)
+                t.column("link", .text)
+                t.column("proven_at", .datetime)
+                t.column("error", .text)
+                t.column("submitted_at", .datetime)
+                t.column("updated_at", .datetime).notNull()
+                t.primaryKey(["item_id", "notary"])
+            }
+            try db.create(table: "certificate") { t in
+                t.column("item_id", .integer).notNull().references("item", onDelete: .restrict)
+                t.column("origin", .text).notNull()
+                t.column("sha256", .text).notNull().check { length($0) == 64 }
+                t.column("size", .integer).notNull()
+                t.column("created_at", .datetime).notNull()
+                t.primaryKey(["item_id", "origin"])
+            }
         }
     }
 }

@@ -44,9 +44,19 @@ public struct JobSpec: Sendable, Equatable {
     public var payload: [String: String]
     public var maxAttempts: Int
     public var runAt: Date?
+    /// Tells apart jobs of one kind for one item (e.g. the notary's name): part of the
+    /// dedupe key, so the same job for the same thing exists once.
+    public var scope: String?
 
-    public init(kind: String, payload: [String: String] = [:], maxAttempts: Int = 8, runAt: Date? = nil) {
+    public init(kind: String, payload: [String: String] = [:], maxAttempts: Int = 8, runAt: Date? = nil,
+                scope: String? = nil) {
         self.kind = kind; self.payload = payload; self.maxAttempts = maxAttempts; self.runAt = runAt
+        self.scope = scope
+    }
+
+    /// The dedupe key of this job for an item.
+    public func itemKey(_ itemID: Int64) -> String {
+        "\(kind):item:\(itemID)" + (scope.map { ":" + $0 } ?? "")
     }
 }
 

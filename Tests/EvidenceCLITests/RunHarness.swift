@@ -11,6 +11,10 @@ final class RunHarness {
     var logPath: String { scratch.path + "/run.log" }
     var cli: CLI { CLI(home: home) }
     private(set) var process: Process?
+    /// An evidence.toml to pass with --config (notaries, archives), if any.
+    var configPath: String?
+    /// Extra environment for the service (e.g. the notary's API key variable).
+    var environment: [String: String] = [:]
 
     init(settle: String = "0s", extra: String = "") {
         try! FileManager.default.createDirectory(atPath: drop, withIntermediateDirectories: true)
@@ -24,9 +28,10 @@ final class RunHarness {
     func start(timeout: Double = 30) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLI.binary)
-        p.arguments = ["--home", home, "run", "--rules", rules, "--log-format", "json"]
+        p.arguments = (configPath.map { ["--config", $0] } ?? []) + ["--home", home, "run", "--rules", rules, "--log-format", "json"]
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "EVIDENCE_HOME"); env.removeValue(forKey: "EVIDENCE_CONFIG")
+        env.merge(environment) { _, new in new }
         p.environment = env
         p.currentDirectoryURL = URL(fileURLWithPath: scratch.path)
         FileManager.default.createFile(atPath: logPath, contents: nil)

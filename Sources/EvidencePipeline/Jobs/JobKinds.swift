@@ -1,3 +1,4 @@
+import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
 
@@ -5,22 +6,23 @@ import EvidenceCore
 public enum JobKind {
     /// Re-hash the stored object after ingest; move the item to its next state.
     public static let verify = "verify"
+    /// Submit to one notary of the rule (scope: the notary's name) and poll until it confirms.
+    public static let notarize = "notarize"
+    /// Fetch the notaries' certificates and render our own, once every notary confirmed.
+    public static let certificate = "certificate"
     /// The rule's `after` action (move/delete) on one source, once the item is final.
     public static let afterAction = "after-action"
 }
 
-/// What happens to items of a rule, stage by stage.
+/// What happens to items of a rule, stage by stage:
+/// verify → notarize (one job per notary) → certificate → (archive, later) → done.
 public struct PipelinePlan: Sendable {
     public let rule: WatchRule
 
     public init(rule: WatchRule) { self.rule = rule }
 
-    /// The state an item of this rule is in when all work for it is done. Until notarization
-    /// and archiving are wired in, a rule's items end once ingested and re-verified.
+    /// The state an item of this rule is in when all work for it is done.
     public var finalState: ItemState { .done }
-
-    /// Whether work remains after verification (notary or archive configured).
-    public var hasLaterStages: Bool { !rule.notary.isEmpty || rule.archive != nil }
 
     public var jobsForNewItem: [JobSpec] {
         [JobSpec(kind: JobKind.verify, payload: ["rule": rule.name])]
@@ -33,4 +35,26 @@ public struct PipelinePlan: Sendable {
         case .move(let dir): return [JobSpec(kind: JobKind.afterAction, payload: ["rule": rule.name, "action": "move", "to": dir], maxAttempts: 20)]
         }
     }
+
+    /// The item's move once its stored copy re-verified: on to the notaries, or straight to
+    /// its final state when the rule has neither notary nor archive.
+    public func afterVerify(details: [String: String]) -> JobTransition {
+        if !rule.notary.isEmpty {
+            let jobs = rule.notary.map {
+                JobSpec(kind: JobKind.notarize, payload: ["rule": rule.name, "notary": $0], maxAttempts: 12, scope: $0)
+            }
+            return JobTransition(state: nil, event: "verified", details: details, jobs: jobs)
+        }
+        // An archive without a notary waits in `ingested` for the archive stage.
+        return JobTransition(state: rule.archive == nil ? finalState : nil, event: "verified", details: details)
+    }
+
+    /// Created when every notary of the rule confirmed.
+    public var jobsWhenConfirmed: [JobSpec] {
+        [JobSpec(kind: JobKind.certificate, payload: ["rule": rule.name])]
+    }
+
+    /// Where an item goes once its certificates are stored: final without an archive, else on
+    /// to the archive stage.
+    public var stateAfterCertificates: ItemState { rule.archive == nil ? finalState : .certified }
 }

@@ -30,9 +30,12 @@ public struct VerifyHandler: JobHandler {
         let result = await onIOThread { Result { () throws(StoreError) in try FileHasher.hash(path: path) } }
         switch result {
         case .success(let r) where r.digest == item.sha256 && r.size == item.size:
-            let plan = rules[job.payload["rule"] ?? ""].map(PipelinePlan.init)
-            let next: ItemState? = (plan?.hasLaterStages ?? true) ? nil : plan?.finalState
-            return .done(JobTransition(state: next, event: "verified", details: ["object": path, "sha256": r.digest.hex]))
+            let details = ["object": path, "sha256": r.digest.hex]
+            guard let rule = rules[job.payload["rule"] ?? ""] else {
+                // Ingested by hand (no rule): verified, and nothing else is planned for it.
+                return .done(JobTransition(state: nil, event: "verified", details: details))
+            }
+            return .done(PipelinePlan(rule: rule).afterVerify(details: details))
         case .success(let r):
             throw JobError("\(path): store object hashes to \(r.digest.hex) (\(r.size) bytes), catalog says \(item.sha256.hex) (\(item.size) bytes)",
                            retryable: false,

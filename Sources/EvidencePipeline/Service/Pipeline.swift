@@ -14,7 +14,9 @@ public struct Pipeline: Sendable {
     public let watchService: WatchService
     public let jobRunner: JobRunner
 
-    public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], logger: Logger) {
+    /// `notaries` are built from the config by the caller (`Notaries.build`), so that a missing
+    /// API key is a config error before the service starts.
+    public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], notaries: Notaries, logger: Logger) {
         self.home = home
         self.rules = rules
         let owner = "\(ProcessInfo.processInfo.hostName):\(getpid())"
@@ -27,7 +29,10 @@ public struct Pipeline: Sendable {
         watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: rules, ingestor: ingestor,
                                     workers: config.workers.ingest, logger: logger)
         jobRunner = JobRunner(catalog: home.catalog,
-                              handlers: [VerifyHandler(home: home, rules: byName), AfterActionHandler(home: home, rules: byName)],
+                              handlers: [VerifyHandler(home: home, rules: byName),
+                                         NotarizeHandler(home: home, rules: byName, notaries: notaries),
+                                         CertificateHandler(home: home, rules: byName, notaries: notaries),
+                                         AfterActionHandler(home: home, rules: byName)],
                               owner: owner, workers: config.workers.jobs, logger: logger)
     }
 

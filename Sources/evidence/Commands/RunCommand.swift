@@ -51,7 +51,9 @@ struct RunCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: level, format: format) }
         let logger = Logger(label: "evidence")
 
-        let pipeline = Pipeline(home: home, config: config, rules: rules, logger: logger)
+        let notaries: Notaries
+        do { notaries = try Notaries.build(config: config, logger: logger) } catch { throw CLIError.config(error.description) }
+        let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, logger: logger)
         signal(SIGUSR1, SIG_IGN)
         let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1)
         usr1.setEventHandler { pipeline.watchService.rescan() }

@@ -25,6 +25,8 @@ struct ShowCommand: ParsableCommand {
         var item: Item
         var objectPath: String
         var sources: [SourceSighting]
+        var proofs: [Proof]
+        var certificates: [Certificate]
         var jobs: [QueuedJob]
         var custody: [CustodyEvent]
     }
@@ -35,9 +37,12 @@ struct ShowCommand: ParsableCommand {
         let sources = try home.catalog.sources(itemID: it.id)
         let events = try home.catalog.events(itemID: it.id)
         let jobs = try home.catalog.jobs(itemID: it.id)
+        let proofs = try home.catalog.proofs(itemID: it.id)
+        let certificates = try home.catalog.certificates(itemID: it.id)
         let objectPath = home.store.objectPath(it.sha256)
         if global.json {
-            Output.json(Report(item: it, objectPath: objectPath, sources: sources, jobs: jobs, custody: events))
+            Output.json(Report(item: it, objectPath: objectPath, sources: sources, proofs: proofs,
+                               certificates: certificates, jobs: jobs, custody: events))
             return
         }
         Output.line("item      #\(it.id)")
@@ -58,6 +63,24 @@ struct ShowCommand: ParsableCommand {
         Output.table(["SEEN", "RULE", "SIZE", "MTIME", "PATH"], sources.map {
             [Output.date($0.seenAt), $0.rule ?? "-", String($0.size), Output.date($0.mtime), $0.path]
         })
+        if !proofs.isEmpty {
+            Output.line()
+            Output.line("Proofs:")
+            Output.table(["NOTARY", "KIND", "STATE", "SINCE", "PROVEN AT", "REFERENCE", "RECEIPT / LINK"], proofs.map { p in
+                let since = p.submittedAt.map { DurationText.format(seconds: -$0.timeIntervalSinceNow) } ?? "-"
+                let ref = p.kind == "qed" ? (p.txHash.map { "tx \($0)" } ?? "report \(p.remoteID ?? "-")") : "serial \(p.remoteID ?? "-")"
+                let where_ = p.state == .failed ? (p.error ?? "") : [p.receipt.map { home.store.objectPath($0) }, p.link].compactMap { $0 }.joined(separator: "  ")
+                return [p.notary, p.kind, p.state.rawValue, since, Output.date(p.provenAt), ref, where_]
+            })
+        }
+        if !certificates.isEmpty {
+            Output.line()
+            Output.line("Certificates:")
+            Output.table(["ORIGIN", "SIZE", "PATH"], certificates.map {
+                [$0.origin, Output.bytes($0.size), home.store.objectPath($0.sha256)]
+            })
+            Output.line("(write one out with: evidence cert \(it.id) -o FILE; a bundle with: evidence bundle \(it.id) -o DIR)")
+        }
         if !jobs.isEmpty {
             Output.line()
             Output.line("Jobs:")

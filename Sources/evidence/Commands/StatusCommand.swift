@@ -52,6 +52,35 @@ struct StatusCommand: ParsableCommand {
         var failingJobs: [QueuedJob]
         var quarantined: [QuarantineEntry]
         var pending: [PendingItem]?
+        var proofs: [String: ProofSummary]
+    }
+
+    /// Per notary: how many proofs are pending (and the oldest's age), confirmed, failed (with why).
+    struct ProofSummary: Encodable {
+        var pending = 0
+        var oldestPendingAgeSeconds: Double?
+        var confirmed = 0
+        var failed = 0
+        var failures: [String] = []
+
+        static func of(_ proofs: [Proof]) -> [String: ProofSummary] {
+            var out: [String: ProofSummary] = [:]
+            for p in proofs {
+                var s = out[p.notary] ?? ProofSummary()
+                switch p.state {
+                case .pending:
+                    s.pending += 1
+                    let age = -(p.submittedAt ?? p.updatedAt).timeIntervalSinceNow
+                    s.oldestPendingAgeSeconds = max(s.oldestPendingAgeSeconds ?? 0, age)
+                case .confirmed: s.confirmed += 1
+                case .failed:
+                    s.failed += 1
+                    if s.failures.count < 20 { s.failures.append("item #\(p.itemID): \(p.error ?? "failed")") }
+                }
+                out[p.notary] = s
+            }
+            return out
+        }
     }
 
     func validate() throws {
@@ -80,12 +109,13 @@ struct StatusCommand: ParsableCommand {
             }
         }
         let oldestAge = s.oldestPending.map { -$0.timeIntervalSinceNow }
+        let proofs = ProofSummary.of(try c.allProofs())
 
         if global.json {
             Output.json(Report(home: home.path, items: s.items, bytes: s.bytes, sources: s.sources,
                                custodyEvents: s.events, states: s.byState, rules: s.byRule,
                                oldestPendingAgeSeconds: oldestAge, jobs: jobs, failingJobs: troubled,
-                               quarantined: q, pending: pendingItems))
+                               quarantined: q, pending: pendingItems, proofs: proofs))
         } else if let pendingItems {
             Output.table(["ITEM", "STATE", "AGE", "SHA256", "SOURCE", "WHY"], pendingItems.map {
                 ["#\($0.id)", $0.state, DurationText.format(seconds: $0.ageSeconds), String($0.sha256.prefix(12)),
@@ -110,6 +140,15 @@ struct StatusCommand: ParsableCommand {
                             m.keys.sorted { (ItemState(rawValue: $0) ?? .done) < (ItemState(rawValue: $1) ?? .done) }
                                 .map { "\($0) \(m[$0]!)" }.joined(separator: ", ")]
                 })
+            }
+            if !proofs.isEmpty {
+                Output.line()
+                Output.table(["NOTARY", "PENDING", "OLDEST PENDING", "CONFIRMED", "FAILED"], proofs.keys.sorted().map { n in
+                    let p = proofs[n]!
+                    return [n, String(p.pending), p.oldestPendingAgeSeconds.map { DurationText.format(seconds: $0) } ?? "-",
+                            String(p.confirmed), String(p.failed)]
+                })
+                for n in proofs.keys.sorted() { for f in proofs[n]!.failures { Output.line("  ✗ \(n): \(f)") } }
             }
             if !troubled.isEmpty {
                 Output.line()

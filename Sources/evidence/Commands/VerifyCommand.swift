@@ -8,8 +8,13 @@ import Foundation
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Re-hash a file or an item and check it against the catalog and the store.",
+        abstract: "Check a bundle folder offline, or re-hash a file or an item against the catalog and store.",
         discussion: """
+        DIR (a bundle from `evidence bundle`): checks offline, without the catalog, every file
+        against SHA256SUMS (and that nothing unlisted was added), the manifest, the original's
+        hash, each RFC 3161 token (imprint, signature and chain with the bundled CA), each QED
+        report (hash, confirmed, transaction), the custody events' hashes, and the certificates.
+
         FILE: hashes the file and looks its SHA-256 up in the catalog; then re-hashes the store
         object of that item.
         ITEM (id, hash prefix or source path): re-hashes the store object and compares it with
@@ -40,6 +45,9 @@ struct VerifyCommand: ParsableCommand {
     }
 
     func run() throws {
+        if BundleVerifier.isBundle(target) {
+            return try verifyBundle()
+        }
         let home = try global.openHome(mustExist: true)
         var checks: [Check] = []
         var item: Item?
@@ -87,6 +95,18 @@ struct VerifyCommand: ParsableCommand {
         } else {
             for c in checks { Output.line("\(c.ok ? "✓" : "✗") \(c.check): \(c.detail)") }
             Output.line(ok ? "verified" : "VERIFICATION FAILED")
+        }
+        if !ok { throw ExitCode(1) }
+    }
+
+    private func verifyBundle() throws {
+        let checks = BundleVerifier.verify(target).map { Check(check: $0.check, ok: $0.ok, detail: $0.detail) }
+        let ok = !checks.isEmpty && checks.allSatisfy(\.ok)
+        if global.json {
+            Output.json(Report(target: target, item: nil, sha256: nil, ok: ok, checks: checks))
+        } else {
+            for c in checks { Output.line("\(c.ok ? "✓" : "✗") \(c.check): \(c.detail)") }
+            Output.line(ok ? "bundle verified" : "BUNDLE VERIFICATION FAILED")
         }
         if !ok { throw ExitCode(1) }
     }

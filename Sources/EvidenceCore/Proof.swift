@@ -1,0 +1,58 @@
+import Foundation
+
+/// What one notary said about one item. Kept per (item, notary name of the config).
+public struct Proof: Codable, Sendable, Equatable {
+    public enum State: String, Codable, Sendable, CaseIterable {
+        /// Submitted; the notary has not confirmed yet (QED may take hours).
+        case pending
+        case confirmed
+        /// The notary said it failed; `retry` submits again.
+        case failed
+    }
+
+    public var itemID: Int64
+    /// The `[notaries.NAME]` of the config that produced it.
+    public var notary: String
+    /// `qed` or `rfc3161`.
+    public var kind: String
+    public var state: State
+    /// QED report slug; TSA serial number (hex).
+    public var remoteID: String?
+    /// Store object holding the receipt: the confirmed QED report JSON, or the `.tsr` token.
+    public var receipt: SHA256Digest?
+    public var txHash: String?
+    public var blockHeight: Int64?
+    public var network: String?
+    /// Where a person can look the proof up (blockchain explorer) or the TSA that signed it.
+    public var link: String?
+    /// Block time, or the TSA's genTime.
+    public var provenAt: Date?
+    public var error: String?
+    public var submittedAt: Date?
+    public var updatedAt: Date
+
+    public init(itemID: Int64, notary: String, kind: String, state: State, remoteID: String? = nil,
+                receipt: SHA256Digest? = nil, txHash: String? = nil, blockHeight: Int64? = nil, network: String? = nil,
+                link: String? = nil, provenAt: Date? = nil, error: String? = nil, submittedAt: Date? = nil,
+                updatedAt: Date = Date()) {
+        self.itemID = itemID; self.notary = notary; self.kind = kind; self.state = state; self.remoteID = remoteID
+        self.receipt = receipt; self.txHash = txHash; self.blockHeight = blockHeight; self.network = network
+        self.link = link; self.provenAt = provenAt; self.error = error; self.submittedAt = submittedAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A certificate PDF kept in the store for an item: the notary's own (`qed`) or the one
+/// `evidence` renders (`evidence`).
+public struct Certificate: Codable, Sendable, Equatable {
+    public var itemID: Int64
+    /// `evidence` for ours, else the notary's name in the config.
+    public var origin: String
+    public var sha256: SHA256Digest
+    public var size: Int64
+    public var createdAt: Date
+
+    public init(itemID: Int64, origin: String, sha256: SHA256Digest, size: Int64, createdAt: Date = Date()) {
+        self.itemID = itemID; self.origin = origin; self.sha256 = sha256; self.size = size; self.createdAt = createdAt
+    }
+}

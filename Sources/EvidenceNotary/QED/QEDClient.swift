@@ -1,0 +1,128 @@
+import EvidenceCore
+import EvidenceHTTP
+import Foundation
+
+/// The QED REST API (`Authorization: app-token KEY`).
+///
+/// Idempotency is the caller's: `submit` is sent once, never retried here, because a lost answer
+/// may still have created a report; callers look the hash up with `reports(hash:)` before
+/// submitting again. Reads (`report`, `reports`) are retried by the shared HTTP retry loop.
+public struct QEDClient: Sendable {
+    public let baseURL: String
+    let apiKey: String
+    let http: HTTPClient
+    let name: String
+
+    /// `baseURL` is the API root ending in `/v1/` (e.g. `https://api.qed.digital/v1/`).
+    public init(name: String = "qed", baseURL: String, apiKey: String, http: HTTPClient) {
+        self.name = name
+        self.baseURL = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+        self.apiKey = apiKey
+        self.http = http
+    }
+
+    private func request(_ method: String, _ path: String, json: Data? = nil, downloadTo: String? = nil) -> HTTPRequest {
+        var headers: [(name: String, value: String)] = [("Authorization", "app-token " + apiKey), ("Accept", "application/json")]
+        if json != nil { headers.append(("Content-Type", "application/json")) }
+        return HTTPRequest(method: method, url: baseURL + path, headers: headers,
+                           body: json.map { .data($0) } ?? .none, downloadTo: downloadTo)
+    }
+
+    /// Creates a report. Exactly one HTTP attempt (see the type's note).
+    public func submit(_ submission: QEDSubmission) async throws(NotaryError) -> QEDReport {
+        let body: Data
+        do { body = try submission.body() } catch { throw NotaryError("\(name): cannot encode the report: \(error)", retryable: false) }
+        let response: HTTPResponse
+        do { response = try await http.send(request("POST", "reports/", json: body)) } catch { throw NotaryError(name, error) }
+        guard response.isSuccess else { throw statusError(response, doing: "submitting the report") }
+        return try parseReport(response.body)
+    }
+
+    /// One report by slug (polling).
+    public func report(slug: String) async throws(NotaryError) -> QEDReport {
+        let slugPath = slug.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? slug
+        let response = try await get("reports/\(slugPath)", doing: "polling report \(slug)")
+        return try parseReport(response.body)
+    }
+
+    /// Every report for a hash, all pages followed (at most 20), oldest first as QED lists them.
+    public func reports(hash: SHA256Digest) async throws(NotaryError) -> [QEDReport] {
+        var path: String? = "reports/?hash=\(hash.hex)"
+        var all: [QEDReport] = []
+        var pages = 0
+        while let p = path, pages < 20 {
+            pages += 1
+            let response = try await get(p, doing: "looking up reports for \(hash.short)…")
+            guard let page = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
+                  let results = page["results"] as? [Any] else {
+                throw NotaryError("\(name): the report list is not a JSON object with \"results\"", retryable: false)
+            }
+            for case let obj as [String: Any] in results {
+                let raw = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
+                all.append(try QEDReport.parse(obj, raw: raw))
+            }
+            // `next` is absolute; keep only what follows the base so requests stay on the configured host.
+            if let next = page["next"] as? String, let r = next.range(of: "/v1/") {
+                path = String(next[r.upperBound...])
+            } else {
+                path = nil
+            }
+        }
+        return all
+    }
+
+    /// Downloads the report's PDF certificate to `path` (temp + fsync + rename by the HTTP
+    /// client) and checks it starts like a PDF.
+    public func downloadCertificate(slug: String, to path: String) async throws(NotaryError) {
+        let slugPath = slug.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? slug
+        let response: HTTPResponse
+        do {
+            response = try await http.execute(request("POST", "reports/\(slugPath)/pdf", json: Data("{}".utf8), downloadTo: path))
+        } catch {
+            throw NotaryError(name, error)
+        }
+        guard response.isSuccess else { throw statusError(response, doing: "fetching the certificate") }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw NotaryError("\(path): the downloaded certificate cannot be read", retryable: true)
+        }
+        let magic = (try? handle.read(upToCount: 5)) ?? Data()
+        try? handle.close()
+        guard magic == Data("%PDF-".utf8) else {
+            try? FileManager.default.removeItem(atPath: path)
+            throw NotaryError("\(name): the certificate for report \(slug) is not a PDF (content type \(response.header("content-type") ?? "none"))",
+                              retryable: false)
+        }
+    }
+
+    private func get(_ path: String, doing what: String) async throws(NotaryError) -> HTTPResponse {
+        let response: HTTPResponse
+        do { response = try await http.execute(request("GET", path)) } catch { throw NotaryError(name, error) }
+        guard response.isSuccess else { throw statusError(response, doing: what) }
+        return response
+    }
+
+    private func parseReport(_ body: Data) throws(NotaryError) -> QEDReport {
+        guard let obj = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+            throw NotaryError("\(name): the answer is not a JSON object: \(String(decoding: body.prefix(120), as: UTF8.self))",
+                              retryable: false)
+        }
+        return try QEDReport.parse(obj, raw: body)
+    }
+
+    /// 429/5xx are retryable; any other status is permanent, with QED's own words (DRF's
+    /// `{"detail": …}` or `{"field": ["message"]}`) in the message.
+    private func statusError(_ response: HTTPResponse, doing what: String) -> NotaryError {
+        let retryable = response.status == 429 || response.status >= 500
+        var said = String(decoding: response.body.prefix(300), as: UTF8.self)
+        if let obj = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {
+            said = obj.keys.sorted().map { key in
+                let v = obj[key]
+                let text = (v as? [Any])?.map { "\($0)" }.joined(separator: " ") ?? "\(v ?? "")"
+                return key == "detail" ? text : "\(key): \(text)"
+            }.joined(separator: "; ")
+        }
+        let hint = response.status == 401 || response.status == 403 ? " (check the API key)" : ""
+        return NotaryError("\(name): \(what) failed: HTTP \(response.status)\(hint): \(said)", retryable: retryable,
+                           retryAfter: response.header("retry-after").flatMap { RetryAfter.seconds($0) })
+    }
+}

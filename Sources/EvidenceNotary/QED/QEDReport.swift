@@ -1,0 +1,77 @@
+import EvidenceCore
+import Foundation
+
+/// What `evidence` submits for one file (`POST /v1/reports/`).
+public struct QEDSubmission: Sendable, Equatable {
+    public var hash: SHA256Digest
+    public var fileName: String
+    /// Date taken: media `creation_time`, else the file's mtime.
+    public var originalCreatedAt: Date
+    public var name: String
+    public var note: String
+    public var metaData: [String: String]
+
+    public init(hash: SHA256Digest, fileName: String, originalCreatedAt: Date, name: String, note: String,
+                metaData: [String: String]) {
+        self.hash = hash; self.fileName = fileName; self.originalCreatedAt = originalCreatedAt
+        self.name = name; self.note = note; self.metaData = metaData
+    }
+
+    /// The request body: `provable_files` lists the file itself, so the report proves it by name too.
+    func body() throws -> Data {
+        struct File: Encodable { var hash: String; var file_name: String }
+        struct Body: Encodable {
+            var hash: String
+            var provable_files: [File]
+            var original_created_at: String
+            var name: String
+            var note: String
+            var meta_data: [String: String]
+        }
+        return try CanonicalJSON.encode(Body(
+            hash: hash.hex, provable_files: [File(hash: hash.hex, file_name: fileName)],
+            original_created_at: Timestamp.string(originalCreatedAt), name: name, note: note, meta_data: metaData))
+    }
+}
+
+/// A QED report as the API returns it. `raw` is the exact JSON received: the confirmed one is
+/// kept in the store as the proof receipt.
+public struct QEDReport: Sendable, Equatable {
+    public enum Status: String, Sendable { case pending, confirmed, failed }
+
+    public var slug: String
+    public var status: Status
+    public var hash: String
+    public var txHash: String?
+    public var blockHeight: Int64?
+    public var blockTime: Date?
+    public var explorerURL: String?
+    public var networkName: String?
+    public var failureReason: String?
+    public var raw: Data
+
+    /// Parses one report object; the error says which field is missing or wrong.
+    static func parse(_ object: [String: Any], raw: Data) throws(NotaryError) -> QEDReport {
+        func bad(_ what: String) -> NotaryError {
+            NotaryError("QED answered a report without a valid \(what)", retryable: false)
+        }
+        guard let slug = object["slug"] as? String, !slug.isEmpty else { throw bad("\"slug\"") }
+        guard let statusText = object["status"] as? String else { throw bad("\"status\"") }
+        guard let status = Status(rawValue: statusText) else { throw bad("\"status\" (got \"\(statusText.prefix(40))\")") }
+        guard let hash = object["hash"] as? String else { throw bad("\"hash\"") }
+        let tx = object["tx"] as? [String: Any] ?? [:]
+        var report = QEDReport(slug: slug, status: status, hash: hash, raw: raw)
+        report.txHash = tx["hash"] as? String
+        report.blockHeight = (tx["block_height"] as? NSNumber)?.int64Value
+        report.blockTime = (tx["block_time"] as? String).flatMap(Timestamp.parseLenient)
+        report.explorerURL = tx["explorer_url"] as? String
+        report.networkName = tx["network_name"] as? String
+        report.failureReason = object["failure_reason"] as? String
+        if status == .confirmed, report.txHash == nil { throw bad("\"tx.hash\" for a confirmed report") }
+        return report
+    }
+
+    init(slug: String, status: Status, hash: String, raw: Data) {
+        self.slug = slug; self.status = status; self.hash = hash; self.raw = raw
+    }
+}

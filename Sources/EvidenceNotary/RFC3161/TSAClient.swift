@@ -1,0 +1,60 @@
+import EvidenceCore
+import EvidenceHTTP
+import Foundation
+
+/// RFC 3161 time-stamping over HTTP: a fresh `TimeStampReq` (SHA-256 imprint, nonce, certReq)
+/// POSTed to each configured TSA in turn until one answers with a reply that verifies against
+/// the request (status, imprint, nonce and, with `caFile`, signature and chain).
+public struct TSAClient: Sendable {
+    public let urls: [String]
+    public let caFile: String?
+    let http: HTTPClient
+    let name: String
+
+    public init(name: String = "rfc3161", urls: [String], caFile: String?, http: HTTPClient) {
+        self.name = name; self.urls = urls; self.caFile = caFile; self.http = http
+    }
+
+    /// The verified token and the URL that issued it. Every TSA failing throws the last failure,
+    /// retryable when any of them was.
+    public func timestamp(_ digest: SHA256Digest) async throws(NotaryError) -> (token: TimestampToken, url: String) {
+        let request: TimestampRequest
+        do { request = try TimestampRequest.make(digest: digest) } catch {
+            throw NotaryError("\(name): cannot build the time-stamp request: \(error)", retryable: false)
+        }
+        var failures: [NotaryError] = []
+        for url in urls {
+            do throws(NotaryError) {
+                return (try await ask(url, request), url)
+            } catch {
+                failures.append(error)
+            }
+        }
+        let message = failures.map(\.message).joined(separator: "; ")
+        throw NotaryError(message.isEmpty ? "\(name): no TSA URL configured" : message,
+                          retryable: failures.contains { $0.retryable },
+                          retryAfter: failures.compactMap(\.retryAfter).max())
+    }
+
+    private func ask(_ url: String, _ request: TimestampRequest) async throws(NotaryError) -> TimestampToken {
+        let response: HTTPResponse
+        do {
+            response = try await http.execute(HTTPRequest(
+                method: "POST", url: url,
+                headers: [("Content-Type", "application/timestamp-query"), ("Accept", "application/timestamp-reply")],
+                body: .data(request.der)))
+        } catch {
+            throw NotaryError("\(name) \(Redact.url(url))", error)
+        }
+        let type = response.header("content-type") ?? ""
+        guard type.lowercased().hasPrefix("application/timestamp-reply") else {
+            throw NotaryError("\(name) \(Redact.url(url)): answered content type \"\(type.prefix(60))\", not application/timestamp-reply",
+                              retryable: false)
+        }
+        do {
+            return try TimestampVerifier.verify(response: response.body, for: request, caFile: caFile)
+        } catch {
+            throw NotaryError("\(name) \(Redact.url(url)): the reply does not verify: \(error.message)", retryable: error.isTransient)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceNotary
+import EvidenceStore
+import Foundation
+
+/// Once every notary confirmed: fetch each QED report's PDF certificate into the store
+/// (checked to be a PDF), render our own evidence certificate, record both, and move the item
+/// on (done, or on to the archive). Idempotent: certificates already recorded are not fetched again.
+public struct CertificateHandler: JobHandler {
+    public let kind = JobKind.certificate
+    let home: EvidenceHome
+    let rules: [String: WatchRule]
+    let notaries: Notaries
+
+    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries) {
+        self.home = home; self.rules = rules; self.notaries = notaries
+    }
+
+    public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+        guard let itemID = job.itemID else { throw JobError("certificate job \(job.id) has no item", retryable: false) }
+        guard let rule = rules[job.payload["rule"] ?? ""] else {
+            throw JobError("rule \"\(job.payload["rule"] ?? "")\" is no longer configured", retryable: true)
+        }
+        let home = self.home
+        let loaded = await onIOThread { Result { () throws(CatalogError) in
+            (try home.catalog.item(id: itemID), try home.catalog.proofs(itemID: itemID),
+             try home.catalog.certificates(itemID: itemID))
+        } }
+        let item: Item, proofs: [Proof], have: [Certificate]
+        switch loaded {
+        case .success(let (i?, p, c)): item = i; proofs = p; have = c
+        case .success: throw JobError("item \(itemID) is gone", retryable: false)
+        case .failure(let e): throw JobError(e.description, retryable: true)
+        }
+
+        for proof in proofs where proof.kind == "qed" && proof.state == .confirmed && !have.contains(where: { $0.origin == proof.notary }) {
+            guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
+                throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
+            }
+            let temp = home.store.tmpDir + "/cert-\(itemID)-\(UUID().uuidString).pdf"
+            do { try await qed.downloadCertificate(slug: slug, to: temp) } catch {
+                throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
+            }
+            let notary = proof.notary
+            let saved = await onIOThread { Result { () throws -> Void in
+                defer { try? FileManager.default.removeItem(atPath: temp) }
+                let data = try Data(contentsOf: URL(fileURLWithPath: temp))
+                let digest = try home.store.put(data).digest
+                try home.catalog.saveCertificate(Certificate(itemID: itemID, origin: notary, sha256: digest, size: Int64(data.count)))
+            } }
+            if case .failure(let e) = saved { throw JobError("\(temp): \(e)", retryable: true) }
+        }
+
+        if !have.contains(where: { $0.origin == "evidence" }) {
+            let made = await onIOThread { Result { () throws -> Void in
+                try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item))
+            } }
+            if case .failure(let e) = made { throw JobError("rendering the evidence certificate: \(e)", retryable: true) }
+        }
+        let plan = PipelinePlan(rule: rule)
+        return .done(JobTransition(state: plan.stateAfterCertificates, event: "certified",
+                                   details: ["certificates": String(proofs.filter { $0.kind == "qed" }.count + 1)]))
+    }
+}

@@ -1,0 +1,152 @@
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceNotary
+import EvidenceStore
+import Foundation
+
+/// One notary for one item: submit, then poll until it confirms (pending may last hours and
+/// survives restarts: the job waits without spending attempts).
+///
+/// No double notarization: a QED report's slug is recorded before polling starts, and when no
+/// slug is recorded (first run, or a crash between the POST and the record) the notary is asked
+/// for reports of this hash first, and a live one is adopted instead of submitting again.
+public struct NotarizeHandler: JobHandler {
+    public let kind = JobKind.notarize
+    let home: EvidenceHome
+    let rules: [String: WatchRule]
+    let notaries: Notaries
+
+    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries) {
+        self.home = home; self.rules = rules; self.notaries = notaries
+    }
+
+    public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+        guard let itemID = job.itemID, let notaryName = job.payload["notary"] else {
+            throw JobError("notarize job \(job.id) has an incomplete payload", retryable: false)
+        }
+        guard let rule = rules[job.payload["rule"] ?? ""] else {
+            throw JobError("rule \"\(job.payload["rule"] ?? "")\" is no longer configured", retryable: true)
+        }
+        guard let notary = notaries.entries[notaryName] else {
+            throw JobError("notary \"\(notaryName)\" is not configured ([notaries.\(notaryName)] in evidence.toml)", retryable: true)
+        }
+        let home = self.home
+        let loaded = await onIOThread { Result { () throws(CatalogError) in
+            (try home.catalog.item(id: itemID), try home.catalog.proofs(itemID: itemID), try home.catalog.sources(itemID: itemID))
+        } }
+        let item: Item, proofs: [Proof], sources: [SourceSighting]
+        switch loaded {
+        case .success(let (i?, p, s)): item = i; proofs = p; sources = s
+        case .success: throw JobError("item \(itemID) is gone", retryable: false)
+        case .failure(let e): throw JobError(e.description, retryable: true)
+        }
+        let existing = proofs.first { $0.notary == notaryName }
+        if existing?.state == .confirmed { return .done(nil) }
+        let context = Context(home: home, item: item, rule: rule, notary: notary)
+
+        switch notary.client {
+        case .qed(let qed):
+            return try await context.qed(qed, existing: existing, sources: sources)
+        case .rfc3161(let tsa):
+            return try await context.timestamp(tsa)
+        }
+    }
+
+    struct Context {
+        let home: EvidenceHome
+        let item: Item
+        let rule: WatchRule
+        let notary: Notaries.Entry
+        var name: String { notary.config.name }
+
+        func qed(_ qed: QEDClient, existing: Proof?, sources: [SourceSighting]) async throws(JobError) -> JobOutcome {
+            let report: QEDReport
+            let submittedAt: Date
+            if existing?.state == .pending, let slug = existing?.remoteID {
+                report = try await call { () throws(NotaryError) in try await qed.report(slug: slug) }
+                submittedAt = existing?.submittedAt ?? item.createdAt
+            } else {
+                // A failed report stays failed: after `retry`, a new one is made.
+                let failedSlug = existing?.state == .failed ? existing?.remoteID : nil
+                let found = try await call { () throws(NotaryError) in try await qed.reports(hash: item.sha256) }
+                if let live = found.last(where: { $0.status != .failed && $0.slug != failedSlug }) {
+                    report = live
+                } else {
+                    let submission = makeSubmission(sources: sources)
+                    report = try await call { () throws(NotaryError) in try await qed.submit(submission) }
+                }
+                submittedAt = Date()
+                try await save(Proof(itemID: item.id, notary: name, kind: "qed", state: .pending, remoteID: report.slug,
+                                     submittedAt: submittedAt))
+            }
+            switch report.status {
+            case .pending:
+                // Poll sooner at first, then less often, never beyond poll_max.
+                let age = -submittedAt.timeIntervalSinceNow
+                let wait = min(notary.config.pollMax, max(notary.config.pollFirst, age / 4))
+                return .notYet(until: Date().addingTimeInterval(wait), reason: "\(name) report \(report.slug) pending")
+            case .confirmed:
+                let receipt = try await put(report.raw)
+                try await save(Proof(itemID: item.id, notary: name, kind: "qed", state: .confirmed, remoteID: report.slug,
+                                     receipt: receipt, txHash: report.txHash, blockHeight: report.blockHeight,
+                                     network: report.networkName, link: report.explorerURL, provenAt: report.blockTime,
+                                     submittedAt: submittedAt))
+                return .done(nil)
+            case .failed:
+                let reason = report.failureReason ?? "the notary reported failure"
+                try await save(Proof(itemID: item.id, notary: name, kind: "qed", state: .failed, remoteID: report.slug,
+                                     error: reason, submittedAt: submittedAt))
+                // A failed job is what `evidence retry` re-queues.
+                throw JobError("\(name) report \(report.slug) failed: \(reason)", retryable: false)
+            }
+        }
+
+        func timestamp(_ tsa: TSAClient) async throws(JobError) -> JobOutcome {
+            let (token, url) = try await call { () throws(NotaryError) in try await tsa.timestamp(item.sha256) }
+            let receipt = try await put(token.response)
+            try await save(Proof(itemID: item.id, notary: name, kind: "rfc3161", state: .confirmed, remoteID: token.serial,
+                                 receipt: receipt, network: token.tsaName, link: url, provenAt: token.genTime,
+                                 submittedAt: Date()))
+            return .done(nil)
+        }
+
+        func makeSubmission(sources: [SourceSighting]) -> QEDSubmission {
+            let source = sources.first { $0.rule == rule.name } ?? sources.first
+            let fileName = source?.name ?? item.sha256.hex
+            let root = rule.path.hasSuffix("/") ? rule.path : rule.path + "/"
+            let dirPath = source.map { ($0.path as NSString).deletingLastPathComponent + "/" } ?? root
+            let dir = dirPath.hasPrefix(root) ? String(dirPath.dropFirst(root.count).dropLast()) : dirPath
+            let taken = item.dateTaken ?? source?.mtime ?? item.createdAt
+            let values = TemplateValues(rule: rule.name, name: fileName, dir: dir, sha256: item.sha256.hex,
+                                        size: item.size, date: taken)
+            return QEDSubmission(hash: item.sha256, fileName: fileName, originalCreatedAt: taken,
+                                 name: Template.expand(rule.nameTemplate, values),
+                                 note: Template.expand(rule.noteTemplate, values), metaData: rule.metaData)
+        }
+
+        func call<T>(_ body: () async throws(NotaryError) -> T) async throws(JobError) -> T {
+            do { return try await body() } catch {
+                throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
+            }
+        }
+
+        func put(_ data: Data) async throws(JobError) -> SHA256Digest {
+            let store = home.store
+            let result = await onIOThread { Result { () throws(StoreError) in try store.put(data).digest } }
+            switch result {
+            case .success(let d): return d
+            case .failure(let e): throw JobError(e.description, retryable: true)
+            }
+        }
+
+        func save(_ proof: Proof) async throws(JobError) {
+            let catalog = home.catalog
+            let plan = PipelinePlan(rule: rule)
+            let result = await onIOThread { Result { () throws(CatalogError) in
+                try catalog.saveProof(proof, required: plan.rule.notary, whenAllConfirmed: plan.jobsWhenConfirmed)
+            } }
+            if case .failure(let e) = result { throw JobError(e.description, retryable: true) }
+        }
+    }
+}

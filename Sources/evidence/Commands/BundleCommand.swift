@@ -1,0 +1,63 @@
+import ArgumentParser
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidencePipeline
+import Foundation
+
+struct BundleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bundle",
+        abstract: "Write an auditor's bundle of one item: original, proofs, certificates, custody, VERIFY.md.",
+        discussion: """
+        The folder verifies offline with standard tools alone:
+
+          cd DIR && sha256sum -c SHA256SUMS
+          openssl ts -verify -data original/FILE -in proofs/NOTARY.tsr -CAfile proofs/NOTARY-ca.pem
+
+        and with `evidence verify DIR`, which checks everything point by point. VERIFY.md in the
+        folder lists the exact commands for this item. The TSA's CA certificate is included when
+        its notary has `ca_file` in evidence.toml.
+
+        The folder is written under a temporary name and renamed into place when complete; DIR
+        must not exist or be empty.
+
+        Exit codes: 0 written · 1 no such item, or writing failed · 2 usage error.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("Item id, hash prefix or source path.", valueName: "item"))
+    var item: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Folder to create.", valueName: "dir"))
+    var output: String
+
+    func run() throws {
+        let config = try global.loadConfig()
+        let home = try global.openHome(mustExist: true)
+        let it = try ItemResolver.resolve(item, in: home)
+        var cas: [String: String] = [:]
+        for (name, n) in config.notaries where n.kind == .rfc3161 { if let ca = n.caFile { cas[name] = ca } }
+        let manifest: BundleManifest
+        do {
+            manifest = try BundleWriter.write(home: home, item: it, to: output, tsaCAFiles: cas)
+        } catch {
+            Output.err("bundle of item #\(it.id): \(error)")
+            throw ExitCode(1)
+        }
+        if global.json {
+            struct Written: Encodable { var item: Int64; var dir: String; var files: [BundleManifest.FileEntry] }
+            Output.json(Written(item: it.id, dir: output, files: manifest.files))
+            return
+        }
+        if !global.quiet {
+            Output.line("wrote \(output): \(manifest.files.count + 1) files for item #\(it.id) (\(it.state.rawValue))")
+            if it.state < .confirmed || it.state == .failed || it.state == .quarantined {
+                Output.line("note: item #\(it.id) is \(it.state.rawValue): its proofs are incomplete")
+            }
+            Output.line("check it with: (cd \(output) && sha256sum -c SHA256SUMS), or: evidence verify \(output)")
+        }
+    }
+}

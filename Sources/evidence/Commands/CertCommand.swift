@@ -1,0 +1,70 @@
+import ArgumentParser
+import EvidenceCatalog
+import EvidenceCertificate
+import EvidenceCore
+import EvidencePipeline
+import EvidenceStore
+import Foundation
+
+struct CertCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cert",
+        abstract: "Write an item's certificate PDF.",
+        discussion: """
+        By default the evidence certificate `evidence` renders (file, size, SHA-256, media
+        summary, every proof, the commands to verify). --origin NAME writes the certificate a
+        notary issued instead (e.g. the QED PDF of [notaries.qed]).
+
+        The certificate stored when the item was certified is written as it is. An item not
+        certified yet gets a certificate rendered now, showing its proofs as they stand.
+
+          evidence cert 12 -o clip-certificate.pdf
+          evidence cert 3fa9c2 --origin qed -o qed.pdf
+
+        Exit codes: 0 written · 1 no such item or certificate · 2 usage error.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("Item id, hash prefix or source path.", valueName: "item"))
+    var item: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Output file (default: <sha8>-<origin>-certificate.pdf here).", valueName: "file"))
+    var output: String?
+
+    @Option(name: .long, help: ArgumentHelp("`evidence` (ours) or a notary's name.", valueName: "name"))
+    var origin: String = "evidence"
+
+    func run() throws {
+        let home = try global.openHome(mustExist: true)
+        let it = try ItemResolver.resolve(item, in: home)
+        let out = output ?? "\(it.sha256.short)-\(BundleNames.safe(origin))-certificate.pdf"
+        let stored = try home.catalog.certificates(itemID: it.id)
+        let pdf: Data
+        var note = "stored certificate"
+        if let c = stored.first(where: { $0.origin == origin }) {
+            pdf = try home.store.read(c.sha256)
+        } else if origin == "evidence" {
+            let content = EvidenceCertificateMaker.content(
+                item: it, sources: try home.catalog.sources(itemID: it.id), proofs: try home.catalog.proofs(itemID: it.id),
+                custodyHead: try home.catalog.events(itemID: it.id).last?.hash)
+            pdf = try CertificateRenderer.render(content)
+            note = "rendered now: item is \(it.state.rawValue)"
+        } else {
+            let have = stored.map(\.origin).joined(separator: ", ")
+            Output.err("item #\(it.id) has no certificate from \"\(origin)\" (it has: \(have.isEmpty ? "none yet, state \(it.state.rawValue)" : have))")
+            throw ExitCode(1)
+        }
+        do { try AtomicFile.write(pdf, to: out, mode: 0o644) } catch {
+            Output.err(error.description)
+            throw ExitCode(1)
+        }
+        if global.json {
+            struct Written: Encodable { var item: Int64; var origin: String; var file: String; var size: Int; var sha256: String; var note: String }
+            Output.json(Written(item: it.id, origin: origin, file: out, size: pdf.count, sha256: SHA256Hasher.hash(pdf).hex, note: note))
+        } else if !global.quiet {
+            Output.line("wrote \(out) (\(Output.bytes(Int64(pdf.count))), \(note))")
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import EvidenceTesting
+import Foundation
+import Glibc
+import Testing
+
+/// `evidence run` against a real `evidence-sandbox` process: QED emulation and a TSA backed by
+/// the real `openssl ts`. Bundles are checked with `sha256sum -c` and `openssl ts -verify`.
+@Suite("Notarization: evidence run + sandbox, real processes", .serialized)
+struct NotarizationCLITests {
+    static let sandboxBinary = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("evidence-sandbox")
+
+    /// A harness whose rule requires `notaries`, with an evidence.toml pointing at `sandbox`.
+    func harness(_ sandbox: SandboxProcess, notaries: [String] = ["qed", "tsa"], ruleExtra: String = "",
+                 keyEnv: String = "EVIDENCE_TEST_QED_KEY") throws -> RunHarness {
+        let list = notaries.map { "\"\($0)\"" }.joined(separator: ", ")
+        let h = RunHarness(settle: "0s", extra: "notary = [\(list)]\n\(ruleExtra)")
+        let ca = h.scratch.path + "/tsa-ca.pem"
+        #expect(CLI.exec(["curl", "-sf", "-o", ca, "\(sandbox.baseURL.absoluteString)/tsa/ca.pem"]).status == 0)
+        let config = """
+            [notaries.qed]
+            kind = "qed"
+            base_url = "\(sandbox.baseURL.absoluteString)/v1/"
+            api_key_env = "\(keyEnv)"
+            poll_first = "300ms"
+            poll_max = "1s"
+
+            [notaries.tsa]
+            kind = "rfc3161"
+            urls = ["\(sandbox.baseURL.absoluteString)/tsa"]
+            ca_file = "\(ca)"
+            """
+        h.configPath = h.scratch.path + "/evidence.toml"
+        try config.write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+        h.environment = ["EVIDENCE_TEST_QED_KEY": "sandbox-key"]
+        return h
+    }
+
+    func withSandbox<T>(pending: Double = 1, _ body: (SandboxProcess) async throws -> T) async throws -> T {
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        let dir = scratch.path + "/sandbox"
+        let sandbox = try await SandboxProcess.start(executable: Self.sandboxBinary, stateDirectory: dir,
+                                                     arguments: ["--pending-seconds", String(pending)])
+        do {
+            let v = try await body(sandbox)
+            _ = await sandbox.stop()
+            return v
+        } catch {
+            _ = await sandbox.stop()
+            throw error
+        }
+    }
+
+    func submissions(_ sandbox: SandboxProcess, hash: String) -> Int {
+        let r = CLI.exec(["curl", "-sf", "\(sandbox.baseURL.absoluteString)/_sandbox/counters"])
+        let obj = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any]
+        return (obj?["submissions_by_hash"] as? [String: Any])?[hash] as? Int ?? 0
+    }
+
+    func show(_ h: RunHarness, _ item: String) -> [String: Any] {
+        (h.cli.run(["show", item, "--json"]).json as? [String: Any]) ?? [:]
+    }
+
+    func state(_ h: RunHarness, _ item: String) -> String? {
+        (show(h, item)["item"] as? [String: Any])?["state"] as? String
+    }
+
+    func sha256(_ data: Data) -> String {
+        let s = Scratch()
+        let f = s.path + "/data"
+        FileManager.default.createFile(atPath: f, contents: data)
+        return String(CLI.exec(["sha256sum", f]).stdout.prefix(64))
+    }
+
+    @Test("a dropped file is notarized by QED and a TSA, certified, and its bundle verifies with standard tools")
+    func fullPath() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox)
+            try h.start()
+            let data = randomBytes(50_000)
+            let hash = sha256(data)
+            h.write("clip.bin", data)
+            #expect(waitUntil(timeout: 30) { state(h, "1") == "done" }, "log: \(h.log)")
+            let s = show(h, "1")
+            let proofs = s["proofs"] as? [[String: Any]] ?? []
+            #expect(proofs.map { $0["notary"] as? String } == ["qed", "tsa"])
+            #expect(proofs.allSatisfy { $0["state"] as? String == "confirmed" })
+            #expect((proofs.first?["txHash"] as? String)?.hasPrefix("0x") == true)
+            #expect((s["certificates"] as? [[String: Any]])?.compactMap { $0["origin"] as? String }.sorted() == ["evidence", "qed"])
+            #expect(submissions(sandbox, hash: hash) == 1)
+
+            let bundle = h.scratch.path + "/bundle"
+            #expect(h.cli.run(["--config", h.configPath!, "bundle", "1", "-o", bundle]).status == 0)
+            #expect(CLI.exec(["sha256sum", "-c", "SHA256SUMS"], cwd: bundle).status == 0)
+            let ts = CLI.exec(["openssl", "ts", "-verify", "-data", "original/clip.bin", "-in", "proofs/tsa.tsr",
+                               "-CAfile", "proofs/tsa-ca.pem"], cwd: bundle)
+            #expect(ts.status == 0 && ts.stdout.contains("Verification: OK"), "\(ts.stdout) \(ts.stderr)")
+            let v = h.cli.run(["verify", bundle])
+            #expect(v.status == 0, "\(v.stdout)")
+            #expect(v.stdout.contains("signature and chain verified"))
+            #expect(CLI.exec(["qpdf", "--check", bundle + "/certificates/evidence.pdf"]).status == 0)
+            #expect(CLI.exec(["pdftotext", bundle + "/certificates/evidence.pdf", "-"]).stdout.contains(hash))
+            #expect(h.cli.run(["fsck"]).status == 0)
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("one changed byte in any bundle file fails `evidence verify` and names the file",
+          arguments: ["original/clip.bin", "proofs/qed.json", "proofs/tsa.tsr", "custody.jsonl", "manifest.json"])
+    func tamper(file: String) async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox)
+            try h.start()
+            h.write("clip.bin", randomBytes(4_000))
+            #expect(waitUntil(timeout: 30) { state(h, "1") == "done" })
+            let bundle = h.scratch.path + "/bundle"
+            #expect(h.cli.run(["--config", h.configPath!, "bundle", "1", "-o", bundle]).status == 0)
+            let path = bundle + "/" + file
+            chmod(path, 0o644)
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            bytes[bytes.count / 2] ^= 0x01
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let v = h.cli.run(["verify", bundle])
+            #expect(v.status == 1)
+            #expect(v.stdout.contains("✗ file intact: \(file)"), "\(v.stdout)")
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("SIGKILL while the QED report is pending, restart: polling resumes, one submission, item done")
+    func killWhilePending() async throws {
+        try await withSandbox(pending: 3) { sandbox in
+            let h = try harness(sandbox, notaries: ["qed"])
+            try h.start()
+            let data = randomBytes(10_000)
+            let hash = sha256(data)
+            h.write("pending.bin", data)
+            #expect(waitUntil(timeout: 20) { state(h, "1") == "submitted" })
+            #expect(h.stop(SIGKILL) == -9)
+            try h.start()
+            #expect(waitUntil(timeout: 30) { state(h, "1") == "done" }, "log: \(h.log)")
+            #expect(submissions(sandbox, hash: hash) == 1)
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("a report already at the notary for this hash (crash after the POST) is adopted, not submitted again")
+    func adoptsExistingReport() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox, notaries: ["qed"])
+            let data = randomBytes(8_000)
+            let hash = sha256(data)
+            let body = #"{"hash":"\#(hash)","provable_files":[],"original_created_at":"2026-01-01T00:00:00Z","name":"earlier run"}"#
+            let made = CLI.exec(["curl", "-sf", "-X", "POST", "-H", "Authorization: app-token sandbox-key", "-H",
+                                 "Content-Type: application/json", "--data", body, "\(sandbox.baseURL.absoluteString)/v1/reports/"])
+            let slug = ((try? JSONSerialization.jsonObject(with: Data(made.stdout.utf8))) as? [String: Any])?["slug"] as? String
+            #expect(slug != nil, "\(made.stderr)")
+            try h.start()
+            h.write("again.bin", data)
+            #expect(waitUntil(timeout: 30) { state(h, "1") == "done" }, "log: \(h.log)")
+            let proof = (show(h, "1")["proofs"] as? [[String: Any]])?.first
+            #expect(proof?["remoteID"] as? String == slug)
+            #expect(submissions(sandbox, hash: hash) == 1)
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("a report the notary fails marks the item failed with its reason; retry submits a new one")
+    func failedReport() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox, notaries: ["qed"], ruleExtra: "name = \"FAIL-ME {name}\"")
+            try h.start()
+            let data = randomBytes(6_000)
+            let hash = sha256(data)
+            h.write("doomed.bin", data)
+            #expect(waitUntil(timeout: 30) { state(h, "1") == "failed" }, "log: \(h.log)")
+            let item = show(h, "1")["item"] as? [String: Any]
+            #expect((item?["stateReason"] as? String)?.contains("Transaction reverted") == true)
+            let st = h.cli.run(["status"])
+            #expect(st.status == 1)
+            #expect(st.stdout.contains("Transaction reverted"))
+            #expect(h.cli.run(["retry", "1"]).status == 0)
+            #expect(waitUntil(timeout: 30) { submissions(sandbox, hash: hash) == 2 && state(h, "1") == "failed" })
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("a QED notary whose API key variable is unset: run refuses to start, naming file and field, exit 2")
+    func missingKey() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox, keyEnv: "EVIDENCE_TEST_UNSET_KEY")
+            let r = CLI.exec([CLI.binary, "--config", h.configPath!, "--home", h.home, "run", "--rules", h.rules])
+            #expect(r.status == 2)
+            #expect(r.stderr.contains("evidence.toml") && r.stderr.contains("notaries.qed.api_key_env"), "\(r.stderr)")
+        }
+    }
+}
