@@ -1,29 +1,66 @@
 #!/usr/bin/env bash
-# make demo: the pipeline on embedded defaults. Starts `evidence run` on a temporary watched
-# folder, drops samples/ into it the way a capture device would (temp name, then rename),
-# waits until every item is done, prints the status table and each item's record, checks
-# the store, and stops the service with SIGTERM.
+# make demo: the whole pipeline with no account and no network. Starts evidence-sandbox (a QED
+# emulation and an RFC 3161 TSA backed by the real `openssl ts`) on loopback and `evidence run`
+# on a temporary watched folder; drops samples/ into it the way a capture device would (temp
+# name, then rename); waits until every item is notarized by both, confirmed and certified;
+# prints the status table and each item's record; exports an auditor's bundle and verifies it
+# with sha256sum -c and openssl ts -verify alone; checks the store; stops both with SIGTERM.
 set -euo pipefail
 bin=${1:?usage: demo.sh path/to/evidence}
+sandbox_bin="$(dirname "$bin")/evidence-sandbox"
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/evidence-demo.XXXXXX)
 home="$work/home"; drop="$work/drop"; rules="$work/watch-rules"
-mkdir -p "$drop" "$rules"
+mkdir -p "$drop" "$rules" "$work/sandbox"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+echo "== evidence-sandbox (QED emulation + RFC 3161 TSA; log: $work/sandbox.log)"
+"$sandbox_bin" --port 0 --state-dir "$work/sandbox" --pending-seconds 3 >"$work/sandbox.out" 2>"$work/sandbox.log" &
+pids+=($!)
+for _ in $(seq 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$work/sandbox.out" | head -1)
+[ -n "$url" ] || { echo "evidence-sandbox did not start:"; cat "$work/sandbox.log"; exit 1; }
+curl -sf -o "$work/tsa-ca.pem" "$url/tsa/ca.pem"
+echo "listening on $url"
+
+cat > "$work/evidence.toml" <<TOML
+# The demo's config: both notaries point at the local sandbox.
+home = "$home"
+rules = "$rules"
+
+[notaries.qed]
+kind = "qed"
+base_url = "$url/v1/"
+api_key_env = "EVIDENCE_DEMO_QED_KEY"   # the key is read from this variable, never from the file
+poll_first = "1s"
+poll_max = "5s"
+
+[notaries.tsa]
+kind = "rfc3161"
+urls = ["$url/tsa"]
+ca_file = "$work/tsa-ca.pem"
+TOML
 cat > "$rules/demo.toml" <<TOML
-# The demo's watch rule: take files from the drop folder once they are quiet for 500 ms.
+# The demo's watch rule: files quiet for 500 ms are taken, notarized by QED and the TSA.
 path = "$drop"
 settle = "500ms"
+notary = ["qed", "tsa"]
+name = "{name}"
 note = "make demo"
 TOML
-ev() { "$bin" --home "$home" "$@"; }
+export EVIDENCE_DEMO_QED_KEY=sandbox-key
+ev() { "$bin" --config "$work/evidence.toml" "$@"; }
 
+echo
 echo "== evidence rules check"
-ev rules check "$rules"
+ev rules check
 echo
 echo "== evidence run (logs: $work/run.log)"
-ev run --rules "$rules" 2>"$work/run.log" &
+ev run 2>"$work/run.log" &
 run=$!
-trap 'kill -TERM $run 2>/dev/null || true' EXIT
+pids+=("$run")
 for _ in $(seq 100); do grep -q "initial scan" "$work/run.log" && break; sleep 0.1; done
 
 count=0
@@ -33,12 +70,14 @@ for f in samples/*; do
   mv "$drop/.$name.part" "$drop/$name" # …and renamed into place when complete
   count=$((count + 1))
 done
-echo "dropped $count files into $drop; waiting for the pipeline"
-for _ in $(seq 300); do
+echo "dropped $count files into $drop; waiting for notarization (QED confirms after ~3 s here)"
+done_n=0
+for _ in $(seq 600); do
   done_n=$(ev status --json 2>/dev/null | tr -d ' \n' | grep -o '"states":{[^}]*}' | grep -o '"done":[0-9]*' | cut -d: -f2 || true)
   [ "${done_n:-0}" -ge "$count" ] && break
   sleep 0.1
 done
+echo "$done_n of $count items done"
 
 echo
 echo "== evidence status"
@@ -48,14 +87,30 @@ for id in $(seq 1 "$count"); do
   echo "== evidence show $id"
   ev show "$id"
 done
+
+echo
+echo "== evidence bundle 1 -o $work/bundle   (what an auditor takes away)"
+ev bundle 1 -o "$work/bundle"
+echo
+echo "== offline, with standard tools only:"
+(
+  cd "$work/bundle"
+  echo "\$ sha256sum -c SHA256SUMS"; sha256sum -c SHA256SUMS
+  original=$(ls original/)
+  echo "\$ openssl ts -verify -data 'original/$original' -in proofs/tsa.tsr -CAfile proofs/tsa-ca.pem"
+  openssl ts -verify -data "original/$original" -in proofs/tsa.tsr -CAfile proofs/tsa-ca.pem 2>/dev/null
+)
+echo
+echo "== evidence verify $work/bundle"
+ev verify "$work/bundle"
 echo
 echo "== evidence fsck"
 ev fsck
 kill -TERM "$run"
 wait "$run" && echo "evidence run stopped cleanly (SIGTERM)"
-trap - EXIT
 echo
 echo "Service log:"
 sed 's/^/  /' "$work/run.log"
 echo
-echo "Everything is in $work (remove it when done)."
+echo "Everything is in $work (remove it when done): certificates with: evidence --config $work/evidence.toml cert 1 -o cert.pdf"
+[ "${done_n:-0}" -ge "$count" ] || { echo "demo: only $done_n of $count items reached done"; exit 1; }

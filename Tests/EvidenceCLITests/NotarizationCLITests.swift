@@ -35,12 +35,12 @@ struct NotarizationCLITests {
         return h
     }
 
-    func withSandbox<T>(pending: Double = 1, _ body: (SandboxProcess) async throws -> T) async throws -> T {
+    func withSandbox<T>(pending: Double = 1, extra: [String] = [], _ body: (SandboxProcess) async throws -> T) async throws -> T {
         let scratch = Scratch()
         defer { withExtendedLifetime(scratch) {} }
         let dir = scratch.path + "/sandbox"
         let sandbox = try await SandboxProcess.start(executable: Self.sandboxBinary, stateDirectory: dir,
-                                                     arguments: ["--pending-seconds", String(pending)])
+                                                     arguments: ["--pending-seconds", String(pending)] + extra)
         do {
             let v = try await body(sandbox)
             _ = await sandbox.stop()
@@ -51,10 +51,13 @@ struct NotarizationCLITests {
         }
     }
 
-    func submissions(_ sandbox: SandboxProcess, hash: String) -> Int {
+    func counters(_ sandbox: SandboxProcess) -> [String: Any] {
         let r = CLI.exec(["curl", "-sf", "\(sandbox.baseURL.absoluteString)/_sandbox/counters"])
-        let obj = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any]
-        return (obj?["submissions_by_hash"] as? [String: Any])?[hash] as? Int ?? 0
+        return ((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any]) ?? [:]
+    }
+
+    func submissions(_ sandbox: SandboxProcess, hash: String) -> Int {
+        (counters(sandbox)["submissions_by_hash"] as? [String: Any])?[hash] as? Int ?? 0
     }
 
     func show(_ h: RunHarness, _ item: String) -> [String: Any] {
@@ -100,6 +103,13 @@ struct NotarizationCLITests {
             #expect(v.stdout.contains("signature and chain verified"))
             #expect(CLI.exec(["qpdf", "--check", bundle + "/certificates/evidence.pdf"]).status == 0)
             #expect(CLI.exec(["pdftotext", bundle + "/certificates/evidence.pdf", "-"]).stdout.contains(hash))
+            for origin in ["evidence", "qed"] {
+                let out = h.scratch.path + "/\(origin).pdf"
+                #expect(h.cli.run(["--config", h.configPath!, "cert", "1", "--origin", origin, "-o", out]).status == 0)
+                #expect(CLI.exec(["qpdf", "--check", out]).status == 0)
+            }
+            let none = h.cli.run(["cert", "1", "--origin", "nope", "-o", h.scratch.path + "/x.pdf"])
+            #expect(none.status == 1 && none.stderr.contains("no certificate from \"nope\""))
             #expect(h.cli.run(["fsck"]).status == 0)
             #expect(h.stop() == 0)
         }
@@ -181,6 +191,28 @@ struct NotarizationCLITests {
             #expect(st.stdout.contains("Transaction reverted"))
             #expect(h.cli.run(["retry", "1"]).status == 0)
             #expect(waitUntil(timeout: 30) { submissions(sandbox, hash: hash) == 2 && state(h, "1") == "failed" })
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("under 30% 5xx and 10% dropped connections at QED and the TSA, every file is confirmed once: one submission per hash")
+    func faultSoak() async throws {
+        try await withSandbox(extra: ["--fail-rate", "0.3", "--drop-rate", "0.1", "--fault-path", "/v1/", "--fault-path", "/tsa",
+                                      "--seed", "11"]) { sandbox in
+            let h = try harness(sandbox)
+            try h.start()
+            var hashes: [String] = []
+            for i in 0..<8 {
+                let data = randomBytes(3_000 + i)
+                hashes.append(sha256(data))
+                h.write("f\(i).bin", data)
+            }
+            let all = waitUntil(timeout: 150) { ((h.status()["states"] as? [String: Int])?["done"] ?? 0) == 8 }
+            #expect(all, "\(h.cli.run(["status"]).stdout)")
+            for hash in hashes { #expect(submissions(sandbox, hash: hash) == 1, "hash \(hash)") }
+            let faults = counters(sandbox)["faults"] as? [String: Int] ?? [:]
+            #expect((faults["5xx"] ?? 0) > 0 && (faults["dropped"] ?? 0) > 0, "faults were injected: \(faults)")
+            #expect(h.cli.run(["fsck"]).status == 0)
             #expect(h.stop() == 0)
         }
     }

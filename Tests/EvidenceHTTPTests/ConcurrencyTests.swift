@@ -121,7 +121,7 @@ extension Loopback {
             }
 
             #expect(error?.kind == .cancelled)
-            #expect(elapsed < 2)
+            #expect(elapsed < 5)  // the server asked for 20 s; generous for a loaded 2-core CI machine
             #expect(server.hits("/busy") == 1)
         }
     }

@@ -6,7 +6,7 @@ import Testing
 struct QEDCertificateTests {
     @Test("409 while pending, then a PDF that passes qpdf --check and whose text holds hash, slug, tx and block time")
     func certificate() async throws {
-        try await withSandbox(["--pending-seconds", "1"]) { sandbox in
+        try await withSandbox(["--pending-seconds", "3"]) { sandbox in
             let hash = randomHash()
             let created = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/", json: reportJSON(hash: hash))
             let slug = try #require(created.json?["slug"]?.stringValue)

@@ -6,7 +6,7 @@ import Testing
 struct QEDReportLifecycleTests {
     @Test("a created report is pending with tx.hash null, then confirmed with a full tx after --pending-seconds")
     func pendingThenConfirmed() async throws {
-        try await withSandbox(["--pending-seconds", "1"]) { sandbox in
+        try await withSandbox(["--pending-seconds", "3"]) { sandbox in
             let hash = randomHash()
             let created = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/", json: reportJSON(hash: hash))
             #expect(created.status == 201)

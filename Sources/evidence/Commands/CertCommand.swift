@@ -5,8 +5,9 @@ import EvidenceCore
 import EvidencePipeline
 import EvidenceStore
 import Foundation
+import Logging
 
-struct CertCommand: ParsableCommand {
+struct CertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cert",
         abstract: "Write an item's certificate PDF.",
@@ -36,7 +37,7 @@ struct CertCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("`evidence` (ours) or a notary's name.", valueName: "name"))
     var origin: String = "evidence"
 
-    func run() throws {
+    func run() async throws {
         let home = try global.openHome(mustExist: true)
         let it = try ItemResolver.resolve(item, in: home)
         let out = output ?? "\(it.sha256.short)-\(BundleNames.safe(origin))-certificate.pdf"
@@ -51,6 +52,9 @@ struct CertCommand: ParsableCommand {
                 custodyHead: try home.catalog.events(itemID: it.id).last?.hash)
             pdf = try CertificateRenderer.render(content)
             note = "rendered now: item is \(it.state.rawValue)"
+        } else if let proof = try home.catalog.proofs(itemID: it.id).first(where: { $0.notary == origin && $0.kind == "qed" }) {
+            pdf = try await fetch(proof, home: home)
+            note = "fetched from \(origin) now"
         } else {
             let have = stored.map(\.origin).joined(separator: ", ")
             Output.err("item #\(it.id) has no certificate from \"\(origin)\" (it has: \(have.isEmpty ? "none yet, state \(it.state.rawValue)" : have))")
@@ -66,5 +70,29 @@ struct CertCommand: ParsableCommand {
         } else if !global.quiet {
             Output.line("wrote \(out) (\(Output.bytes(Int64(pdf.count))), \(note))")
         }
+    }
+
+    /// Fetches a QED report's certificate into the store and records it.
+    private func fetch(_ proof: Proof, home: EvidenceHome) async throws -> Data {
+        guard proof.state == .confirmed, let slug = proof.remoteID else {
+            Output.err("item #\(proof.itemID): the \(proof.notary) report is \(proof.state.rawValue); its certificate exists once it is confirmed")
+            throw ExitCode(1)
+        }
+        let config = try global.loadConfig()
+        let notaries: Notaries
+        do { notaries = try Notaries.build(config: config, logger: Logger(label: "evidence")) } catch { throw CLIError.config(error.description) }
+        guard case .qed(let qed)? = notaries.entries[proof.notary]?.client else {
+            throw CLIError.config("notary \"\(proof.notary)\" is not configured as kind qed in \(config.file ?? "the config")")
+        }
+        let temp = home.store.tmpDir + "/cert-\(proof.itemID)-\(UUID().uuidString).pdf"
+        defer { try? FileManager.default.removeItem(atPath: temp) }
+        do { try await qed.downloadCertificate(slug: slug, to: temp) } catch {
+            Output.err(error.description)
+            throw ExitCode(1)
+        }
+        let data = try Data(contentsOf: URL(fileURLWithPath: temp))
+        let digest = try home.store.put(data).digest
+        try home.catalog.saveCertificate(Certificate(itemID: proof.itemID, origin: proof.notary, sha256: digest, size: Int64(data.count)))
+        return data
     }
 }
