@@ -51,3 +51,13 @@ public enum NotaryKind: String, Sendable, Equatable, CaseIterable {
     case qed
     case rfc3161
 }
+
+extension EvidenceConfig {
+    /// The CA files of the configured RFC 3161 notaries, by notary name: what checks their
+    /// tokens' signatures and goes into bundles.
+    public var tsaCAFiles: [String: String] {
+        var cas: [String: String] = [:]
+        for (name, n) in notaries where n.kind == .rfc3161 { if let ca = n.caFile { cas[name] = ca } }
+        return cas
+    }
+}

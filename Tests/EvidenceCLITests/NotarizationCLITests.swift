@@ -108,6 +108,11 @@ struct NotarizationCLITests {
                 #expect(h.cli.run(["--config", h.configPath!, "cert", "1", "--origin", origin, "-o", out]).status == 0)
                 #expect(CLI.exec(["qpdf", "--check", out]).status == 0)
             }
+            let item = h.cli.run(["--config", h.configPath!, "verify", "1"])
+            #expect(item.status == 0, "\(item.stdout)")
+            #expect(item.stdout.contains("✓ QED report qed: confirmed"))
+            #expect(item.stdout.contains("✓ RFC 3161 token tsa") && item.stdout.contains("signature and chain verified"))
+            #expect(item.stdout.contains("✓ certificate evidence") && item.stdout.contains("✓ certificate qed"))
             let none = h.cli.run(["cert", "1", "--origin", "nope", "-o", h.scratch.path + "/x.pdf"])
             #expect(none.status == 1 && none.stderr.contains("no certificate from \"nope\""))
             #expect(h.cli.run(["fsck"]).status == 0)

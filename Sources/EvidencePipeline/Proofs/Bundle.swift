@@ -247,29 +247,14 @@ public enum BundleVerifier {
         // 3. Proofs.
         for p in m.proofs where p.state == .confirmed {
             let n = BundleNames.safe(p.notary)
-            if p.kind == "rfc3161" {
-                guard let tsr = FileManager.default.contents(atPath: "\(dir)/proofs/\(n).tsr") else {
-                    check("RFC 3161 token \(p.notary)", false, "proofs/\(n).tsr missing"); continue
-                }
-                let ca = "\(dir)/proofs/\(n)-ca.pem"
-                let haveCA = FileManager.default.fileExists(atPath: ca)
-                do {
-                    let token = try TimestampVerifier.verify(response: tsr, digest: digest, caFile: haveCA ? ca : nil)
-                    check("RFC 3161 token \(p.notary)", true,
-                          "serial \(token.serial), time \(Timestamp.string(token.genTime))" + (haveCA ? ", signature and chain verified" : ", imprint only (no CA in the bundle)"))
-                } catch {
-                    check("RFC 3161 token \(p.notary)", false, "proofs/\(n).tsr: \(error.message)")
-                }
-            } else {
-                guard let json = FileManager.default.contents(atPath: "\(dir)/proofs/\(n).json"),
-                      let obj = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
-                    check("QED report \(p.notary)", false, "proofs/\(n).json missing or not JSON"); continue
-                }
-                let hash = obj["hash"] as? String, status = obj["status"] as? String
-                let tx = (obj["tx"] as? [String: Any])?["hash"] as? String
-                let ok = hash == m.item.sha256 && status == "confirmed" && tx != nil && tx == p.txHash
-                check("QED report \(p.notary)", ok, ok ? "confirmed, tx \(tx ?? "")" : "report hash \(hash ?? "-"), status \(status ?? "-"), tx \(tx ?? "-") (manifest tx \(p.txHash ?? "-"))")
+            let file = "proofs/\(n)." + (p.kind == "rfc3161" ? "tsr" : "json")
+            guard let receipt = FileManager.default.contents(atPath: "\(dir)/\(file)") else {
+                check(ProofCheck.name(p), false, "\(file) missing"); continue
             }
+            let ca = "\(dir)/proofs/\(n)-ca.pem"
+            let c = ProofCheck.check(p, receipt: receipt, digest: digest, caFile: FileManager.default.fileExists(atPath: ca) ? ca : nil,
+                                     label: file)
+            check(c.check, c.ok, c.detail)
         }
 
         // 4. Custody events recompute, and the last one is the manifest's head.
@@ -317,4 +302,36 @@ func fsyncDirectory(_ path: String) {
     guard fd >= 0 else { return }
     _ = fsync(fd)
     close(fd)
+}
+
+/// Checks one confirmed proof's receipt against the content digest: the same code for bundles
+/// (offline) and for items in the store.
+public enum ProofCheck {
+    static func name(_ p: Proof) -> String {
+        p.kind == "rfc3161" ? "RFC 3161 token \(p.notary)" : "QED report \(p.notary)"
+    }
+
+    /// `label` names the receipt in messages (a bundle path or a store object path).
+    public static func check(_ p: Proof, receipt: Data, digest: SHA256Digest, caFile: String?, label: String) -> BundleVerifier.Check {
+        if p.kind == "rfc3161" {
+            do {
+                let token = try TimestampVerifier.verify(response: receipt, digest: digest, caFile: caFile)
+                let serialOK = p.remoteID == nil || p.remoteID == token.serial
+                return .init(check: name(p), ok: serialOK,
+                             detail: "serial \(token.serial)\(serialOK ? "" : " (recorded \(p.remoteID ?? "-"))"), time \(Timestamp.string(token.genTime))"
+                                + (caFile != nil ? ", signature and chain verified" : ", imprint only (no CA configured)"))
+            } catch {
+                return .init(check: name(p), ok: false, detail: "\(label): \(error.message)")
+            }
+        }
+        guard let obj = try? JSONSerialization.jsonObject(with: receipt) as? [String: Any] else {
+            return .init(check: name(p), ok: false, detail: "\(label): not a JSON object")
+        }
+        let hash = obj["hash"] as? String, status = obj["status"] as? String
+        let tx = (obj["tx"] as? [String: Any])?["hash"] as? String
+        let ok = hash == digest.hex && status == "confirmed" && tx != nil && tx == p.txHash
+        return .init(check: name(p), ok: ok,
+                     detail: ok ? "confirmed, tx \(tx ?? "")"
+                         : "\(label): report hash \(hash ?? "-"), status \(status ?? "-"), tx \(tx ?? "-") (recorded tx \(p.txHash ?? "-"))")
+    }
 }

@@ -38,11 +38,9 @@ struct BundleCommand: ParsableCommand {
         let config = try global.loadConfig()
         let home = try global.openHome(mustExist: true)
         let it = try ItemResolver.resolve(item, in: home)
-        var cas: [String: String] = [:]
-        for (name, n) in config.notaries where n.kind == .rfc3161 { if let ca = n.caFile { cas[name] = ca } }
         let manifest: BundleManifest
         do {
-            manifest = try BundleWriter.write(home: home, item: it, to: output, tsaCAFiles: cas)
+            manifest = try BundleWriter.write(home: home, item: it, to: output, tsaCAFiles: config.tsaCAFiles)
         } catch {
             Output.err("bundle of item #\(it.id): \(error)")
             throw ExitCode(1)

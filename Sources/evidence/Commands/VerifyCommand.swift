@@ -18,7 +18,9 @@ struct VerifyCommand: ParsableCommand {
         FILE: hashes the file and looks its SHA-256 up in the catalog; then re-hashes the store
         object of that item.
         ITEM (id, hash prefix or source path): re-hashes the store object and compares it with
-        the catalog's hash and size; reports whether each recorded source still matches.
+        the catalog's hash and size; checks each proof's receipt (RFC 3161 token: imprint, and
+        signature and chain with the TSA's `ca_file`; QED report: hash, confirmed, transaction)
+        and each certificate; reports whether each recorded source still matches.
 
         Each check is printed on its own line with ✓ or ✗.
         Exit codes: 0 every check passed · 1 a check failed · 2 usage error.
@@ -76,6 +78,27 @@ struct VerifyCommand: ParsableCommand {
                                     detail: r.digest == i.sha256 ? "\(objectPath): matches" : "\(objectPath): hashes to \(r.digest.hex)"))
             } catch {
                 checks.append(Check(check: "store object re-hashed", ok: false, detail: error.description))
+            }
+            let cas = try global.loadConfig().tsaCAFiles
+            for p in try home.catalog.proofs(itemID: i.id) {
+                switch p.state {
+                case .pending:
+                    checks.append(Check(check: "proof \(p.notary)", ok: true, detail: "pending since \(Output.date(p.submittedAt)) (not checked yet)"))
+                case .failed:
+                    checks.append(Check(check: "proof \(p.notary)", ok: false, detail: "the notary failed it: \(p.error ?? "-")"))
+                case .confirmed:
+                    guard let r = p.receipt, let data = try? home.store.read(r) else {
+                        checks.append(Check(check: "proof \(p.notary)", ok: false, detail: "receipt object missing from the store"))
+                        continue
+                    }
+                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, caFile: cas[p.notary], label: home.store.objectPath(r))
+                    checks.append(Check(check: c.check, ok: c.ok, detail: c.detail))
+                }
+            }
+            for c in try home.catalog.certificates(itemID: i.id) {
+                let head = (try? home.store.read(c.sha256))?.prefix(5)
+                checks.append(Check(check: "certificate \(c.origin)", ok: head == Data("%PDF-".utf8),
+                                    detail: home.store.objectPath(c.sha256)))
             }
             if !isFile {
                 for s in try home.catalog.sources(itemID: i.id) {
