@@ -1,3 +1,4 @@
+import EvidenceCore
 import Foundation
 
 /// Parses `Retry-After` header values.
@@ -54,18 +55,7 @@ public enum RetryAfter {
         if year < 100 { year += year < 70 ? 2000 : 1900 }  // RFC 850 two-digit years
         guard (1...31).contains(day), (0...23).contains(time[0]), (0...59).contains(time[1]),
               (0...60).contains(time[2]), year >= 1970 else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
         return Double(days * 86_400 + time[0] * 3_600 + time[1] * 60 + time[2])
-    }
-
-    /// Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's algorithm).
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 }

@@ -279,14 +279,7 @@ public enum TimestampVerifier {
                 scale /= 10
             }
         }
-        // Days from the civil date (proleptic Gregorian), then seconds since 1970.
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        let days = era * 146_097 + doe - 719_468
+        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
         let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second) + fraction
         return Date(timeIntervalSince1970: seconds)
     }
