@@ -1,0 +1,131 @@
+import EvidenceCore
+import Foundation
+
+/// The digest a provider reports for stored files; uploads are verified against it.
+public enum ProviderHashKind: String, Sendable, Codable, Equatable {
+    case sha256, sha1, md5
+}
+
+/// A file as the provider reports it.
+public struct RemoteFile: Sendable, Equatable {
+    /// Path below the account's root, `/`-separated, no leading slash.
+    public var path: String
+    public var size: Int64
+    /// The provider's own digest (lowercase hex) of `hashKind`, when it reports one.
+    public var hash: String?
+    /// Provider id (Box/ShareFile item id, ownCloud file id), when there is one.
+    public var id: String?
+
+    public init(path: String, size: Int64, hash: String? = nil, id: String? = nil) {
+        self.path = path; self.size = size; self.hash = hash; self.id = id
+    }
+}
+
+/// What the rule's `[share]` asks for.
+public struct ShareRequest: Sendable, Equatable {
+    public enum Access: String, Sendable { case open, company, collaborators }
+    public var access: Access
+    public var expires: Date?
+    /// Resolved secret, never logged.
+    public var password: String?
+
+    public init(access: Access, expires: Date? = nil, password: String? = nil) {
+        self.access = access; self.expires = expires; self.password = password
+    }
+}
+
+public struct ShareLink: Sendable, Equatable, Codable {
+    public var url: String
+    public var expires: Date?
+    public var passwordProtected: Bool
+    /// Settings the provider refused and that were dropped, with its reason (e.g. expiry on a free plan).
+    public var fallback: String?
+
+    public init(url: String, expires: Date? = nil, passwordProtected: Bool = false, fallback: String? = nil) {
+        self.url = url; self.expires = expires; self.passwordProtected = passwordProtected; self.fallback = fallback
+    }
+}
+
+/// Every provider failure. `retryable` for 429/5xx/timeouts/resets (after `retryAfter` when the
+/// provider said so); the message names the account, the remote path and what the provider answered.
+public struct ArchiveError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable, Equatable {
+        case transient, permanent, unauthorized, notFound, conflict, unsupported, local
+    }
+    public var kind: Kind
+    public var message: String
+    public var retryAfter: Double?
+
+    public init(_ kind: Kind, _ message: String, retryAfter: Double? = nil) {
+        self.kind = kind; self.message = message; self.retryAfter = retryAfter
+    }
+
+    public var retryable: Bool { kind == .transient || kind == .unauthorized }
+    public var description: String { message }
+}
+
+/// One archive account. Paths are `/`-separated below the account's root, each component
+/// already passed through `sanitize` (callers do it once, with `RemotePath.sanitized`).
+///
+/// Contract (like rclone's `fs.Fs`):
+/// - `makeFolders` creates every missing folder of `path`; existing ones are fine. Idempotent.
+/// - `stat` returns nil when nothing is at `path`; a folder there is a `.conflict` error.
+/// - `upload` writes the local file to `path` (its folder exists) and returns what the provider
+///   stored. It replaces nothing silently: when a file is already there it throws `.conflict`,
+///   so the caller decides by content (stat + hash-compare first). Not idempotent by itself.
+/// - `download` streams the remote file into `local` (temp + rename by the HTTP client).
+/// - `share` creates a link for `path` or returns the existing one. Idempotent.
+/// - `delete` removes a file; nothing there is fine (tests and clean-up).
+public protocol ArchiveProvider: Sendable {
+    var account: String { get }
+    /// The digest `stat` reports in `hash`; where it reports none (plain WebDAV, a local
+    /// folder) callers verify an upload by reading it back.
+    var hashKind: ProviderHashKind { get }
+    /// One path component made acceptable to this provider (forbidden characters, length).
+    func sanitize(component: String) -> String
+
+    func makeFolders(_ path: String) async throws(ArchiveError)
+    func stat(_ path: String) async throws(ArchiveError) -> RemoteFile?
+    func upload(local: String, size: Int64, hash: String, to path: String,
+                progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile
+    func download(_ path: String, to local: String) async throws(ArchiveError)
+    func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink
+    func delete(_ path: String) async throws(ArchiveError)
+}
+
+/// Remote paths from templates: each component sanitized, no empty, `.` or `..` component,
+/// so nothing a file name or template contains can leave the account's root.
+public enum RemotePath {
+    public static func sanitized(_ path: String, for provider: any ArchiveProvider) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: true)
+            .map { provider.sanitize(component: String($0)) }
+            .joined(separator: "/")
+    }
+
+    /// Common rules: control characters and `\` become `_`; `.`/`..` and names of only dots
+    /// get a `_` prefix; trailing spaces and dots go (Windows-backed shares refuse them);
+    /// cut to `maxBytes` UTF-8 bytes at a character boundary. `extra` characters also become `_`.
+    public static func sanitize(_ name: String, forbidden extra: Set<Character> = [], maxBytes: Int = 255) -> String {
+        var s = String(name.map { c -> Character in
+            if c == "/" || c == "\\" || extra.contains(c) { return "_" }
+            if let a = c.asciiValue, a < 0x20 || a == 0x7F { return "_" }
+            return c
+        })
+        while let last = s.last, last == " " || last == "." { s.removeLast() }
+        if s.isEmpty || s.allSatisfy({ $0 == "." }) { s = "_" + s }
+        guard s.utf8.count > maxBytes else { return s }
+        // Too long: shorten the stem, keep a short extension so the file still opens.
+        var ext = ""
+        if let dot = s.lastIndex(of: "."), dot != s.startIndex, s.utf8.distance(from: dot, to: s.endIndex) <= 16 {
+            ext = String(s[dot...])
+            s = String(s[..<dot])
+        }
+        while s.utf8.count + ext.utf8.count > maxBytes { s.removeLast() }
+        return s + ext
+    }
+
+    public static func parent(_ path: String) -> String {
+        guard let i = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<i])
+    }
+}

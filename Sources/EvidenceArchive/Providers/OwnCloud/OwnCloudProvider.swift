@@ -1,0 +1,172 @@
+import EvidenceCore
+import EvidenceHTTP
+import Foundation
+import Glibc
+
+/// ownCloud (and any WebDAV server) with an app password: WebDAV for files, OCS for links.
+///
+/// Files live below `{url}/remote.php/dav/files/{user}/`, or `base_url` when set (a plain WebDAV
+/// server, a private deployment). Uploads send `OC-Checksum: SHA1:<hex>` so ownCloud checks the
+/// bytes itself, and `If-None-Match: *` so nothing is replaced. `stat` reports ownCloud's SHA-1
+/// from `oc:checksums`; a server that reports none gets its uploads verified by reading back.
+public struct OwnCloudProvider: ArchiveProvider {
+    public let account: String
+    public var hashKind: ProviderHashKind { .sha1 }
+    let davRoot: String
+    let serverURL: String
+    let authorization: String
+    let http: HTTPClient
+
+    public init(account: String, url: String, user: String, password: String, baseURL: String?, http: HTTPClient) {
+        self.account = account
+        let server = url.hasSuffix("/") ? String(url.dropLast()) : url
+        serverURL = server
+        let root = baseURL ?? "\(server)/remote.php/dav/files/\(Self.encode(user))/"
+        davRoot = root.hasSuffix("/") ? root : root + "/"
+        authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        self.http = http
+    }
+
+    /// ownCloud refuses `\ / : ? * " > < |` on Windows-backed storage; keep names portable.
+    public func sanitize(component: String) -> String {
+        RemotePath.sanitize(component, forbidden: [":", "?", "*", "\"", "<", ">", "|"], maxBytes: 250)
+    }
+
+    static func encode(_ component: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/;?#[]@!$&'()*+,=")
+        return component.addingPercentEncoding(withAllowedCharacters: allowed) ?? component
+    }
+
+    func url(_ path: String, folder: Bool = false) -> String {
+        davRoot + path.split(separator: "/").map { Self.encode(String($0)) }.joined(separator: "/") + (folder ? "/" : "")
+    }
+
+    func request(_ method: String, _ url: String, headers: [(name: String, value: String)] = [],
+                 body: HTTPBody = .none, downloadTo: String? = nil) -> HTTPRequest {
+        HTTPRequest(method: method, url: url, headers: [("Authorization", authorization)] + headers, body: body, downloadTo: downloadTo)
+    }
+
+    /// Sends with the shared retry loop; any answer comes back for the caller to judge.
+    func call(_ r: HTTPRequest, doing what: String, retry: Bool = true) async throws(ArchiveError) -> HTTPResponse {
+        do {
+            return retry ? try await http.execute(r, classify: { resp in
+                (resp.status == 429 || resp.status >= 500) ? .retryable(retryAfter: nil) : .success
+            }) : try await http.send(r)
+        } catch {
+            if case .status = error.kind, let resp = error.response { return resp }
+            throw ArchiveError.transport(error, account: account, doing: what)
+        }
+    }
+
+    public func makeFolders(_ path: String) async throws(ArchiveError) {
+        var current = ""
+        for part in path.split(separator: "/") {
+            current += (current.isEmpty ? "" : "/") + part
+            let r = try await call(request("MKCOL", url(current, folder: true)), doing: "creating folder \(current)")
+            switch r.status {
+            case 201, 405: continue   // 405: it exists (ownCloud and Apache say so with 405)
+            default: throw ArchiveError.status(r, account: account, doing: "creating folder \(current)")
+            }
+        }
+    }
+
+    public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
+        let r = try await call(request("PROPFIND", url(path), headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
+                                       body: .data(Data(OwnCloudAPI.propfindBody.utf8))), doing: "stat \(path)")
+        if r.status == 404 { return nil }
+        guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "stat \(path)") }
+        guard let e = OwnCloudAPI.parsePropfind(r.body) else {
+            throw ArchiveError(.permanent, "\(account): stat \(path): the PROPFIND answer is not a WebDAV multistatus")
+        }
+        if e.isCollection { throw ArchiveError(.conflict, "\(account): \(path) is a folder, not a file") }
+        return RemoteFile(path: path, size: e.size ?? -1, hash: e.checksum("SHA1"), id: e.fileID)
+    }
+
+    public func upload(local: String, size: Int64, hash: String, to path: String,
+                       progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
+        // Some WebDAV servers (rclone's among them) ignore If-None-Match and would replace
+        // the file: look first, so an existing file is a conflict everywhere.
+        if try await stat(path) != nil { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
+        let seconds = fileMTime(local) ?? Int(Date().timeIntervalSince1970)
+        let req = request("PUT", url(path), headers: [
+            ("Content-Type", "application/octet-stream"), ("OC-Checksum", "SHA1:\(hash)"),
+            ("X-OC-Mtime", String(seconds)), ("If-None-Match", "*"),
+        ], body: .file(path: local, offset: 0, length: size))
+        // One attempt: a retried PUT after a lost answer would meet its own first copy; the
+        // caller stats and compares content instead.
+        let r: HTTPResponse
+        var report: (@Sendable (Int64, Int64) -> Void)?
+        if let progress { report = { sent, _ in progress(sent) } }
+        do throws(HTTPError) {
+            r = try await http.send(req, progress: report)
+        } catch {
+            throw ArchiveError.transport(error, account: account, doing: "uploading \(path)")
+        }
+        switch r.status {
+        case 200, 201, 204:
+            return RemoteFile(path: path, size: size, hash: nil, id: r.header("oc-fileid"))
+        case 412:
+            throw ArchiveError(.conflict, "\(account): \(path) already exists")
+        case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("hecksum"):
+            throw ArchiveError(.transient, "\(account): uploading \(path): the server's checksum of what arrived differs from ours (corrupted in transit); will upload again")
+        default:
+            throw ArchiveError.status(r, account: account, doing: "uploading \(path)")
+        }
+    }
+
+    public func download(_ path: String, to local: String) async throws(ArchiveError) {
+        let r = try await call(request("GET", url(path), downloadTo: local), doing: "reading back \(path)")
+        guard r.isSuccess else { throw ArchiveError.status(r, account: account, doing: "reading back \(path)") }
+    }
+
+    public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
+        let api = "\(serverURL)/ocs/v1.php/apps/files_sharing/api/v1/shares"
+        let ocsHeaders: [(name: String, value: String)] = [("OCS-APIRequest", "true"), ("Accept", "application/json")]
+        let remote = "/" + path
+        // Reuse an existing public link (share type 3) on this path.
+        let query = "?format=json&path=" + (remote.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? remote)
+        let existing = try await call(self.request("GET", api + query, headers: ocsHeaders), doing: "listing shares of \(path)")
+        if existing.status == 404 && OwnCloudAPI.parseOCS(existing.body) == nil {
+            throw ArchiveError(.unsupported, "\(account): the server has no OCS share API (HTTP 404 at \(Redact.url(api))): links need ownCloud/Nextcloud")
+        }
+        if let reply = OwnCloudAPI.parseOCS(existing.body), reply.statusCode == 100,
+           let list = reply.data as? [[String: Any]],
+           let link = list.first(where: { ($0["share_type"] as? NSNumber)?.intValue == 3 || ($0["share_type"] as? String) == "3" }),
+           let url = link["url"] as? String {
+            return ShareLink(url: url, expires: nil, passwordProtected: link["share_with"] != nil && !(link["share_with"] is NSNull))
+        }
+        var form = ["path=\(Self.form(remote))", "shareType=3", "permissions=1"]
+        if let p = request.password { form.append("password=\(Self.form(p))") }
+        if let e = request.expires { form.append("expireDate=\(Self.day(e))") }
+        var fallback: String?
+        if request.access != .open { fallback = "ownCloud public links are open to anyone with the link; access \"\(request.access.rawValue)\" is not available, an open link was made" }
+        let r = try await call(self.request("POST", api + "?format=json", headers: ocsHeaders + [("Content-Type", "application/x-www-form-urlencoded")],
+                                            body: .data(Data(form.joined(separator: "&").utf8))), doing: "sharing \(path)")
+        guard r.isSuccess else { throw ArchiveError.status(r, account: account, doing: "sharing \(path)") }
+        guard let reply = OwnCloudAPI.parseOCS(r.body) else {
+            throw ArchiveError(.permanent, "\(account): sharing \(path): the answer is not an OCS reply")
+        }
+        guard reply.statusCode == 100, let data = reply.data as? [String: Any], let url = data["url"] as? String else {
+            // v1 says HTTP 200 and puts the failure in ocs.meta.
+            throw ArchiveError(reply.statusCode == 996 ? .transient : .permanent,
+                               "\(account): sharing \(path): OCS status \(reply.statusCode): \(reply.message)")
+        }
+        return ShareLink(url: url, expires: request.expires, passwordProtected: request.password != nil, fallback: fallback)
+    }
+
+    public func delete(_ path: String) async throws(ArchiveError) {
+        let r = try await call(request("DELETE", url(path)), doing: "deleting \(path)")
+        guard r.isSuccess || r.status == 404 else { throw ArchiveError.status(r, account: account, doing: "deleting \(path)") }
+    }
+
+    static func form(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~/"))) ?? s
+    }
+
+    static func day(_ d: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX"); f.timeZone = TimeZone(identifier: "UTC"); f.dateFormat = "yyyy-MM-dd"
+        return f.string(from: d)
+    }
+}
