@@ -110,7 +110,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceSandboxTests", dependencies: ["EvidenceTesting", "EvidenceCore", "evidence-sandbox"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceArchiveTests", dependencies: ["EvidenceArchive", "EvidenceHTTP", "EvidenceStore", "EvidenceCore",
+        .testTarget(name: "EvidenceArchiveTests", dependencies: ["EvidenceArchive", "EvidenceHTTP", "EvidenceStore", "EvidenceCore", "EvidenceTesting",
                                                                  .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "EvidenceTesting", "evidence", "evidence-sandbox"],

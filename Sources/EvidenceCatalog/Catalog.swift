@@ -60,6 +60,16 @@ public protocol Catalog: Sendable {
     /// Records a certificate kept in the store (insert or replace per item and origin), event `certificate`.
     func saveCertificate(_ certificate: Certificate) throws(CatalogError)
 
+    // MARK: Archive
+
+    func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile]
+    /// Records a verified remote copy (insert or replace per item, account and path), event `archived-file`.
+    func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError)
+    func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink]
+    func allSharedLinks() throws(CatalogError) -> [SharedLink]
+    /// Records the item's link (insert or replace per item and account), event `shared`.
+    func saveSharedLink(_ link: SharedLink) throws(CatalogError)
+
     // MARK: QueuedJob queue
 
     /// Creates the job unless one with the same `dedupeKey` exists (then returns that one).

@@ -177,3 +177,52 @@ struct CertificateRow: Codable, FetchableRecord, PersistableRecord, Sendable {
         Certificate(itemID: itemId, origin: origin, sha256: SHA256Digest(hex: sha256)!, size: size, createdAt: createdAt)
     }
 }
+
+struct ArchivedFileRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "archived_file"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var itemId: Int64
+    var account: String
+    var remotePath: String
+    var role: String
+    var sha256: String
+    var size: Int64
+    var verifiedBy: String
+    var remoteId: String?
+    var verifiedAt: Date
+
+    init(_ f: ArchivedFile) {
+        itemId = f.itemID; account = f.account; remotePath = f.remotePath; role = f.role; sha256 = f.sha256.hex
+        size = f.size; verifiedBy = f.verifiedBy; remoteId = f.remoteID; verifiedAt = f.verifiedAt
+    }
+
+    func model() -> ArchivedFile {
+        ArchivedFile(itemID: itemId, account: account, remotePath: remotePath, role: role, sha256: SHA256Digest(hex: sha256)!,
+                     size: size, verifiedBy: verifiedBy, remoteID: remoteId, verifiedAt: verifiedAt)
+    }
+}
+
+struct SharedLinkRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "shared_link"
+    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    var itemId: Int64
+    var account: String
+    var remotePath: String
+    var url: String
+    var expires: Date?
+    var passwordProtected: Bool
+    var fallback: String?
+    var createdAt: Date
+
+    init(_ l: SharedLink) {
+        itemId = l.itemID; account = l.account; remotePath = l.remotePath; url = l.url; expires = l.expires
+        passwordProtected = l.passwordProtected; fallback = l.fallback; createdAt = l.createdAt
+    }
+
+    func model() -> SharedLink {
+        SharedLink(itemID: itemId, account: account, remotePath: remotePath, url: url, expires: expires,
+                   passwordProtected: passwordProtected, fallback: fallback, createdAt: createdAt)
+    }
+}

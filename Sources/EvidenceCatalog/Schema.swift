@@ -67,6 +67,7 @@ enum Schema {
         }
         registerJobs(&m)
         registerProofs(&m)
+        registerArchive(&m)
         return m
     }
 }
@@ -126,6 +127,36 @@ extension Schema {
                 t.column("size", .integer).notNull()
                 t.column("created_at", .datetime).notNull()
                 t.primaryKey(["item_id", "origin"])
+            }
+        }
+    }
+}
+
+extension Schema {
+    static func registerArchive(_ m: inout DatabaseMigrator) {
+        m.registerMigration("v4-archive") { db in
+            try db.create(table: "archived_file") { t in
+                t.column("item_id", .integer).notNull().references("item", onDelete: .restrict)
+                t.column("account", .text).notNull()
+                t.column("remote_path", .text).notNull()
+                t.column("role", .text).notNull()
+                t.column("sha256", .text).notNull().check { length($0) == 64 }
+                t.column("size", .integer).notNull()
+                t.column("verified_by", .text).notNull()
+                t.column("remote_id", .text)
+                t.column("verified_at", .datetime).notNull()
+                t.primaryKey(["item_id", "account", "remote_path"])
+            }
+            try db.create(table: "shared_link") { t in
+                t.column("item_id", .integer).notNull().references("item", onDelete: .restrict)
+                t.column("account", .text).notNull()
+                t.column("remote_path", .text).notNull()
+                t.column("url", .text).notNull()
+                t.column("expires", .datetime)
+                t.column("password_protected", .boolean).notNull()
+                t.column("fallback", .text)
+                t.column("created_at", .datetime).notNull()
+                t.primaryKey(["item_id", "account"])
             }
         }
     }

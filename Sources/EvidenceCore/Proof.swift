@@ -56,3 +56,45 @@ public struct Certificate: Codable, Sendable, Equatable {
         self.itemID = itemID; self.origin = origin; self.sha256 = sha256; self.size = size; self.createdAt = createdAt
     }
 }
+
+/// One file of an item kept at an archive account, verified against the provider after upload.
+public struct ArchivedFile: Codable, Sendable, Equatable {
+    public var itemID: Int64
+    public var account: String
+    public var remotePath: String
+    /// `original`, `receipt`, `certificate`, `manifest`.
+    public var role: String
+    /// Store object the file came from.
+    public var sha256: SHA256Digest
+    public var size: Int64
+    /// How the upload was verified: the provider's digest (`sha1:<hex>`…), or `read-back`.
+    public var verifiedBy: String
+    public var remoteID: String?
+    public var verifiedAt: Date
+
+    public init(itemID: Int64, account: String, remotePath: String, role: String, sha256: SHA256Digest, size: Int64,
+                verifiedBy: String, remoteID: String? = nil, verifiedAt: Date = Date()) {
+        self.itemID = itemID; self.account = account; self.remotePath = remotePath; self.role = role
+        self.sha256 = sha256; self.size = size; self.verifiedBy = verifiedBy; self.remoteID = remoteID
+        self.verifiedAt = verifiedAt
+    }
+}
+
+/// The share link of an item's archived original.
+public struct SharedLink: Codable, Sendable, Equatable {
+    public var itemID: Int64
+    public var account: String
+    public var remotePath: String
+    public var url: String
+    public var expires: Date?
+    public var passwordProtected: Bool
+    /// Settings the provider refused, and why (the link was made without them).
+    public var fallback: String?
+    public var createdAt: Date
+
+    public init(itemID: Int64, account: String, remotePath: String, url: String, expires: Date?, passwordProtected: Bool,
+                fallback: String?, createdAt: Date = Date()) {
+        self.itemID = itemID; self.account = account; self.remotePath = remotePath; self.url = url
+        self.expires = expires; self.passwordProtected = passwordProtected; self.fallback = fallback; self.createdAt = createdAt
+    }
+}

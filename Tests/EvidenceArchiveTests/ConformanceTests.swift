@@ -2,6 +2,7 @@ import EvidenceArchive
 import EvidenceHTTP
 import EvidenceStore
 import Foundation
+import EvidenceTesting
 import Testing
 
 /// One suite every provider passes (like rclone's fstests): the whole per-provider part is the

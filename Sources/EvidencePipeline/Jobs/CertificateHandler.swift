@@ -61,6 +61,7 @@ public struct CertificateHandler: JobHandler {
         }
         let plan = PipelinePlan(rule: rule)
         return .done(JobTransition(state: plan.stateAfterCertificates, event: "certified",
-                                   details: ["certificates": String(proofs.filter { $0.kind == "qed" }.count + 1)]))
+                                   details: ["certificates": String(proofs.filter { $0.kind == "qed" }.count + 1)],
+                                   jobs: plan.jobsAfterCertificates))
     }
 }

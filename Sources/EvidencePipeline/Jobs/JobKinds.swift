@@ -10,12 +10,17 @@ public enum JobKind {
     public static let notarize = "notarize"
     /// Fetch the notaries' certificates and render our own, once every notary confirmed.
     public static let certificate = "certificate"
+    /// Copy the original, receipts, certificates and a manifest to the rule's archive account, verified.
+    public static let archive = "archive"
+    /// Create or reuse the share link of the archived original.
+    public static let share = "share"
     /// The rule's `after` action (move/delete) on one source, once the item is final.
     public static let afterAction = "after-action"
 }
 
 /// What happens to items of a rule, stage by stage:
-/// verify → notarize (one job per notary) → certificate → (archive, later) → done.
+/// verify → notarize (one job per notary) → certificate → archive → share → done; stages the
+/// rule does not ask for are skipped.
 public struct PipelinePlan: Sendable {
     public let rule: WatchRule
 
@@ -45,9 +50,13 @@ public struct PipelinePlan: Sendable {
             }
             return JobTransition(state: nil, event: "verified", details: details, jobs: jobs)
         }
-        // An archive without a notary waits in `ingested` for the archive stage.
-        return JobTransition(state: rule.archive == nil ? finalState : nil, event: "verified", details: details)
+        if rule.archive != nil {
+            return JobTransition(state: nil, event: "verified", details: details, jobs: jobsForArchive)
+        }
+        return JobTransition(state: finalState, event: "verified", details: details)
     }
+
+    var jobsForArchive: [JobSpec] { [JobSpec(kind: JobKind.archive, payload: ["rule": rule.name], maxAttempts: 12)] }
 
     /// Created when every notary of the rule confirmed.
     public var jobsWhenConfirmed: [JobSpec] {
@@ -57,4 +66,11 @@ public struct PipelinePlan: Sendable {
     /// Where an item goes once its certificates are stored: final without an archive, else on
     /// to the archive stage.
     public var stateAfterCertificates: ItemState { rule.archive == nil ? finalState : .certified }
+    public var jobsAfterCertificates: [JobSpec] { rule.archive == nil ? [] : jobsForArchive }
+
+    /// Once every file is archived and verified: on to the share link, or final.
+    public var stateAfterArchive: ItemState { rule.share == nil ? finalState : .archived }
+    public var jobsAfterArchive: [JobSpec] {
+        rule.share == nil ? [] : [JobSpec(kind: JobKind.share, payload: ["rule": rule.name], maxAttempts: 12)]
+    }
 }

@@ -16,7 +16,8 @@ public struct Pipeline: Sendable {
 
     /// `notaries` are built from the config by the caller (`Notaries.build`), so that a missing
     /// API key is a config error before the service starts.
-    public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], notaries: Notaries, logger: Logger) {
+    public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], notaries: Notaries,
+                archives: Archives = Archives(), logger: Logger) {
         self.home = home
         self.rules = rules
         let owner = "\(ProcessInfo.processInfo.hostName):\(getpid())"
@@ -32,6 +33,8 @@ public struct Pipeline: Sendable {
                               handlers: [VerifyHandler(home: home, rules: byName),
                                          NotarizeHandler(home: home, rules: byName, notaries: notaries),
                                          CertificateHandler(home: home, rules: byName, notaries: notaries),
+                                         ArchiveHandler(home: home, rules: byName, archives: archives),
+                                         ShareHandler(home: home, rules: byName, archives: archives),
                                          AfterActionHandler(home: home, rules: byName)],
                               owner: owner, workers: config.workers.jobs, logger: logger)
     }

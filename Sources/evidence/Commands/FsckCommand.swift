@@ -58,10 +58,11 @@ struct FsckCommand: ParsableCommand {
                 problems.append("item #\(item.id) \(item.sha256.hex): object is \(size) bytes, catalog says \(item.size)")
             }
         }
-        // Proof receipts and certificates are store objects of their items too.
+        // Proof receipts, certificates and archive manifests are store objects of their items too.
         for proof in try home.catalog.allProofs() { if let r = proof.receipt { referenced.insert(r) } }
         for item in items {
             for cert in try home.catalog.certificates(itemID: item.id) { referenced.insert(cert.sha256) }
+            for file in try home.catalog.archivedFiles(itemID: item.id) { referenced.insert(file.sha256) }
         }
         let orphans = storeReport.digests.subtracting(referenced).sorted().map { home.store.objectPath($0) }
         let chain = try home.catalog.verifyChain()

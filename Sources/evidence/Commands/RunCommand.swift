@@ -53,7 +53,11 @@ struct RunCommand: AsyncParsableCommand {
 
         let notaries: Notaries
         do { notaries = try Notaries.build(config: config, logger: logger) } catch { throw CLIError.config(error.description) }
-        let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, logger: logger)
+        let archives: Archives
+        do { archives = try Archives.build(config: config, used: Set(rules.compactMap(\.archive)), logger: logger) } catch {
+            throw CLIError.config(error.description)
+        }
+        let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, archives: archives, logger: logger)
         signal(SIGUSR1, SIG_IGN)
         let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1)
         usr1.setEventHandler { pipeline.watchService.rescan() }

@@ -27,6 +27,8 @@ struct ShowCommand: ParsableCommand {
         var sources: [SourceSighting]
         var proofs: [Proof]
         var certificates: [Certificate]
+        var archived: [ArchivedFile]
+        var links: [SharedLink]
         var jobs: [QueuedJob]
         var custody: [CustodyEvent]
     }
@@ -39,10 +41,12 @@ struct ShowCommand: ParsableCommand {
         let jobs = try home.catalog.jobs(itemID: it.id)
         let proofs = try home.catalog.proofs(itemID: it.id)
         let certificates = try home.catalog.certificates(itemID: it.id)
+        let archived = try home.catalog.archivedFiles(itemID: it.id)
+        let links = try home.catalog.sharedLinks(itemID: it.id)
         let objectPath = home.store.objectPath(it.sha256)
         if global.json {
             Output.json(Report(item: it, objectPath: objectPath, sources: sources, proofs: proofs,
-                               certificates: certificates, jobs: jobs, custody: events))
+                               certificates: certificates, archived: archived, links: links, jobs: jobs, custody: events))
             return
         }
         Output.line("item      #\(it.id)")
@@ -80,6 +84,18 @@ struct ShowCommand: ParsableCommand {
                 [$0.origin, Output.bytes($0.size), home.store.objectPath($0.sha256)]
             })
             Output.line("(write one out with: evidence cert \(it.id) -o FILE; a bundle with: evidence bundle \(it.id) -o DIR)")
+        }
+        if !archived.isEmpty {
+            Output.line()
+            Output.line("Archive:")
+            Output.table(["ACCOUNT", "ROLE", "SIZE", "VERIFIED BY", "REMOTE PATH"], archived.map {
+                [$0.account, $0.role, Output.bytes($0.size), $0.verifiedBy, $0.remotePath]
+            })
+        }
+        for l in links {
+            Output.line()
+            Output.line("link      \(l.url)" + (l.expires.map { "  (expires \(Output.date($0)))" } ?? "") + (l.passwordProtected ? "  (password)" : ""))
+            if let f = l.fallback { Output.line("          note: \(f)") }
         }
         if !jobs.isEmpty {
             Output.line()

@@ -53,6 +53,7 @@ struct StatusCommand: ParsableCommand {
         var quarantined: [QuarantineEntry]
         var pending: [PendingItem]?
         var proofs: [String: ProofSummary]
+        var links: [SharedLink]
     }
 
     /// Per notary: how many proofs are pending (and the oldest's age), confirmed, failed (with why).
@@ -115,7 +116,7 @@ struct StatusCommand: ParsableCommand {
             Output.json(Report(home: home.path, items: s.items, bytes: s.bytes, sources: s.sources,
                                custodyEvents: s.events, states: s.byState, rules: s.byRule,
                                oldestPendingAgeSeconds: oldestAge, jobs: jobs, failingJobs: troubled,
-                               quarantined: q, pending: pendingItems, proofs: proofs))
+                               quarantined: q, pending: pendingItems, proofs: proofs, links: try c.allSharedLinks()))
         } else if let pendingItems {
             Output.table(["ITEM", "STATE", "AGE", "SHA256", "SOURCE", "WHY"], pendingItems.map {
                 ["#\($0.id)", $0.state, DurationText.format(seconds: $0.ageSeconds), String($0.sha256.prefix(12)),

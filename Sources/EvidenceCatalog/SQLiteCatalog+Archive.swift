@@ -1,0 +1,40 @@
+import EvidenceCore
+import Foundation
+import GRDB
+
+extension SQLiteCatalog {
+    public func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile] {
+        try read { db in
+            try ArchivedFileRow.filter(Column("item_id") == itemID).order(Column("remote_path")).fetchAll(db).map { $0.model() }
+        }
+    }
+
+    public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) {
+        try write { db in
+            try ArchivedFileRow(file).save(db)
+            _ = try Self.appendEvent(db, itemID: file.itemID, kind: "archived-file", actor: "evidence", details: [
+                "account": file.account, "remote_path": file.remotePath, "role": file.role, "sha256": file.sha256.hex,
+                "size": String(file.size), "verified_by": file.verifiedBy,
+            ])
+        }
+    }
+
+    public func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink] {
+        try read { db in try SharedLinkRow.filter(Column("item_id") == itemID).fetchAll(db).map { $0.model() } }
+    }
+
+    public func allSharedLinks() throws(CatalogError) -> [SharedLink] {
+        try read { db in try SharedLinkRow.order(Column("item_id")).fetchAll(db).map { $0.model() } }
+    }
+
+    public func saveSharedLink(_ link: SharedLink) throws(CatalogError) {
+        try write { db in
+            try SharedLinkRow(link).save(db)
+            var details = ["account": link.account, "remote_path": link.remotePath, "url": link.url,
+                           "password": link.passwordProtected ? "yes" : "no"]
+            if let e = link.expires { details["expires"] = Timestamp.string(e) }
+            if let f = link.fallback { details["fallback"] = f }
+            _ = try Self.appendEvent(db, itemID: link.itemID, kind: "share-link", actor: "evidence", details: details)
+        }
+    }
+}

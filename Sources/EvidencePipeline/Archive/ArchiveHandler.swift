@@ -1,0 +1,190 @@
+import EvidenceArchive
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceStore
+import Foundation
+
+/// Copies an item to its rule's archive account: the original at the rule's `remote_path`,
+/// and beside it `<remote_path>.<notary>.json|.tsr` (receipts), `.<origin>-certificate.pdf`
+/// and `.manifest.json`.
+///
+/// Idempotent and crash-safe: a file recorded as archived is skipped; otherwise the remote path
+/// is looked at first, and a file already there with the same content (provider digest, or read
+/// back) is adopted rather than uploaded again. A different file at that path is never
+/// replaced: ours goes beside it as `<stem>-<sha8>.<ext>`. Every upload is verified (provider
+/// digest, or read back and re-hashed) before it is recorded; a copy that does not verify is
+/// deleted and uploaded again on the next attempt.
+public struct ArchiveHandler: JobHandler {
+    public let kind = JobKind.archive
+    let home: EvidenceHome
+    let rules: [String: WatchRule]
+    let archives: Archives
+
+    public init(home: EvidenceHome, rules: [String: WatchRule], archives: Archives) {
+        self.home = home; self.rules = rules; self.archives = archives
+    }
+
+    struct Upload {
+        var role: String
+        var object: SHA256Digest
+        var size: Int64
+        var remotePath: String
+    }
+
+    public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+        guard let itemID = job.itemID, let rule = rules[job.payload["rule"] ?? ""], let accountName = rule.archive else {
+            throw JobError("archive job \(job.id): its rule \"\(job.payload["rule"] ?? "")\" is gone or has no archive", retryable: true)
+        }
+        guard let provider = archives.providers[accountName] else {
+            throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
+        }
+        let home = self.home
+        let plan: [Upload]
+        let done: [ArchivedFile]
+        let result = await onIOThread { Result { () throws -> ([Upload], [ArchivedFile]) in
+            (try Self.plan(home: home, itemID: itemID, rule: rule, provider: provider), try home.catalog.archivedFiles(itemID: itemID))
+        } }
+        switch result {
+        case .success(let (p, d)): plan = p; done = d
+        case .failure(let e): throw JobError("planning the archive of item #\(itemID): \(e)", retryable: true)
+        }
+
+        for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {
+            let file = try await place(upload, itemID: itemID, provider: provider)
+            let saved = await onIOThread { Result { () throws(CatalogError) in try home.catalog.saveArchivedFile(file) } }
+            if case .failure(let e) = saved { throw JobError(e.description, retryable: true) }
+        }
+        let original = plan.first { $0.role == "original" }?.remotePath ?? ""
+        let next = PipelinePlan(rule: rule)
+        return .done(JobTransition(state: next.stateAfterArchive, event: "archived",
+                                   details: ["account": accountName, "remote_path": original, "files": String(plan.count)],
+                                   jobs: next.jobsAfterArchive))
+    }
+
+    /// The files to archive and where (sanitized paths, never outside the account's root).
+    static func plan(home: EvidenceHome, itemID: Int64, rule: WatchRule, provider: any ArchiveProvider) throws -> [Upload] {
+        guard let item = try home.catalog.item(id: itemID) else { throw CatalogError.notFound("item \(itemID)") }
+        let sources = try home.catalog.sources(itemID: itemID)
+        let source = sources.first { $0.rule == rule.name } ?? sources.first
+        let name = source?.name ?? item.sha256.hex
+        let root = rule.path.hasSuffix("/") ? rule.path : rule.path + "/"
+        let dirPath = source.map { ($0.path as NSString).deletingLastPathComponent + "/" } ?? root
+        let dir = dirPath.hasPrefix(root) ? String(dirPath.dropFirst(root.count).dropLast()) : ""
+        let values = TemplateValues(rule: rule.name, name: name, dir: dir, sha256: item.sha256.hex, size: item.size,
+                                    date: item.dateTaken ?? source?.mtime ?? item.createdAt)
+        let base = RemotePath.sanitized(Template.expand(rule.remotePath, values), for: provider)
+        var uploads = [Upload(role: "original", object: item.sha256, size: item.size, remotePath: base)]
+        let proofs = try home.catalog.proofs(itemID: itemID).filter { $0.state == .confirmed }
+        for p in proofs {
+            guard let r = p.receipt, let size = home.store.objectSize(r) else { continue }
+            uploads.append(Upload(role: "receipt", object: r, size: size,
+                                  remotePath: RemotePath.sanitized(base + ".\(p.notary)." + (p.kind == "rfc3161" ? "tsr" : "json"), for: provider)))
+        }
+        for c in try home.catalog.certificates(itemID: itemID) {
+            uploads.append(Upload(role: "certificate", object: c.sha256, size: c.size,
+                                  remotePath: RemotePath.sanitized(base + ".\(c.origin)-certificate.pdf", for: provider)))
+        }
+        // The manifest's bytes depend only on what is archived, so a retry produces the same object.
+        let manifest = ArchiveManifest(item: item, fileName: name, proofs: proofs,
+                                       files: uploads.map { .init(path: $0.remotePath, role: $0.role, sha256: $0.object.hex, size: $0.size) })
+        let data = try CanonicalJSON.encoder(pretty: true).encode(manifest)
+        let stored = try home.store.put(data)
+        uploads.append(Upload(role: "manifest", object: stored.digest, size: Int64(data.count),
+                              remotePath: RemotePath.sanitized(base + ".manifest.json", for: provider)))
+        return uploads
+    }
+
+    /// Puts one file at its path (or beside a different file already there) and verifies it.
+    func place(_ upload: Upload, itemID: Int64, provider: any ArchiveProvider) async throws(JobError) -> ArchivedFile {
+        let local = home.store.objectPath(upload.object)
+        let expected: String
+        do { expected = try await onIOThread { Result { () throws(StoreError) in try Self.digest(local, provider.hashKind) } }.get() } catch {
+            throw JobError(error.description, retryable: true)
+        }
+        for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
+            let existing: RemoteFile?
+            do { existing = try await provider.stat(path) } catch { throw Self.jobError(error) }
+            if let existing {
+                if let how = try await verify(existing, path: path, upload: upload, expected: expected, provider: provider) {
+                    return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
+                                        sha256: upload.object, size: upload.size, verifiedBy: how + " (already there)", remoteID: existing.id)
+                }
+                continue  // someone else's file: never replaced; try the alternate name
+            }
+            do {
+                try await provider.makeFolders(RemotePath.parent(path))
+                _ = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: nil)
+            } catch {
+                if error.kind == .conflict { continue }
+                throw Self.jobError(error)
+            }
+            let stored: RemoteFile?
+            do { stored = try await provider.stat(path) } catch { throw Self.jobError(error) }
+            guard let stored, let how = try await verify(stored, path: path, upload: upload, expected: expected, provider: provider) else {
+                try? await provider.delete(path)
+                throw JobError("\(provider.account): \(path): the uploaded copy does not match \(upload.object.short)… (removed; will upload again)",
+                               retryable: true)
+            }
+            return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
+                                sha256: upload.object, size: upload.size, verifiedBy: how, remoteID: stored.id)
+        }
+        throw JobError("\(provider.account): \(upload.remotePath) and its alternate name hold other files; not replacing them", retryable: false)
+    }
+
+    /// nil when the remote file is not our content; else how it was proven to be.
+    func verify(_ remote: RemoteFile, path: String, upload: Upload, expected: String,
+                provider: any ArchiveProvider) async throws(JobError) -> String? {
+        if remote.size >= 0 && remote.size != upload.size { return nil }
+        if let h = remote.hash { return h == expected ? "\(provider.hashKind.rawValue):\(h)" : nil }
+        // No digest from the provider: read it back and re-hash.
+        let temp = home.store.tmpDir + "/readback-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: temp) }
+        do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
+        let back = await onIOThread { Result { () throws(StoreError) in try FileHasher.hash(path: temp) } }
+        switch back {
+        case .success(let r): return r.digest == upload.object ? "read-back sha256" : nil
+        case .failure(let e): throw JobError(e.description, retryable: true)
+        }
+    }
+
+    static func digest(_ path: String, _ kind: ProviderHashKind) throws(StoreError) -> String {
+        switch kind {
+        case .sha256: return try FileHasher.hash(path: path).digest.hex
+        case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
+        case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
+        }
+    }
+
+    /// `a/b/clip.mp4` → `a/b/clip-1a2b3c4d.mp4`.
+    static func alternate(_ path: String, sha8: String) -> String {
+        let dir = RemotePath.parent(path)
+        let name = String(path.dropFirst(dir.isEmpty ? 0 : dir.count + 1))
+        let stemEnd = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 } ?? name.endIndex
+        let renamed = name[..<stemEnd] + "-" + sha8 + name[stemEnd...]
+        return dir.isEmpty ? String(renamed) : dir + "/" + renamed
+    }
+
+    static func jobError(_ e: ArchiveError) -> JobError {
+        JobError(e.message, retryable: e.retryable || e.kind == .local, retryAfter: e.retryAfter)
+    }
+}
+
+/// `<remote_path>.manifest.json`: what was archived for the item, for whoever finds the files.
+struct ArchiveManifest: Encodable {
+    struct File: Encodable { var path: String; var role: String; var sha256: String; var size: Int64 }
+    var format = "evidence-archive/1"
+    var item: Int64
+    var sha256: String
+    var size: Int64
+    var fileName: String
+    var dateTaken: Date?
+    var media: String?
+    var proofs: [Proof]
+    var files: [File]
+
+    init(item: Item, fileName: String, proofs: [Proof], files: [File]) {
+        self.item = item.id; sha256 = item.sha256.hex; size = item.size; self.fileName = fileName
+        dateTaken = item.dateTaken; media = item.media?.summary; self.proofs = proofs; self.files = files
+    }
+}

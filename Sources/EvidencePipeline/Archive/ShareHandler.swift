@@ -1,0 +1,50 @@
+import EvidenceArchive
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import Foundation
+
+/// Creates (or reuses) the share link of the archived original per the rule's `[share]`, and
+/// records it; settings the provider refused are recorded with the link.
+public struct ShareHandler: JobHandler {
+    public let kind = JobKind.share
+    let home: EvidenceHome
+    let rules: [String: WatchRule]
+    let archives: Archives
+
+    public init(home: EvidenceHome, rules: [String: WatchRule], archives: Archives) {
+        self.home = home; self.rules = rules; self.archives = archives
+    }
+
+    public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+        guard let itemID = job.itemID, let rule = rules[job.payload["rule"] ?? ""], let accountName = rule.archive,
+              let settings = rule.share else {
+            throw JobError("share job \(job.id): its rule has no archive or share settings", retryable: true)
+        }
+        guard let provider = archives.providers[accountName] else {
+            throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
+        }
+        let home = self.home
+        let files = await onIOThread { Result { () throws(CatalogError) in try home.catalog.archivedFiles(itemID: itemID) } }
+        guard case .success(let archived) = files, let original = archived.first(where: { $0.role == "original" && $0.account == accountName }) else {
+            throw JobError("item #\(itemID) has no archived original at \(accountName) yet", retryable: true)
+        }
+        var password: String?
+        if let source = settings.password {
+            do { password = try ConfigLoader.readSecret(source, field: "share.password", configFile: rule.file) } catch {
+                throw JobError(error.description, retryable: false)
+            }
+        }
+        let access = ShareRequest.Access(rawValue: settings.access.rawValue) ?? .open
+        let request = ShareRequest(access: access, expires: settings.expiresIn.map { Date().addingTimeInterval($0) }, password: password)
+        let link: ShareLink
+        do { link = try await provider.share(original.remotePath, request) } catch {
+            throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
+        }
+        let record = SharedLink(itemID: itemID, account: accountName, remotePath: original.remotePath, url: link.url,
+                                expires: link.expires, passwordProtected: link.passwordProtected, fallback: link.fallback)
+        let saved = await onIOThread { Result { () throws(CatalogError) in try home.catalog.saveSharedLink(record) } }
+        if case .failure(let e) = saved { throw JobError(e.description, retryable: true) }
+        return .done(JobTransition(state: PipelinePlan(rule: rule).finalState, event: "shared", details: ["url": link.url]))
+    }
+}
