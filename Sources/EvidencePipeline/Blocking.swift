@@ -49,3 +49,13 @@ final class BlockingPool: @unchecked Sendable {   // state guarded by `condition
         }
     }
 }
+
+/// Catalog or store work for a job, off the cooperative pool; a failure is a retryable
+/// `JobError` carrying the error's own message (it names the file or the database).
+func blockingJobWork<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws(JobError) -> T {
+    let result = await onIOThread { Result { try work() } }
+    switch result {
+    case .success(let value): return value
+    case .failure(let error): throw JobError("\(error)", retryable: true)
+    }
+}

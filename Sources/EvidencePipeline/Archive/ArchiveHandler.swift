@@ -40,20 +40,13 @@ public struct ArchiveHandler: JobHandler {
             throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
         }
         let home = self.home
-        let plan: [Upload]
-        let done: [ArchivedFile]
-        let result = await onIOThread { Result { () throws -> ([Upload], [ArchivedFile]) in
+        let (plan, done) = try await blockingJobWork {
             (try Self.plan(home: home, itemID: itemID, rule: rule, provider: provider), try home.catalog.archivedFiles(itemID: itemID))
-        } }
-        switch result {
-        case .success(let (p, d)): plan = p; done = d
-        case .failure(let e): throw JobError("planning the archive of item #\(itemID): \(e)", retryable: true)
         }
 
         for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {
             let file = try await place(upload, itemID: itemID, provider: provider)
-            let saved = await onIOThread { Result { () throws(CatalogError) in try home.catalog.saveArchivedFile(file) } }
-            if case .failure(let e) = saved { throw JobError(e.description, retryable: true) }
+            try await blockingJobWork { try home.catalog.saveArchivedFile(file) }
         }
         let original = plan.first { $0.role == "original" }?.remotePath ?? ""
         let next = PipelinePlan(rule: rule)
@@ -98,10 +91,8 @@ public struct ArchiveHandler: JobHandler {
     /// Puts one file at its path (or beside a different file already there) and verifies it.
     func place(_ upload: Upload, itemID: Int64, provider: any ArchiveProvider) async throws(JobError) -> ArchivedFile {
         let local = home.store.objectPath(upload.object)
-        let expected: String
-        do { expected = try await onIOThread { Result { () throws(StoreError) in try Self.digest(local, provider.hashKind) } }.get() } catch {
-            throw JobError(error.description, retryable: true)
-        }
+        let kind = provider.hashKind
+        let expected = try await blockingJobWork { try Self.digest(local, kind) }
         for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
             let existing: RemoteFile?
             do { existing = try await provider.stat(path) } catch { throw Self.jobError(error) }
@@ -141,11 +132,8 @@ public struct ArchiveHandler: JobHandler {
         let temp = home.store.tmpDir + "/readback-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: temp) }
         do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
-        let back = await onIOThread { Result { () throws(StoreError) in try FileHasher.hash(path: temp) } }
-        switch back {
-        case .success(let r): return r.digest == upload.object ? "read-back sha256" : nil
-        case .failure(let e): throw JobError(e.description, retryable: true)
-        }
+        let back = try await blockingJobWork { try FileHasher.hash(path: temp).digest }
+        return back == upload.object ? "read-back sha256" : nil
     }
 
     static func digest(_ path: String, _ kind: ProviderHashKind) throws(StoreError) -> String {

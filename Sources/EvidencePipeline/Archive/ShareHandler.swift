@@ -25,8 +25,8 @@ public struct ShareHandler: JobHandler {
             throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
         }
         let home = self.home
-        let files = await onIOThread { Result { () throws(CatalogError) in try home.catalog.archivedFiles(itemID: itemID) } }
-        guard case .success(let archived) = files, let original = archived.first(where: { $0.role == "original" && $0.account == accountName }) else {
+        let archived = try await blockingJobWork { try home.catalog.archivedFiles(itemID: itemID) }
+        guard let original = archived.first(where: { $0.role == "original" && $0.account == accountName }) else {
             throw JobError("item #\(itemID) has no archived original at \(accountName) yet", retryable: true)
         }
         var password: String?
@@ -43,8 +43,7 @@ public struct ShareHandler: JobHandler {
         }
         let record = SharedLink(itemID: itemID, account: accountName, remotePath: original.remotePath, url: link.url,
                                 expires: link.expires, passwordProtected: link.passwordProtected, fallback: link.fallback)
-        let saved = await onIOThread { Result { () throws(CatalogError) in try home.catalog.saveSharedLink(record) } }
-        if case .failure(let e) = saved { throw JobError(e.description, retryable: true) }
+        try await blockingJobWork { try home.catalog.saveSharedLink(record) }
         return .done(JobTransition(state: PipelinePlan(rule: rule).finalState, event: "shared", details: ["url": link.url]))
     }
 }

@@ -24,16 +24,10 @@ public struct CertificateHandler: JobHandler {
             throw JobError("rule \"\(job.payload["rule"] ?? "")\" is no longer configured", retryable: true)
         }
         let home = self.home
-        let loaded = await onIOThread { Result { () throws(CatalogError) in
-            (try home.catalog.item(id: itemID), try home.catalog.proofs(itemID: itemID),
-             try home.catalog.certificates(itemID: itemID))
-        } }
-        let item: Item, proofs: [Proof], have: [Certificate]
-        switch loaded {
-        case .success(let (i?, p, c)): item = i; proofs = p; have = c
-        case .success: throw JobError("item \(itemID) is gone", retryable: false)
-        case .failure(let e): throw JobError(e.description, retryable: true)
+        let (found, proofs, have) = try await blockingJobWork {
+            (try home.catalog.item(id: itemID), try home.catalog.proofs(itemID: itemID), try home.catalog.certificates(itemID: itemID))
         }
+        guard let item = found else { throw JobError("item \(itemID) is gone", retryable: false) }
 
         for proof in proofs where proof.kind == "qed" && proof.state == .confirmed && !have.contains(where: { $0.origin == proof.notary }) {
             guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
@@ -44,20 +38,16 @@ public struct CertificateHandler: JobHandler {
                 throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
             }
             let notary = proof.notary
-            let saved = await onIOThread { Result { () throws -> Void in
+            try await blockingJobWork {
                 defer { try? FileManager.default.removeItem(atPath: temp) }
                 let data = try Data(contentsOf: URL(fileURLWithPath: temp))
                 let digest = try home.store.put(data).digest
                 try home.catalog.saveCertificate(Certificate(itemID: itemID, origin: notary, sha256: digest, size: Int64(data.count)))
-            } }
-            if case .failure(let e) = saved { throw JobError("\(temp): \(e)", retryable: true) }
+            }
         }
 
         if !have.contains(where: { $0.origin == "evidence" }) {
-            let made = await onIOThread { Result { () throws -> Void in
-                try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item))
-            } }
-            if case .failure(let e) = made { throw JobError("rendering the evidence certificate: \(e)", retryable: true) }
+            try await blockingJobWork { try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item)) }
         }
         let plan = PipelinePlan(rule: rule)
         return .done(JobTransition(state: plan.stateAfterCertificates, event: "certified",

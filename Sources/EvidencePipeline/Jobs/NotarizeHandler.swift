@@ -32,15 +32,10 @@ public struct NotarizeHandler: JobHandler {
             throw JobError("notary \"\(notaryName)\" is not configured ([notaries.\(notaryName)] in evidence.toml)", retryable: true)
         }
         let home = self.home
-        let loaded = await onIOThread { Result { () throws(CatalogError) in
+        let (found, proofs, sources) = try await blockingJobWork {
             (try home.catalog.item(id: itemID), try home.catalog.proofs(itemID: itemID), try home.catalog.sources(itemID: itemID))
-        } }
-        let item: Item, proofs: [Proof], sources: [SourceSighting]
-        switch loaded {
-        case .success(let (i?, p, s)): item = i; proofs = p; sources = s
-        case .success: throw JobError("item \(itemID) is gone", retryable: false)
-        case .failure(let e): throw JobError(e.description, retryable: true)
         }
+        guard let item = found else { throw JobError("item \(itemID) is gone", retryable: false) }
         let existing = proofs.first { $0.notary == notaryName }
         if existing?.state == .confirmed { return .done(nil) }
         let context = Context(home: home, item: item, rule: rule, notary: notary)
@@ -133,20 +128,15 @@ public struct NotarizeHandler: JobHandler {
 
         func put(_ data: Data) async throws(JobError) -> SHA256Digest {
             let store = home.store
-            let result = await onIOThread { Result { () throws(StoreError) in try store.put(data).digest } }
-            switch result {
-            case .success(let d): return d
-            case .failure(let e): throw JobError(e.description, retryable: true)
-            }
+            return try await blockingJobWork { try store.put(data).digest }
         }
 
         func save(_ proof: Proof) async throws(JobError) {
             let catalog = home.catalog
             let plan = PipelinePlan(rule: rule)
-            let result = await onIOThread { Result { () throws(CatalogError) in
+            _ = try await blockingJobWork {
                 try catalog.saveProof(proof, required: plan.rule.notary, whenAllConfirmed: plan.jobsWhenConfirmed)
-            } }
-            if case .failure(let e) = result { throw JobError(e.description, retryable: true) }
+            }
         }
     }
 }
