@@ -58,15 +58,8 @@ public struct ArchiveHandler: JobHandler {
     /// The files to archive and where (sanitized paths, never outside the account's root).
     static func plan(home: EvidenceHome, itemID: Int64, rule: WatchRule, provider: any ArchiveProvider) throws -> [Upload] {
         guard let item = try home.catalog.item(id: itemID) else { throw CatalogError.notFound("item \(itemID)") }
-        let sources = try home.catalog.sources(itemID: itemID)
-        let source = sources.first { $0.rule == rule.name } ?? sources.first
-        let name = source?.name ?? item.sha256.hex
-        let root = rule.path.hasSuffix("/") ? rule.path : rule.path + "/"
-        let dirPath = source.map { ($0.path as NSString).deletingLastPathComponent + "/" } ?? root
-        let dir = dirPath.hasPrefix(root) ? String(dirPath.dropFirst(root.count).dropLast()) : ""
-        let values = TemplateValues(rule: rule.name, name: name, dir: dir, sha256: item.sha256.hex, size: item.size,
-                                    date: item.dateTaken ?? source?.mtime ?? item.createdAt)
-        let base = RemotePath.sanitized(Template.expand(rule.remotePath, values), for: provider)
+        let t = ItemTemplate(item: item, sources: try home.catalog.sources(itemID: itemID), rule: rule)
+        let base = RemotePath.sanitized(t.expand(rule.remotePath), for: provider)
         var uploads = [Upload(role: "original", object: item.sha256, size: item.size, remotePath: base)]
         let proofs = try home.catalog.proofs(itemID: itemID).filter { $0.state == .confirmed }
         for p in proofs {
@@ -79,7 +72,7 @@ public struct ArchiveHandler: JobHandler {
                                   remotePath: RemotePath.sanitized(base + ".\(c.origin)-certificate.pdf", for: provider)))
         }
         // The manifest's bytes depend only on what is archived, so a retry produces the same object.
-        let manifest = ArchiveManifest(item: item, fileName: name, proofs: proofs,
+        let manifest = ArchiveManifest(item: item, fileName: t.fileName, proofs: proofs,
                                        files: uploads.map { .init(path: $0.remotePath, role: $0.role, sha256: $0.object.hex, size: $0.size) })
         let data = try CanonicalJSON.encoder(pretty: true).encode(manifest)
         let stored = try home.store.put(data)

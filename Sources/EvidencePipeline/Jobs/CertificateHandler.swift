@@ -33,16 +33,10 @@ public struct CertificateHandler: JobHandler {
             guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
                 throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
             }
-            let temp = home.store.tmpDir + "/cert-\(itemID)-\(UUID().uuidString).pdf"
-            do { try await qed.downloadCertificate(slug: slug, to: temp) } catch {
-                throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
-            }
-            let notary = proof.notary
-            try await blockingJobWork {
-                defer { try? FileManager.default.removeItem(atPath: temp) }
-                let data = try Data(contentsOf: URL(fileURLWithPath: temp))
-                let digest = try home.store.put(data).digest
-                try home.catalog.saveCertificate(Certificate(itemID: itemID, origin: notary, sha256: digest, size: Int64(data.count)))
+            do { _ = try await NotaryCertificate.fetch(proof, slug: slug, with: qed, home: home) } catch let e as NotaryError {
+                throw JobError(e.message, retryable: e.retryable, retryAfter: e.retryAfter)
+            } catch {
+                throw JobError("\(error)", retryable: true)
             }
         }
 

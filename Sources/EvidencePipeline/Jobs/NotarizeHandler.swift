@@ -107,17 +107,9 @@ public struct NotarizeHandler: JobHandler {
         }
 
         func makeSubmission(sources: [SourceSighting]) -> QEDSubmission {
-            let source = sources.first { $0.rule == rule.name } ?? sources.first
-            let fileName = source?.name ?? item.sha256.hex
-            let root = rule.path.hasSuffix("/") ? rule.path : rule.path + "/"
-            let dirPath = source.map { ($0.path as NSString).deletingLastPathComponent + "/" } ?? root
-            let dir = dirPath.hasPrefix(root) ? String(dirPath.dropFirst(root.count).dropLast()) : dirPath
-            let taken = item.dateTaken ?? source?.mtime ?? item.createdAt
-            let values = TemplateValues(rule: rule.name, name: fileName, dir: dir, sha256: item.sha256.hex,
-                                        size: item.size, date: taken)
-            return QEDSubmission(hash: item.sha256, fileName: fileName, originalCreatedAt: taken,
-                                 name: Template.expand(rule.nameTemplate, values),
-                                 note: Template.expand(rule.noteTemplate, values), metaData: rule.metaData)
+            let t = ItemTemplate(item: item, sources: sources, rule: rule)
+            return QEDSubmission(hash: item.sha256, fileName: t.fileName, originalCreatedAt: t.dateTaken,
+                                 name: t.expand(rule.nameTemplate), note: t.expand(rule.noteTemplate), metaData: rule.metaData)
         }
 
         func call<T>(_ body: () async throws(NotaryError) -> T) async throws(JobError) -> T {

@@ -84,15 +84,9 @@ struct CertCommand: AsyncParsableCommand {
         guard case .qed(let qed)? = notaries.entries[proof.notary]?.client else {
             throw CLIError.config("notary \"\(proof.notary)\" is not configured as kind qed in \(config.file ?? "the config")")
         }
-        let temp = home.store.tmpDir + "/cert-\(proof.itemID)-\(UUID().uuidString).pdf"
-        defer { try? FileManager.default.removeItem(atPath: temp) }
-        do { try await qed.downloadCertificate(slug: slug, to: temp) } catch {
-            Output.err(error.description)
+        do { return try await NotaryCertificate.fetch(proof, slug: slug, with: qed, home: home) } catch {
+            Output.err("\(error)")
             throw ExitCode(1)
         }
-        let data = try Data(contentsOf: URL(fileURLWithPath: temp))
-        let digest = try home.store.put(data).digest
-        try home.catalog.saveCertificate(Certificate(itemID: proof.itemID, origin: proof.notary, sha256: digest, size: Int64(data.count)))
-        return data
     }
 }

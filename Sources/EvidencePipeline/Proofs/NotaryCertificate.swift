@@ -1,0 +1,24 @@
+import EvidenceCatalog
+import EvidenceCore
+import EvidenceNotary
+import Foundation
+
+/// A notary's own certificate of a confirmed QED proof: downloaded into the store's `tmp/`
+/// (checked to be a PDF), stored as an object and recorded for the item. Used by the
+/// certificate job and by `evidence cert` when it is missing.
+public enum NotaryCertificate {
+    /// Returns the PDF. Throws `NotaryError` for what the notary answered, other errors for
+    /// the store or catalog (they name the file or database).
+    public static func fetch(_ proof: Proof, slug: String, with qed: QEDClient, home: EvidenceHome) async throws -> Data {
+        let temp = home.store.tmpDir + "/cert-\(proof.itemID)-\(UUID().uuidString).pdf"
+        defer { try? FileManager.default.removeItem(atPath: temp) }
+        try await qed.downloadCertificate(slug: slug, to: temp)
+        return try await onIOThread { Result { () throws -> Data in
+            let data = try Data(contentsOf: URL(fileURLWithPath: temp))
+            let digest = try home.store.put(data).digest
+            try home.catalog.saveCertificate(Certificate(itemID: proof.itemID, origin: proof.notary, sha256: digest,
+                                                         size: Int64(data.count)))
+            return data
+        } }.get()
+    }
+}
