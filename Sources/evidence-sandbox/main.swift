@@ -15,7 +15,8 @@ struct EvidenceSandbox: AsyncParsableCommand {
         abstract: "Emulated notary services with fault injection, for demos and tests.",
         discussion: """
             Endpoints: /v1/reports/… (QED, header "Authorization: app-token KEY"), POST /tsa \
-            (RFC 3161), GET /tsa/ca.pem, /tsa/tsa.pem and /tsa/chain.pem, GET /_sandbox/counters, POST /_sandbox/reset. \
+            (RFC 3161), GET /tsa/ca.pem, /tsa/tsa.pem and /tsa/chain.pem, /dropbox/…, /box/…, /sharefile/…, /owncloud/… (the archive providers, fixed sandbox credentials), \
+            GET /_sandbox/counters, POST /_sandbox/reset, POST /_sandbox/expire-tokens, POST /_sandbox/corrupt-next-upload?provider=NAME. \
             Faults apply to /v1/ unless --fault-path says otherwise. Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failed to start (state folder, port); 64 usage error.
             """
     )
@@ -51,6 +52,9 @@ struct EvidenceSandbox: AsyncParsableCommand {
             help: "Path prefix faults apply to; repeat for several (default /v1/, e.g. add /tsa).")
     var faultPaths: [String] = []
 
+    @Option(help: "Seconds an emulated provider's access token stays valid (then 401 until refreshed).")
+    var tokenLifetime: Double = 3600
+
     @Option(help: "Seed for fault decisions, slugs and transaction hashes (reproducible runs).")
     var seed: UInt64?
 
@@ -64,6 +68,7 @@ struct EvidenceSandbox: AsyncParsableCommand {
         guard pendingSeconds >= 0 else { throw ValidationError("--pending-seconds must not be negative") }
         guard rateLimit >= 0 else { throw ValidationError("--rate-limit must not be negative") }
         guard faultPaths.allSatisfy({ $0.hasPrefix("/") }) else { throw ValidationError("--fault-path must start with /") }
+        guard tokenLifetime > 0 else { throw ValidationError("--token-lifetime must be positive") }
         guard retryAfter >= 1 else { throw ValidationError("--retry-after must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         do { _ = try LatencySpec(parsing: latency) } catch { throw ValidationError("--latency: \(error)") }
@@ -81,7 +86,7 @@ struct EvidenceSandbox: AsyncParsableCommand {
             port: port, stateDirectory: stateDir, apiKey: apiKey, pendingSeconds: pendingSeconds,
             failRate: failRate, rateLimit: rateLimit, retryAfter: retryAfter,
             latency: try LatencySpec(parsing: latency), dropRate: dropRate,
-            faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed)
+            faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed, tokenLifetime: tokenLifetime)
         let server: SandboxServer
         do {
             server = try SandboxServer(options: options)

@@ -5,21 +5,39 @@ import Hummingbird
 /// is the number of stored (persisted) QED reports.
 ///
 /// - `GET /_sandbox/counters` →
-///   `{"submissions_by_hash":{hex:n},"requests":n,"faults":{"5xx":n,"429":n,"dropped":n},"reports":n}`
+///   `{"submissions_by_hash":{hex:n},"requests":n,"faults":{"5xx":n,"429":n,"dropped":n},"reports":n,
+///   "uploads_by_path":{"provider:/path":n}}`
+/// - `POST /_sandbox/expire-tokens` → every provider access token issued so far answers 401.
+/// - `POST /_sandbox/corrupt-next-upload?provider=dropbox|box|sharefile|owncloud` → that
+///   provider flips one byte of the next file it stores.
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
 ///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).
 struct SandboxControlRoutes: Sendable {
     let counters: SandboxCounters
     let store: QEDReportStore
     let injector: FaultInjector
+    let providers: ProviderControl
 
     func add(to router: Router<SandboxRequestContext>) {
         router.get("_sandbox/counters") { _, _ in await self.countersJSON() }
+        router.post("_sandbox/expire-tokens") { _, _ in
+            providers.expireTokens()
+            return Response.json(.object([("expired", .bool(true))]))
+        }
+        router.post("_sandbox/corrupt-next-upload") { request, _ in
+            let name = request.uri.queryParameters.get("provider") ?? ""
+            guard ["dropbox", "box", "sharefile", "owncloud"].contains(name) else {
+                return Response.json(.object([("detail", .string("provider must be dropbox, box, sharefile or owncloud"))]), status: .badRequest)
+            }
+            providers.corruptNextUpload(provider: name)
+            return Response.json(.object([("provider", .string(name))]))
+        }
         router.post("_sandbox/reset") { request, context in
             let dropReports = ["true", "1", "yes"].contains(request.uri.queryParameters.get("reports")?.lowercased() ?? "")
             if dropReports { try await store.removeAll() }
             counters.reset()
             injector.reset()
+            providers.reset()
             context.logger.info("sandbox reset", metadata: ["reports": "\(dropReports ? "deleted" : "kept")"])
             return await self.countersJSON()
         }
@@ -37,6 +55,7 @@ struct SandboxControlRoutes: Sendable {
                 ("dropped", .int(Int64(s.dropped))),
             ])),
             ("reports", .int(Int64(reports))),
+            ("uploads_by_path", .object(s.uploadsByPath.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
         ]))
     }
 }

@@ -146,7 +146,7 @@ public final class QEDEmulator: Sendable {
     /// The body as JSON, nil when empty. Non-JSON media types → 415; bad JSON → 400.
     private func jsonBody(_ request: Request, context: SandboxRequestContext) async throws -> JSONValue? {
         var request = request
-        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        let buffer = try await request.collectBody(upTo: SandboxRequestContext.maxJSONBody)
         guard buffer.readableBytes > 0 else { return nil }
         guard request.mediaType == "application/json" else { throw QEDError.unsupportedMediaType(request.mediaType) }
         do {

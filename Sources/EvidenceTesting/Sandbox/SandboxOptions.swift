@@ -23,6 +23,8 @@ public struct SandboxOptions: Sendable {
     public var dropRate: Double
     /// Path prefixes fault injection applies to (the emulated APIs, not the control routes).
     public var faultPathPrefixes: [String]
+    /// Seconds an emulated provider's access token stays valid.
+    public var tokenLifetime: Double
     /// Seed for every random choice (faults, slugs, transaction hashes); nil = random.
     public var seed: UInt64?
 
@@ -38,8 +40,10 @@ public struct SandboxOptions: Sendable {
         latency: LatencySpec = .none,
         dropRate: Double = 0,
         faultPathPrefixes: [String] = ["/v1/"],
-        seed: UInt64? = nil
+        seed: UInt64? = nil,
+        tokenLifetime: Double = 3600
     ) {
+        self.tokenLifetime = tokenLifetime
         self.host = host
         self.port = port
         self.stateDirectory = stateDirectory

@@ -18,6 +18,10 @@ public struct SandboxRequestContext: RequestContext {
         channel.remoteAddress?.ipAddress ?? "unknown"
     }
 
-    /// QED report uploads are small JSON documents.
-    public var maxUploadSize: Int { 4 * 1024 * 1024 }
+    /// Provider emulations take file chunks (Box parts are 8 MiB, Dropbox single uploads up to
+    /// 150 MB); handlers that expect small JSON collect with their own, smaller limit.
+    public var maxUploadSize: Int { 256 * 1024 * 1024 }
+
+    /// The limit for JSON request bodies (QED reports, provider RPC arguments).
+    public static let maxJSONBody = 4 * 1024 * 1024
 }

@@ -13,7 +13,11 @@ import Logging
 ///   `POST /v1/reports/`, `GET /v1/reports/<slug>`, `GET /v1/reports/?hash=<hex>`,
 ///   `POST /v1/reports/<slug>/pdf`.
 /// - RFC 3161 — see `TSAEndpoint`: `POST /tsa`, `GET /tsa/ca.pem`, `/tsa/tsa.pem`, `/tsa/chain.pem`.
-/// - Control, no auth — see `SandboxControlRoutes`: `GET /_sandbox/counters`, `POST /_sandbox/reset`.
+/// - Archive providers, each under its own prefix with its own auth: `/dropbox/…`
+///   (`DropboxEmulator`), `/box/…` (`BoxEmulator`), `/sharefile/…` (`ShareFileEmulator`),
+///   `/owncloud/…` (`OwnCloudEmulator`).
+/// - Control, no auth — see `SandboxControlRoutes`: `GET /_sandbox/counters`, `POST /_sandbox/reset`,
+///   `POST /_sandbox/expire-tokens`, `POST /_sandbox/corrupt-next-upload?provider=`.
 ///
 /// Faults (`FaultInjectionMiddleware`) apply to paths under `options.faultPathPrefixes`
 /// (`/v1/` by default), before authentication and routing.
@@ -28,6 +32,11 @@ public final class SandboxServer: Sendable {
     public let faults: FaultInjector
     public let requestLog: RequestLog
     let tsa: TSAEndpoint
+    public let providerControl: ProviderControl
+    public let dropbox: DropboxEmulator
+    public let box: BoxEmulator
+    public let sharefile: ShareFileEmulator
+    public let owncloud: OwnCloudEmulator
 
     /// Creates the state folder if needed and loads stored reports.
     /// Throws `SandboxError` when the folder or its files cannot be used.
@@ -51,6 +60,20 @@ public final class SandboxServer: Sendable {
                                random: idRandom, counters: counters, clock: clock)
         self.faults = FaultInjector(options: options, random: faultRandom, counters: counters)
         self.tsa = TSAEndpoint(directory: (dir as NSString).appendingPathComponent("tsa"))
+        let control = ProviderControl()
+        self.providerControl = control
+        func env(_ name: String) throws -> ProviderEnvironment {
+            let sub = (dir as NSString).appendingPathComponent(name)
+            do { try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true) } catch {
+                throw SandboxError.stateDirectory("cannot create \(sub): \(error)")
+            }
+            return ProviderEnvironment(stateDirectory: sub, counters: counters, random: idRandom, clock: clock,
+                                       tokenLifetime: options.tokenLifetime, control: control)
+        }
+        self.dropbox = try DropboxEmulator(environment: env("dropbox"))
+        self.box = try BoxEmulator(environment: env("box"))
+        self.sharefile = try ShareFileEmulator(environment: env("sharefile"))
+        self.owncloud = try OwnCloudEmulator(environment: env("owncloud"))
     }
 
     /// All routes, in the order requests meet them: recorder, fault injection, then the
@@ -59,9 +82,13 @@ public final class SandboxServer: Sendable {
         let router = Router(context: SandboxRequestContext.self)
         router.add(middleware: RequestRecorderMiddleware(counters: counters, log: requestLog))
         router.add(middleware: FaultInjectionMiddleware(injector: faults, prefixes: options.faultPathPrefixes))
-        SandboxControlRoutes(counters: counters, store: qed.store, injector: faults).add(to: router)
+        SandboxControlRoutes(counters: counters, store: qed.store, injector: faults, providers: providerControl).add(to: router)
         qed.addRoutes(to: router)
         tsa.addRoutes(to: router)
+        dropbox.addRoutes(to: router)
+        box.addRoutes(to: router)
+        sharefile.addRoutes(to: router)
+        owncloud.addRoutes(to: router)
         return router
     }
 

@@ -1,0 +1,13 @@
+import Foundation
+import Hummingbird
+
+/// Placeholder: routes under `/owncloud/` are added by the full emulation.
+public final class OwnCloudEmulator: Sendable {
+    let env: ProviderEnvironment
+
+    public init(environment: ProviderEnvironment) throws {
+        self.env = environment
+    }
+
+    public func addRoutes(to router: Router<SandboxRequestContext>) {}
+}

@@ -1,0 +1,13 @@
+import Foundation
+import Hummingbird
+
+/// Placeholder: routes under `/sharefile/` are added by the full emulation.
+public final class ShareFileEmulator: Sendable {
+    let env: ProviderEnvironment
+
+    public init(environment: ProviderEnvironment) throws {
+        self.env = environment
+    }
+
+    public func addRoutes(to router: Router<SandboxRequestContext>) {}
+}
