@@ -62,7 +62,7 @@ let package = Package(
                 dependencies: ["EvidenceCore", "CCairo"],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceTesting",
-                dependencies: ["EvidenceCore",
+                dependencies: ["EvidenceCore", "EvidenceStore",
                                .product(name: "Hummingbird", package: "hummingbird"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: swiftSettings),
