@@ -4,6 +4,8 @@ import Foundation
 /// The digest a provider reports for stored files; uploads are verified against it.
 public enum ProviderHashKind: String, Sendable, Codable, Equatable {
     case sha256, sha1, md5
+    /// Dropbox's `content_hash`: SHA-256 of the SHA-256 digests of each 4 MiB block.
+    case dropbox = "content_hash"
 }
 
 /// A file as the provider reports it.
@@ -84,6 +86,8 @@ public protocol ArchiveProvider: Sendable {
     /// One path component made acceptable to this provider (forbidden characters, length).
     func sanitize(component: String) -> String
 
+    /// Who the credentials belong to ("Dropbox account a@b.org"), proving they work.
+    func whoami() async throws(ArchiveError) -> String
     func makeFolders(_ path: String) async throws(ArchiveError)
     func stat(_ path: String) async throws(ArchiveError) -> RemoteFile?
     func upload(local: String, size: Int64, hash: String, to path: String,

@@ -40,6 +40,25 @@ extension SQLiteCatalog {
         }
     }
 
+    /// Claims one given job, whatever its due time, when it is queued, failed (a manual retry)
+    /// or held by an expired lease; nil when another runner holds it or it is done.
+    public func claimJob(id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
+        try write(durable: false) { db in
+            guard var row = try JobRow.fetchOne(db, key: id) else { return nil }
+            let free = row.state == QueuedJob.State.queued.rawValue || row.state == QueuedJob.State.failed.rawValue
+                || (row.state == QueuedJob.State.running.rawValue && (row.leaseExpiresAt ?? .distantPast) < now)
+            guard free else { return nil }
+            row.state = QueuedJob.State.running.rawValue
+            row.leaseOwner = owner
+            row.leaseExpiresAt = now.addingTimeInterval(lease)
+            row.attempts += 1
+            row.maxAttempts = max(row.maxAttempts, row.attempts)
+            row.updatedAt = now
+            try row.update(db)
+            return row.model()
+        }
+    }
+
     /// Marks the job done; optionally moves its item to `transition.state` with an event, in
     /// the same transaction. Refused (notFound) when the lease was lost to another runner.
     public func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError) {

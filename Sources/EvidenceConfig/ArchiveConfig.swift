@@ -30,6 +30,8 @@ public struct ArchiveConfig: Sendable, Equatable {
     public var uploadURL: String? { settings["upload_url"] }
     /// Extra trusted CA (PEM) for private deployments.
     public var tlsCAFile: String? { settings["tls_ca_file"] }
+    /// Bytes per chunk of a resumable upload (`"32MiB"`, `"8M"`, `"4194304"`); files larger go chunked.
+    public var chunkSize: String? { settings["chunk_size"] }
     /// Where OAuth tokens obtained at run time are persisted (0600, atomically).
     public var tokenFile: String? { settings["token_file"] }
     /// `dropbox`: app key (public identifier).
@@ -52,7 +54,7 @@ public struct ArchiveConfig: Sendable, Equatable {
 
     /// The keys an account of `kind` may set (besides `kind`).
     public static func allowedKeys(for kind: ArchiveKind) -> Set<String> {
-        let http: Set<String> = ["base_url", "auth_url", "upload_url", "tls_ca_file"]
+        let http: Set<String> = ["base_url", "auth_url", "upload_url", "tls_ca_file", "chunk_size"]
         switch kind {
         case .local:
             return ["path"]

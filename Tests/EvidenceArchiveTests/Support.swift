@@ -34,5 +34,6 @@ func hex(_ path: String, _ kind: ProviderHashKind) throws -> String {
     case .sha256: return try FileHasher.hexDigest(path: path, algorithm: .sha256)
     case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
     case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
+    case .dropbox: return try FileHasher.dropboxContentHash(path: path)
     }
 }

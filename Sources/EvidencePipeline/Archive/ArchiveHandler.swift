@@ -20,9 +20,12 @@ public struct ArchiveHandler: JobHandler {
     let home: EvidenceHome
     let rules: [String: WatchRule]
     let archives: Archives
+    /// Called while a file goes up: remote path, bytes sent, file size (the CLI's progress bar).
+    let progress: (@Sendable (String, Int64, Int64) -> Void)?
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], archives: Archives) {
-        self.home = home; self.rules = rules; self.archives = archives
+    public init(home: EvidenceHome, rules: [String: WatchRule], archives: Archives,
+                progress: (@Sendable (String, Int64, Int64) -> Void)? = nil) {
+        self.home = home; self.rules = rules; self.archives = archives; self.progress = progress
     }
 
     struct Upload {
@@ -98,7 +101,10 @@ public struct ArchiveHandler: JobHandler {
             }
             do {
                 try await provider.makeFolders(RemotePath.parent(path))
-                _ = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: nil)
+                var report: (@Sendable (Int64) -> Void)?
+                if let progress { let size = upload.size; report = { progress(path, $0, size) } }
+                _ = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: report)
+                report?(upload.size)
             } catch {
                 if error.kind == .conflict { continue }
                 throw Self.jobError(error)
@@ -134,6 +140,7 @@ public struct ArchiveHandler: JobHandler {
         case .sha256: return try FileHasher.hash(path: path).digest.hex
         case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
         case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
+        case .dropbox: return try FileHasher.dropboxContentHash(path: path)
         }
     }
 

@@ -54,7 +54,7 @@ struct RunCommand: AsyncParsableCommand {
         let notaries: Notaries
         do { notaries = try Notaries.build(config: config, logger: logger) } catch { throw CLIError.config(error.description) }
         let archives: Archives
-        do { archives = try Archives.build(config: config, used: Set(rules.compactMap(\.archive)), logger: logger) } catch {
+        do { archives = try Archives.build(config: config, used: Set(rules.compactMap(\.archive)), home: homePath, logger: logger) } catch {
             throw CLIError.config(error.description)
         }
         let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, archives: archives, logger: logger)

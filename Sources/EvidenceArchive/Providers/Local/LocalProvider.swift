@@ -17,6 +17,14 @@ public struct LocalProvider: ArchiveProvider {
 
     public func sanitize(component: String) -> String { RemotePath.sanitize(component) }
 
+    public func whoami() async throws(ArchiveError) -> String {
+        guard let mode = fileMode(root), (mode & S_IFMT) == S_IFDIR else {
+            throw ArchiveError(.local, "\(account): \(root) is not a folder (create it, or fix `path`)")
+        }
+        guard access(root, W_OK) == 0 else { throw ArchiveError(.local, "\(account): \(root) is not writable by this user") }
+        return "local folder \(root)"
+    }
+
     func full(_ path: String) -> String { path.isEmpty ? root : root + "/" + path }
 
     public func makeFolders(_ path: String) async throws(ArchiveError) {
@@ -95,9 +103,12 @@ public struct LocalProvider: ArchiveProvider {
         }
     }
 
-    /// A local folder has no links to hand out.
+    /// A local folder has no links to hand out: the "link" is the file's `file://` URL, for
+    /// whoever can reach the folder, and the fallback says so.
     public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
-        throw ArchiveError(.unsupported, "\(account): a local archive cannot make share links")
+        guard fileMode(full(path)) != nil else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
+        return ShareLink(url: URL(fileURLWithPath: full(path)).absoluteString, expires: nil, passwordProtected: false,
+                         fallback: "a local archive has no share links: this is the file's location on this machine")
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {

@@ -59,6 +59,13 @@ public struct OwnCloudProvider: ArchiveProvider {
         }
     }
 
+    public func whoami() async throws(ArchiveError) -> String {
+        let r = try await call(request("PROPFIND", davRoot, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
+                                       body: .data(Data(OwnCloudAPI.propfindBody.utf8))), doing: "reading the root folder")
+        guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "reading the root folder \(Redact.url(davRoot))") }
+        return "WebDAV folder \(Redact.url(davRoot))"
+    }
+
     public func makeFolders(_ path: String) async throws(ArchiveError) {
         var current = ""
         for part in path.split(separator: "/") {

@@ -1,0 +1,247 @@
+import EvidenceCore
+import EvidenceHTTP
+import EvidenceStore
+import Foundation
+
+/// ShareFile (API v3) with the password grant or a refresh token.
+///
+/// Folders are found with `Items/ByPath` and created with `Items(parent)/Folder`; ids are
+/// cached. Uploads ask `Items(folder)/Upload2` for an upload specification: files up to
+/// `chunkSize` go as one raw `Standard` POST to its `ChunkUri`; larger ones `Threaded`, one
+/// chunk at a time with its MD5, then `FinishUri` with the whole file's MD5. The
+/// specification and the acknowledged offset are saved after every chunk so a restart
+/// resumes on the same upload. ShareFile reports a failed finish as HTTP 200 with
+/// `"error": true`: that body is always checked. `stat` reports ShareFile's MD5 (`Hash`).
+public struct ShareFileProvider: ArchiveProvider {
+    public let account: String
+    public var hashKind: ProviderHashKind { .md5 }
+    let api: String
+    let caller: AuthorizedHTTP
+    let resume: ResumeStore
+    let chunkSize: Int64
+    let folders = FolderIDs(root: "")
+
+    public static func defaultAPI(subdomain: String) -> String { "https://\(subdomain).sf-api.com/sf/v3" }
+    public static func defaultTokenURL(subdomain: String) -> String { "https://\(subdomain).sharefile.com/oauth/token" }
+
+    public init(account: String, session: OAuthSession, http: HTTPClient, baseURL: String, resumeDirectory: String?,
+                chunkSize: Int64 = 32 << 20) {
+        self.account = account
+        api = DropboxProvider.trim(baseURL)
+        caller = AuthorizedHTTP(account: account, http: http, session: session)
+        resume = ResumeStore(directory: resumeDirectory, account: account)
+        self.chunkSize = max(1 << 20, chunkSize)
+    }
+
+    /// ShareFile refuses `\ / : * ? " < > |`, and names ending in a dot or space; 255 characters.
+    public func sanitize(component: String) -> String {
+        RemotePath.sanitize(component, forbidden: [":", "*", "?", "\"", "<", ">", "|"], maxBytes: 255)
+    }
+
+    func call(_ method: String, _ url: String, json: Any? = nil, doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
+        let body: HTTPBody = json.map { .data(JSON.data($0)) } ?? .none
+        return try await caller.call(what, retry: retry) { token in
+            var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
+            if json != nil { headers.append(("Content-Type", "application/json")) }
+            return HTTPRequest(method: method, url: url, headers: headers, body: body)
+        }
+    }
+
+    /// ShareFile's OData error `{"code","message":{"value"}}` for the operator.
+    func failure(_ r: HTTPResponse, doing what: String) -> ArchiveError {
+        var e = ArchiveError.status(r, account: account, doing: what)
+        if let j = r.json, let code = j["code"] as? String {
+            let said = (j["message"] as? [String: Any])?["value"] as? String ?? j["message"] as? String ?? ""
+            e.message = "\(account): \(what): ShareFile answered HTTP \(r.status) \(code): \(said)"
+        }
+        return e
+    }
+
+    static func query(_ s: String) -> String { FormEncoding.component(s) }
+
+    struct Item { var id: String; var isFolder: Bool; var size: Int64?; var md5: String? }
+
+    static func item(_ j: [String: Any]) -> Item? {
+        guard let id = j["Id"] as? String else { return nil }
+        let type = j["odata.type"] as? String ?? ""
+        return Item(id: id, isFolder: type.hasSuffix(".Folder") || type.hasSuffix(".SymbolicLink"),
+                    size: JSON.int64(j["FileSizeBytes"]), md5: (j["Hash"] as? String)?.lowercased())
+    }
+
+    func byPath(_ path: String) async throws(ArchiveError) -> Item? {
+        let r = try await call("GET", "\(api)/Items/ByPath?path=\(Self.query("/" + path))", doing: "looking up \(path.isEmpty ? "/" : path)")
+        if r.status == 404 { return nil }
+        guard r.isSuccess, let j = r.json, let item = Self.item(j) else { throw failure(r, doing: "looking up \(path)") }
+        return item
+    }
+
+    func folderID(_ path: String, create: Bool) async throws(ArchiveError) -> String? {
+        if let id = await folders.get(path), !id.isEmpty { return id }
+        var current = ""
+        guard let home = try await byPath("") else { throw ArchiveError(.permanent, "\(account): the home folder was not found") }
+        var id = home.id
+        await folders.set("", id)
+        for part in path.split(separator: "/").map(String.init) {
+            current += (current.isEmpty ? "" : "/") + part
+            if let known = await folders.get(current) { id = known; continue }
+            if let found = try await byPath(current) {
+                guard found.isFolder else { throw ArchiveError(.conflict, "\(account): \(current) is a file, not a folder") }
+                id = found.id
+            } else if create {
+                let r = try await call("POST", "\(api)/Items(\(id))/Folder?overwrite=false", json: ["Name": part], doing: "creating folder \(current)")
+                if r.isSuccess, let made = r.json.flatMap(Self.item) {
+                    id = made.id
+                } else if r.status == 409, let found = try await byPath(current) {
+                    id = found.id
+                } else {
+                    throw failure(r, doing: "creating folder \(current)")
+                }
+            } else {
+                return nil
+            }
+            await folders.set(current, id)
+        }
+        return id
+    }
+
+    // MARK: ArchiveProvider
+
+    public func whoami() async throws(ArchiveError) -> String {
+        let r = try await call("GET", "\(api)/Items", doing: "reading the home folder")
+        guard r.isSuccess, r.json.flatMap(Self.item) != nil else { throw failure(r, doing: "reading the home folder") }
+        return "ShareFile home folder at \(Redact.url(api))"
+    }
+
+    public func makeFolders(_ path: String) async throws(ArchiveError) {
+        _ = try await folderID(path, create: true)
+    }
+
+    public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
+        guard let item = try await byPath(path) else { return nil }
+        if item.isFolder { throw ArchiveError(.conflict, "\(account): \(path) is a folder, not a file") }
+        return RemoteFile(path: path, size: item.size ?? -1, hash: item.md5, id: item.id)
+    }
+
+    struct Spec: Codable { var chunkURI: String; var finishURI: String; var offset: Int64; var index: Int }
+
+    public func upload(local: String, size: Int64, hash: String, to path: String,
+                       progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
+        let parent = RemotePath.parent(path)
+        let name = String(path.dropFirst(parent.isEmpty ? 0 : parent.count + 1))
+        guard let folder = try await folderID(parent, create: false) else {
+            throw ArchiveError(.notFound, "\(account): folder \(parent) does not exist")
+        }
+        let threaded = size > chunkSize
+        let key = resume.key(path: path, hash: hash, size: size)
+        var spec = threaded ? resume.load(Spec.self, key: key) : nil
+        if spec == nil {
+            let what = "asking to upload \(path)"
+            let r = try await call("POST", "\(api)/Items(\(folder))/Upload2",
+                                   json: ["Method": threaded ? "Threaded" : "Standard", "Raw": true, "FileName": name,
+                                          "FileLength": size, "Overwrite": false, "Unzip": false] as [String: Any],
+                                   doing: what, retry: .throttleOnly)
+            if r.status == 409 { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
+            guard r.isSuccess, let j = r.json, let chunk = j["ChunkUri"] as? String, let finish = j["FinishUri"] as? String else {
+                throw failure(r, doing: what)
+            }
+            spec = Spec(chunkURI: chunk, finishURI: finish, offset: 0, index: 0)
+            if threaded { try resume.save(spec!, key: key) }
+        }
+        guard var s = spec else { throw ArchiveError(.local, "\(account): lost upload state") }
+        let http = caller.http
+        if !threaded {
+            // The upload URI is the capability: no Authorization header goes to it.
+            let r = try await AuthorizedHTTP.send(HTTPRequest(method: "POST", url: s.chunkURI + "&fmt=json",
+                                                              headers: [("Content-Type", "application/octet-stream")],
+                                                              body: .file(path: local, offset: 0, length: size)),
+                                                  http: http, account: account, doing: "uploading \(path)", retry: .throttleOnly,
+                                                  progress: progress)
+            return try finished(r, path: path, size: size)
+        }
+        while s.offset < size {
+            let at = s.offset
+            let length = min(chunkSize, size - at)
+            progress?(at)
+            let md5: String
+            do { md5 = Hex.encode(try FileHasher.digest(path: local, algorithm: .md5, offset: at, length: length)) } catch {
+                throw ArchiveError(.local, "\(account): reading \(local): \(error)")
+            }
+            let what = "uploading chunk \(s.index) of \(path)"
+            let r = try await AuthorizedHTTP.send(HTTPRequest(method: "POST", url: s.chunkURI + "&index=\(s.index)&byteOffset=\(at)&hash=\(md5)&fmt=json",
+                                                              headers: [("Content-Type", "application/octet-stream")],
+                                                              body: .file(path: local, offset: at, length: length)),
+                                                  http: http, account: account, doing: what, retry: .full,
+                                                  progress: shifted(progress, by: at))
+            if r.status == 404 || r.status == 410 {
+                resume.remove(key: key)
+                throw ArchiveError(.transient, "\(account): the upload of \(path) expired on ShareFile's side; starting again")
+            }
+            guard r.isSuccess else { throw failure(r, doing: what) }
+            if let j = r.json, (j["error"] as? Bool) == true {
+                throw ArchiveError(.transient, "\(account): \(what): ShareFile answered error \(j["errorCode"] ?? "?"): \(j["errorMessage"] as? String ?? "")")
+            }
+            s.offset = at + length
+            s.index += 1
+            try resume.save(s, key: key)
+        }
+        let r = try await AuthorizedHTTP.send(HTTPRequest(method: "POST", url: s.finishURI + "&fmt=json&filehash=\(hash)"),
+                                              http: http, account: account, doing: "finishing \(path)", retry: .throttleOnly)
+        resume.remove(key: key)
+        return try finished(r, path: path, size: size)
+    }
+
+    /// The `{"error":false,"value":[…]}` of a finished upload; `"error":true` (in a 200) is a failure.
+    func finished(_ r: HTTPResponse, path: String, size: Int64) throws(ArchiveError) -> RemoteFile {
+        guard r.isSuccess else { throw failure(r, doing: "uploading \(path)") }
+        guard let j = r.json else {
+            throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile's answer is not JSON; will check and retry")
+        }
+        if (j["error"] as? Bool) == true {
+            let message = j["errorMessage"] as? String ?? ""
+            let corrupted = message.lowercased().contains("hash") || message.lowercased().contains("md5")
+            throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile answered HTTP 200 with error \(j["errorCode"] ?? "?"): \(message)"
+                               + (corrupted ? " (corrupted in transit; will upload again)" : ""))
+        }
+        let v = (j["value"] as? [[String: Any]])?.first
+        return RemoteFile(path: path, size: JSON.int64(v?["size"]) ?? size, hash: (v?["md5"] as? String)?.lowercased(), id: v?["id"] as? String)
+    }
+
+    public func download(_ path: String, to local: String) async throws(ArchiveError) {
+        guard let item = try await byPath(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there") }
+        let r = try await call("GET", "\(api)/Items(\(item.id))/Download", doing: "reading back \(path)")
+        if r.isSuccess { throw ArchiveError(.permanent, "\(account): reading back \(path): expected a redirect to the download URL") }
+        try await followDownload(r, http: caller.http, account: account, path: path, to: local)
+    }
+
+    public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
+        guard let item = try await byPath(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
+        let what = "sharing \(path)"
+        let list = try await call("GET", "\(api)/Shares?$expand=Items", doing: what)
+        if list.isSuccess, let shares = list.json?["value"] as? [[String: Any]] {
+            for s in shares where (s["ShareType"] as? String) == "Send" {
+                let items = s["Items"] as? [[String: Any]] ?? []
+                if items.contains(where: { ($0["Id"] as? String) == item.id }), let uri = s["Uri"] as? String {
+                    return ShareLink(url: uri, expires: (s["ExpirationDate"] as? String).flatMap(parseISO),
+                                     passwordProtected: false)
+                }
+            }
+        }
+        var body: [String: Any] = ["ShareType": "Send", "Title": String(path.split(separator: "/").last ?? ""),
+                                   "Items": [["Id": item.id]], "RequireLogin": request.access != .open, "RequireUserInfo": false]
+        if let e = request.expires { body["ExpirationDate"] = DropboxProvider.iso(e) }
+        let r = try await call("POST", "\(api)/Shares?notify=false", json: body, doing: what, retry: .throttleOnly)
+        guard r.isSuccess, let j = r.json, let uri = j["Uri"] as? String else { throw failure(r, doing: what) }
+        var notes: [String] = []
+        if request.password != nil { notes.append("ShareFile Send links take no password; RequireLogin was set instead") }
+        if request.access == .collaborators { notes.append("access \"collaborators\" became RequireLogin (recipients must sign in)") }
+        if request.password != nil { body["RequireLogin"] = true }
+        return ShareLink(url: uri, expires: (j["ExpirationDate"] as? String).flatMap(parseISO) ?? request.expires,
+                         passwordProtected: false, fallback: notes.isEmpty ? nil : notes.joined(separator: "; "))
+    }
+
+    public func delete(_ path: String) async throws(ArchiveError) {
+        guard let item = try await byPath(path) else { return }
+        let r = try await call("DELETE", "\(api)/Items(\(item.id))", doing: "deleting \(path)")
+        guard r.isSuccess || r.status == 404 else { throw failure(r, doing: "deleting \(path)") }
+    }
+}

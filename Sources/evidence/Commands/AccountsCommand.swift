@@ -1,0 +1,164 @@
+import ArgumentParser
+import EvidenceArchive
+import EvidenceConfig
+import EvidencePipeline
+import EvidenceStore
+import Foundation
+import Logging
+
+struct AccountsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accounts",
+        abstract: "The archive accounts of evidence.toml: list them, prove they work.",
+        subcommands: [AccountsList.self, AccountsCheck.self],
+        defaultSubcommand: AccountsList.self
+    )
+}
+
+struct AccountsList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Each account: kind, where it points, token state and expiry (never a secret).",
+        discussion: "Exit codes: 0 listed · 2 config error."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    struct Row: Encodable {
+        var name: String
+        var kind: String
+        var target: String
+        var tokenFile: String?
+        var token: String?
+        var tokenExpires: Date?
+    }
+
+    func run() async throws {
+        let config = try global.loadConfig()
+        let home = try global.homePath(config)
+        var rows: [Row] = []
+        for (name, a) in config.archives.sorted(by: { $0.key < $1.key }) {
+            var row = Row(name: name, kind: a.kind.rawValue, target: AccountsCheck.target(a))
+            if [.dropbox, .box, .sharefile].contains(a.kind) {
+                let file = a.tokenFile ?? Archives.defaultTokenFile(home: home, account: name)
+                row.tokenFile = file
+                do {
+                    if let r = try TokenStore.load(file, account: name) {
+                        row.tokenExpires = r.expiresAt
+                        row.token = r.refreshToken != nil ? "refresh token saved" : r.accessToken != nil ? "access token only" : "empty"
+                    } else {
+                        row.token = "none yet (obtained on first use)"
+                    }
+                } catch {
+                    row.token = "unusable: \(error.message)"
+                }
+            }
+            rows.append(row)
+        }
+        if global.json { Output.json(rows); return }
+        if rows.isEmpty { Output.line("no archive accounts in \(config.file ?? "the embedded defaults")"); return }
+        Output.table(["name", "kind", "target", "token", "expires"],
+                     rows.map { [$0.name, $0.kind, $0.target, $0.token ?? "-", $0.tokenExpires.map { Output.date($0) } ?? "-"] })
+    }
+}
+
+struct AccountsCheck: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Prove each account works: sign in, then write, stat, verify and delete a probe file.",
+        discussion: """
+        For each account (or just NAME): reads its secrets, gets a token (OAuth accounts),
+        asks who it is, then writes `.evidence-check/probe-<pid>.txt` at the account's root,
+        checks the provider's hash of it, and deletes it. One line per account with ✓ or ✗
+        and, on ✗, what the provider answered and what to fix.
+
+          evidence accounts check
+          evidence accounts check office --json
+
+        Exit codes: 0 every account works · 1 at least one does not · 2 config error.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("One account (default: all).", valueName: "name"))
+    var name: String?
+
+    struct Result: Encodable {
+        var name: String
+        var kind: String
+        var ok: Bool
+        var identity: String?
+        var error: String?
+        var milliseconds: Int
+    }
+
+    static func target(_ a: ArchiveConfig) -> String {
+        switch a.kind {
+        case .local: return a.path ?? "?"
+        case .owncloud: return a.baseURL ?? a.url ?? "?"
+        case .dropbox: return a.baseURL ?? "api.dropboxapi.com"
+        case .box: return a.baseURL ?? "api.box.com"
+        case .sharefile: return a.baseURL ?? "\(a.subdomain ?? "?").sf-api.com"
+        }
+    }
+
+    func run() async throws {
+        let config = try global.loadConfig()
+        let home = try global.homePath(config)
+        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .critical, format: .text) }
+        let names = name.map { [$0] } ?? config.archives.keys.sorted()
+        if let name, config.archives[name] == nil {
+            throw CLIError.usage("no archive account \"\(name)\" in \(config.file ?? "the embedded defaults") (have: \(config.archives.keys.sorted().joined(separator: ", ")))")
+        }
+        var results: [Result] = []
+        for n in names {
+            let started = Date()
+            var r = Result(name: n, kind: config.archives[n]?.kind.rawValue ?? "?", ok: false, milliseconds: 0)
+            do {
+                let archives = try Archives.build(config: config, used: [n], home: home, logger: Logger(label: "evidence"))
+                guard let p = archives.providers[n] else { throw CLIError.config("account \(n) was not built") }
+                r.identity = try await p.whoami()
+                try await Self.probe(p)
+                r.ok = true
+            } catch let e as ArchiveError {
+                r.error = e.message
+            } catch {
+                r.error = "\(error)"
+            }
+            r.milliseconds = Int(Date().timeIntervalSince(started) * 1000)
+            results.append(r)
+            if !global.json {
+                Output.line(r.ok ? "✓ \(n) (\(r.kind)): \(r.identity ?? ""); write, hash and delete work (\(r.milliseconds) ms)"
+                                 : "✗ \(n) (\(r.kind)): \(r.error ?? "")")
+            }
+        }
+        if global.json { Output.json(results) }
+        if names.isEmpty && !global.json { Output.line("no archive accounts in \(config.file ?? "the embedded defaults")") }
+        if results.contains(where: { !$0.ok }) { throw ExitCode(1) }
+    }
+
+    /// Writes, stats (hash compared) and deletes a small file at the account's root.
+    static func probe(_ p: any ArchiveProvider) async throws {
+        let dir = ".evidence-check"
+        let remote = "\(dir)/probe-\(getpid())-\(Int(Date().timeIntervalSince1970)).txt"
+        let local = NSTemporaryDirectory() + "evidence-probe-\(UUID().uuidString)"
+        defer { unlink(local) }
+        FileManager.default.createFile(atPath: local, contents: Data("evidence accounts check \(Date())\n".utf8))
+        let size = Int64((try? FileManager.default.attributesOfItem(atPath: local)[.size] as? NSNumber)??.int64Value ?? 0)
+        let hash: String
+        switch p.hashKind {
+        case .sha256: hash = try FileHasher.hexDigest(path: local, algorithm: .sha256)
+        case .sha1: hash = try FileHasher.hexDigest(path: local, algorithm: .sha1)
+        case .md5: hash = try FileHasher.hexDigest(path: local, algorithm: .md5)
+        case .dropbox: hash = try FileHasher.dropboxContentHash(path: local)
+        }
+        try await p.makeFolders(dir)
+        _ = try await p.upload(local: local, size: size, hash: hash, to: remote, progress: nil)
+        let st = try await p.stat(remote)
+        try await p.delete(remote)
+        guard let st, st.size == size, st.hash == nil || st.hash == hash else {
+            throw ArchiveError(.permanent, "\(p.account): the probe file came back different (size \(st?.size ?? -1), hash \(st?.hash ?? "none"))")
+        }
+    }
+}
