@@ -151,7 +151,7 @@ struct ConformanceTests {
     }
 
     @Test("an upload killed mid-way resumes from the provider's acknowledged offset, with one remote copy",
-          arguments: [ProviderUnderTest.dropbox, .box, .sharefile])
+          arguments: [ProviderUnderTest.dropbox, .box, .sharefile, .owncloud])
     func resume(_ which: ProviderUnderTest) async throws {
         try await withProvider(which) { h in
             let p = h.provider

@@ -84,7 +84,7 @@ enum ProviderUnderTest: String, CaseIterable, CustomTestStringConvertible, Senda
                                              resumeDirectory: resume, chunkSize: 1 << 20)
             default:
                 provider = OwnCloudProvider(account: "oc", url: "\(s)/owncloud", user: "sandbox", password: "sandbox-app-password",
-                                            baseURL: nil, http: http)
+                                            baseURL: nil, http: http, chunkSize: 1 << 20)
             }
             return Harness(provider: provider, root: nil, dir: dir, sandbox: sandbox, session: session, resumeDirectory: resume,
                            stop: { await sandbox.stop() })

@@ -54,7 +54,8 @@ public struct Archives: Sendable {
             case .owncloud:
                 let password = try secret("password", required: true, why: "an ownCloud account needs its app password")
                 providers[name] = OwnCloudProvider(account: name, url: try plain("url"), user: try plain("user"),
-                                                   password: password ?? "", baseURL: account.baseURL, http: http)
+                                                   password: password ?? "", baseURL: account.baseURL, http: http,
+                                                   chunkSize: chunk ?? 32 << 20)
             case .dropbox:
                 let session = OAuthSession(account: name, tokenURL: account.authURL ?? DropboxProvider.defaultTokenURL,
                                            clientID: try plain("app_key"),

@@ -66,6 +66,43 @@ enum OwnCloudAPI {
         }
     }
 
+    /// Every `d:response` of a Depth 1 PROPFIND: (decoded last path component, size).
+    static func parseListing(_ data: Data) -> [(name: String, size: Int64)]? {
+        let delegate = ListingParser()
+        let parser = XMLParser(data: data)
+        parser.shouldProcessNamespaces = true
+        parser.delegate = delegate
+        guard parser.parse() else { return nil }
+        return delegate.entries
+    }
+
+    final class ListingParser: NSObject, XMLParserDelegate {
+        var entries: [(name: String, size: Int64)] = []
+        private var text = ""
+        private var href = ""
+        private var size: Int64 = -1
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            text = ""
+            if name == "response" { href = ""; size = -1 }
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            switch name {
+            case "href": href = value
+            case "getcontentlength": size = Int64(value) ?? -1
+            case "response":
+                let last = href.split(separator: "/").last.map(String.init) ?? ""
+                entries.append((last.removingPercentEncoding ?? last, size))
+            default: break
+            }
+        }
+    }
+
     /// OCS v1 answers HTTP 200 even on failure: success is `ocs.meta.statuscode == 100`.
     struct OCSReply {
         var statusCode: Int

@@ -1,6 +1,7 @@
 import EvidenceCore
 import EvidenceHTTP
 import Foundation
+import EvidenceStore
 import Glibc
 
 /// ownCloud (and any WebDAV server) with an app password: WebDAV for files, OCS for links.
@@ -16,13 +17,19 @@ public struct OwnCloudProvider: ArchiveProvider {
     let serverURL: String
     let authorization: String
     let http: HTTPClient
+    /// `{url}/remote.php/dav/uploads/{user}/` for chunked uploads; nil on a plain WebDAV server.
+    let uploadsRoot: String?
+    let chunkSize: Int64
 
-    public init(account: String, url: String, user: String, password: String, baseURL: String?, http: HTTPClient) {
+    public init(account: String, url: String, user: String, password: String, baseURL: String?, http: HTTPClient,
+                chunkSize: Int64 = 32 << 20) {
         self.account = account
+        self.chunkSize = max(1 << 20, chunkSize)
         let server = url.hasSuffix("/") ? String(url.dropLast()) : url
         serverURL = server
         let root = baseURL ?? "\(server)/remote.php/dav/files/\(Self.encode(user))/"
         davRoot = root.hasSuffix("/") ? root : root + "/"
+        uploadsRoot = baseURL == nil ? "\(server)/remote.php/dav/uploads/\(Self.encode(user))/" : nil
         authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         self.http = http
     }
@@ -96,6 +103,9 @@ public struct OwnCloudProvider: ArchiveProvider {
         // the file: look first, so an existing file is a conflict everywhere.
         if try await stat(path) != nil { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
         let seconds = fileMTime(local) ?? Int(Date().timeIntervalSince1970)
+        if let uploadsRoot, size > chunkSize {
+            return try await chunked(local: local, size: size, sha1: hash, to: path, mtime: seconds, uploads: uploadsRoot, progress: progress)
+        }
         let req = request("PUT", url(path), headers: [
             ("Content-Type", "application/octet-stream"), ("OC-Checksum", "SHA1:\(hash)"),
             ("X-OC-Mtime", String(seconds)), ("If-None-Match", "*"),
@@ -119,6 +129,56 @@ public struct OwnCloudProvider: ArchiveProvider {
             throw ArchiveError(.transient, "\(account): uploading \(path): the server's checksum of what arrived differs from ours (corrupted in transit); will upload again")
         default:
             throw ArchiveError.status(r, account: account, doing: "uploading \(path)")
+        }
+    }
+
+    /// ownCloud's chunked upload: chunks PUT into `uploads/{user}/{transfer}/` (named by their
+    /// zero-padded offset), then `MOVE .file` assembles them at the destination, checking
+    /// `OC-Total-Length` and `OC-Checksum`. The transfer id is derived from the destination and
+    /// the content, and the server's chunk listing says what already arrived: a restarted
+    /// upload resumes with no local state at all.
+    func chunked(local: String, size: Int64, sha1: String, to path: String, mtime: Int, uploads: String,
+                 progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
+        let transfer = uploads + "evidence-" + String(SHA256Hasher.hash(Data("\(path)\n\(sha1)\n\(size)".utf8)).hex.prefix(32))
+        let made = try await call(request("MKCOL", transfer), doing: "starting the chunked upload of \(path)")
+        guard made.status == 201 || made.status == 405 else { throw ArchiveError.status(made, account: account, doing: "starting the chunked upload of \(path)") }
+        var have: [Int64: Int64] = [:]
+        if made.status == 405 {
+            let listing = try await call(request("PROPFIND", transfer + "/", headers: [("Depth", "1")]), doing: "listing chunks of \(path)")
+            for entry in (listing.status == 207 ? OwnCloudAPI.parseListing(listing.body) : nil) ?? [] {
+                if let offset = Int64(entry.name), entry.size > 0 { have[offset] = entry.size }
+            }
+        }
+        var offset: Int64 = 0
+        while offset < size {
+            let length = min(chunkSize, size - offset)
+            if have[offset] != length {
+                let at = offset
+                progress?(at)
+                let name = String(repeating: "0", count: max(0, 20 - String(at).count)) + String(at)
+                // A chunk PUT is idempotent (same name, same bytes): the retry loop may resend it.
+                let r = try await call(request("PUT", "\(transfer)/\(name)", headers: [("Content-Type", "application/octet-stream")],
+                                               body: .file(path: local, offset: at, length: length)), doing: "uploading chunk \(at) of \(path)")
+                guard r.isSuccess else { throw ArchiveError.status(r, account: account, doing: "uploading chunk \(at) of \(path)") }
+            }
+            offset += length
+        }
+        progress?(size)
+        let move = request("MOVE", transfer + "/.file", headers: [
+            ("Destination", url(path)), ("OC-Total-Length", String(size)), ("OC-Checksum", "SHA1:\(sha1)"),
+            ("X-OC-Mtime", String(mtime)), ("If-None-Match", "*"),
+        ])
+        let r: HTTPResponse
+        do throws(HTTPError) { r = try await http.send(move) } catch {
+            throw ArchiveError.transport(error, account: account, doing: "assembling \(path)")
+        }
+        switch r.status {
+        case 200, 201, 204: return RemoteFile(path: path, size: size, hash: nil, id: r.header("oc-fileid"))
+        case 412: throw ArchiveError(.conflict, "\(account): \(path) already exists")
+        case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("hecksum"):
+            _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+            throw ArchiveError(.transient, "\(account): assembling \(path): the server's checksum of the chunks differs from ours (corrupted in transit); will upload again")
+        default: throw ArchiveError.status(r, account: account, doing: "assembling \(path)")
         }
     }
 
