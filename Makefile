@@ -23,8 +23,10 @@ test: deps
 	$(SWIFT) test --disable-xctest --filter EvidenceWatchTests $(SWIFTFLAGS)
 	$(SWIFT) test --disable-xctest --filter EvidenceCLITests $(SWIFTFLAGS)
 
+# PROVIDER=local (default) | dropbox | box | sharefile | owncloud: where the demo archives.
+PROVIDER ?= local
 demo: build
-	@./scripts/demo.sh "$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)/evidence"
+	@./scripts/demo.sh "$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)/evidence" $(PROVIDER)
 
 bench: release
 	@./scripts/bench.sh "$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)/evidence"

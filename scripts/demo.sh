@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # make demo: the whole pipeline with no account and no network. Starts evidence-sandbox (a QED
-# emulation and an RFC 3161 TSA backed by the real `openssl ts`) on loopback and `evidence run`
-# on a temporary watched folder; drops samples/ into it the way a capture device would (temp
-# name, then rename); waits until every item is notarized by both, confirmed and certified;
-# prints the status table and each item's record; exports an auditor's bundle and verifies it
-# with sha256sum -c and openssl ts -verify alone; checks the store; stops both with SIGTERM.
+# emulation, an RFC 3161 TSA backed by the real `openssl ts`, and emulations of Dropbox, Box,
+# ShareFile and ownCloud) on loopback and `evidence run` on a temporary watched folder; drops
+# samples/ into it the way a capture device would (temp name, then rename); waits until every
+# item is notarized by both, confirmed, certified, archived (verified by the provider's hash)
+# and shared; prints the status table, each item's record and share link; exports an auditor's
+# bundle and verifies it with sha256sum -c and openssl ts -verify alone; checks the store;
+# stops both with SIGTERM.
+#
+# usage: demo.sh path/to/evidence [local|dropbox|box|sharefile|owncloud]   (make demo PROVIDER=box)
 set -euo pipefail
-bin=${1:?usage: demo.sh path/to/evidence}
+bin=${1:?usage: demo.sh path/to/evidence [local|dropbox|box|sharefile|owncloud]}
+provider=${2:-local}
+case "$provider" in local|dropbox|box|sharefile|owncloud) ;; *) echo "demo: unknown provider '$provider' (local, dropbox, box, sharefile or owncloud)"; exit 2;; esac
 sandbox_bin="$(dirname "$bin")/evidence-sandbox"
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/evidence-demo.XXXXXX)
@@ -16,7 +22,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-echo "== evidence-sandbox (QED emulation + RFC 3161 TSA; log: $work/sandbox.log)"
+echo "== evidence-sandbox (QED, RFC 3161 TSA and the providers' emulations; log: $work/sandbox.log)"
 "$sandbox_bin" --port 0 --state-dir "$work/sandbox" --pending-seconds 3 >"$work/sandbox.out" 2>"$work/sandbox.log" &
 pids+=($!)
 for _ in $(seq 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
@@ -42,17 +48,94 @@ kind = "rfc3161"
 urls = ["$url/tsa"]
 ca_file = "$work/tsa-ca.pem"
 TOML
+# The archive account: a local folder, or a sandbox provider with its fixed sandbox
+# credentials (secrets in 0600 files, as evidence requires).
+mkdir -m 700 "$work/secrets"
+secret() { (umask 077; printf '%s' "$2" > "$work/secrets/$1"); }
+case "$provider" in
+  local) cat >> "$work/evidence.toml" <<TOML
+
+[archives.vault]
+kind = "local"
+path = "$work/archive"
+TOML
+    mkdir -p "$work/archive";;
+  dropbox) secret dropbox-secret sandbox-dropbox-secret; secret dropbox-refresh sandbox-dropbox-refresh
+    cat >> "$work/evidence.toml" <<TOML
+
+[archives.vault]
+kind = "dropbox"
+app_key = "sandbox-dropbox-key"
+app_secret_file = "$work/secrets/dropbox-secret"
+refresh_token_file = "$work/secrets/dropbox-refresh"
+base_url = "$url/dropbox/api"
+upload_url = "$url/dropbox/content"
+auth_url = "$url/dropbox/api/oauth2/token"
+chunk_size = "4MiB"
+TOML
+    ;;
+  box) secret box-secret sandbox-box-secret
+    cat >> "$work/evidence.toml" <<TOML
+
+[archives.vault]
+kind = "box"
+client_id = "sandbox-box-client"
+client_secret_file = "$work/secrets/box-secret"
+subject_type = "enterprise"
+subject_id = "sandbox-enterprise"
+base_url = "$url/box/api/2.0"
+upload_url = "$url/box/upload/api/2.0"
+auth_url = "$url/box/api/oauth2/token"
+TOML
+    ;;
+  sharefile) secret sf-secret sandbox-sharefile-secret; secret sf-password sandbox-password
+    cat >> "$work/evidence.toml" <<TOML
+
+[archives.vault]
+kind = "sharefile"
+subdomain = "sandbox"
+client_id = "sandbox-sharefile-client"
+client_secret_file = "$work/secrets/sf-secret"
+username = "sandbox@example.org"
+password_file = "$work/secrets/sf-password"
+base_url = "$url/sharefile/sf/v3"
+auth_url = "$url/sharefile/oauth/token"
+chunk_size = "1MiB"
+TOML
+    ;;
+  owncloud) secret oc-password sandbox-app-password
+    cat >> "$work/evidence.toml" <<TOML
+
+[archives.vault]
+kind = "owncloud"
+url = "$url/owncloud"
+user = "sandbox"
+password_file = "$work/secrets/oc-password"
+chunk_size = "1MiB"
+TOML
+    ;;
+esac
 cat > "$rules/demo.toml" <<TOML
-# The demo's watch rule: files quiet for 500 ms are taken, notarized by QED and the TSA.
+# The demo's watch rule: files quiet for 500 ms are taken, notarized by QED and the TSA,
+# archived to the account "vault" and shared by link.
 path = "$drop"
 settle = "500ms"
 notary = ["qed", "tsa"]
 name = "{name}"
 note = "make demo"
+archive = "vault"
+remote_path = "evidence/{rule}/{yyyy}/{mm}/{sha8}-{name}"
+
+[share]
+access = "open"
+expires_in = "30d"
 TOML
 export EVIDENCE_DEMO_QED_KEY=sandbox-key
 ev() { "$bin" --config "$work/evidence.toml" "$@"; }
 
+echo
+echo "== evidence accounts check   (archive provider: $provider)"
+ev accounts check
 echo
 echo "== evidence rules check"
 ev rules check
@@ -70,7 +153,8 @@ for f in samples/*; do
   mv "$drop/.$name.part" "$drop/$name" # …and renamed into place when complete
   count=$((count + 1))
 done
-echo "dropped $count files into $drop; waiting for notarization (QED confirms after ~3 s here)"
+echo "dropped $count files into $drop; waiting for notarization (QED confirms after ~3 s here) and the archive"
+
 done_n=0
 for _ in $(seq 600); do
   done_n=$(ev status --json 2>/dev/null | tr -d ' \n' | grep -o '"states":{[^}]*}' | grep -o '"done":[0-9]*' | cut -d: -f2 || true)
@@ -87,6 +171,10 @@ for id in $(seq 1 "$count"); do
   echo "== evidence show $id"
   ev show "$id"
 done
+
+echo
+echo "== share links (evidence archive ITEM: already archived, so it only reports)"
+for id in $(seq 1 "$count"); do ev archive "$id" | grep -E '^(item|link|  note)' || true; done
 
 echo
 echo "== evidence bundle 1 -o $work/bundle   (what an auditor takes away)"

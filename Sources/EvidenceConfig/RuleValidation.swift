@@ -3,7 +3,6 @@ import Foundation
 extension ConfigLoader {
     /// Cross-checks rules against the config and each other. Returns every problem found:
     /// - each `notary` name must be a `[notaries.NAME]`, `archive` an `[archives.NAME]`;
-    ///   `share` needs an archive kind that makes links (not `local`);
     /// - no two rules watch the same folder, and no rule's folder lies inside one watched recursively by another;
     /// - a rule's folder is not inside `config.home` (nor `home` inside a recursively watched folder);
     /// - an `after = "move:DIR"` destination is not inside any rule's watched folder.
@@ -30,11 +29,8 @@ extension ConfigLoader {
                 fail(rule, "notary", "unknown notary `\(n)`; " + known(config.notaries.keys, "notaries", configName), element: i)
             }
             if let a = rule.archive {
-                if let account = config.archives[a] {
-                    if rule.share != nil && account.kind == .local {
-                        fail(rule, "share", "archive `\(a)` is of kind local, which cannot make share links")
-                    }
-                } else {
+                // A local archive's "link" is the file's file:// URL (recorded with a note saying so).
+                if config.archives[a] == nil {
                     fail(rule, "archive", "unknown archive `\(a)`; " + known(config.archives.keys, "archives", configName))
                 }
             }
