@@ -4,7 +4,7 @@ import EvidenceTesting
 import Foundation
 import Testing
 
-@Suite("OAuth accounts against the sandbox's authorization servers")
+@Suite("OAuth accounts against the sandbox's authorization servers", .serialized)
 struct OAuthTests {
     @Test("an expired access token (401) is refreshed once, for all concurrent callers", arguments: ProviderUnderTest.oauth)
     func refreshOn401(_ which: ProviderUnderTest) async throws {

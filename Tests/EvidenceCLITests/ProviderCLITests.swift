@@ -1,0 +1,236 @@
+import EvidenceTesting
+import Foundation
+import Glibc
+import Testing
+
+/// `evidence run` + `evidence-sandbox` as real processes, archiving to each emulated provider:
+/// every item confirmed, certified, archived (verified by the provider's own hash), linked; a
+/// SIGKILL in the middle of a chunked upload resumes it; injected faults leave no duplicates.
+@Suite("Archive to the sandbox's providers: evidence run end to end", .serialized)
+struct ProviderCLITests {
+    enum Provider: String, CaseIterable, Sendable {
+        case dropbox, box, sharefile, owncloud
+
+        /// The account table, with the sandbox's fixed credentials in 0600 files.
+        func account(_ url: String, secrets: String) -> String {
+            func secret(_ name: String, _ value: String) -> String {
+                let p = secrets + "/" + name
+                FileManager.default.createFile(atPath: p, contents: Data(value.utf8), attributes: [.posixPermissions: 0o600])
+                return p
+            }
+            switch self {
+            case .dropbox:
+                return """
+                    kind = "dropbox"
+                    app_key = "sandbox-dropbox-key"
+                    app_secret_file = "\(secret("dbx-secret", "sandbox-dropbox-secret"))"
+                    refresh_token_file = "\(secret("dbx-refresh", "sandbox-dropbox-refresh"))"
+                    base_url = "\(url)/dropbox/api"
+                    upload_url = "\(url)/dropbox/content"
+                    auth_url = "\(url)/dropbox/api/oauth2/token"
+                    chunk_size = "4MiB"
+                    """
+            case .box:
+                return """
+                    kind = "box"
+                    client_id = "sandbox-box-client"
+                    client_secret_file = "\(secret("box-secret", "sandbox-box-secret"))"
+                    subject_type = "enterprise"
+                    subject_id = "sandbox-enterprise"
+                    base_url = "\(url)/box/api/2.0"
+                    upload_url = "\(url)/box/upload/api/2.0"
+                    auth_url = "\(url)/box/api/oauth2/token"
+                    """
+            case .sharefile:
+                return """
+                    kind = "sharefile"
+                    subdomain = "sandbox"
+                    client_id = "sandbox-sharefile-client"
+                    client_secret_file = "\(secret("sf-secret", "sandbox-sharefile-secret"))"
+                    username = "sandbox@example.org"
+                    password_file = "\(secret("sf-password", "sandbox-password"))"
+                    base_url = "\(url)/sharefile/sf/v3"
+                    auth_url = "\(url)/sharefile/oauth/token"
+                    chunk_size = "1MiB"
+                    """
+            case .owncloud:
+                return """
+                    kind = "owncloud"
+                    url = "\(url)/owncloud"
+                    user = "sandbox"
+                    password_file = "\(secret("oc-password", "sandbox-app-password"))"
+                    chunk_size = "1MiB"
+                    """
+            }
+        }
+
+        /// A file big enough to go up in several chunks, and the request path of one chunk.
+        var large: Int { self == .box ? 44_000_000 : self == .dropbox ? 30 << 20 : 12 << 20 }
+        var chunkMarker: String {
+            switch self {
+            case .dropbox: return "/dropbox/content/2/files/upload_session/"
+            case .box: return "/box/upload/api/2.0/files/upload_sessions/"
+            case .sharefile: return "/sharefile/upload/"
+            case .owncloud: return "/owncloud/remote.php/dav/uploads/"
+            }
+        }
+        var chunks: Int {
+            let size = Double(large)
+            switch self {
+            case .dropbox: return Int((size / Double(4 << 20)).rounded(.up))
+            case .box: return Int((size / Double(8 << 20)).rounded(.up)) + 2      // + create + commit(s)
+            case .sharefile, .owncloud: return Int((size / Double(1 << 20)).rounded(.up)) + 1
+            }
+        }
+    }
+
+    func harness(_ provider: Provider, _ sandbox: SandboxProcess) throws -> RunHarness {
+        let url = sandbox.baseURL.absoluteString
+        let h = RunHarness(settle: "0s", extra: """
+            notary = ["qed", "tsa"]
+            archive = "vault"
+            remote_path = "evidence/{rule}/{sha8}-{name}"
+
+            [share]
+            access = "open"
+            expires_in = "30d"
+            """)
+        let ca = h.scratch.path + "/tsa-ca.pem"
+        #expect(CLI.exec(["curl", "-sf", "-o", ca, "\(url)/tsa/ca.pem"]).status == 0)
+        let secrets = h.scratch.path + "/secrets"
+        try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let config = """
+            [notaries.qed]
+            kind = "qed"
+            base_url = "\(url)/v1/"
+            api_key_env = "EVIDENCE_TEST_QED_KEY"
+            poll_first = "300ms"
+            poll_max = "1s"
+
+            [notaries.tsa]
+            kind = "rfc3161"
+            urls = ["\(url)/tsa"]
+            ca_file = "\(ca)"
+
+            [archives.vault]
+            \(provider.account(url, secrets: secrets))
+            """
+        h.configPath = h.scratch.path + "/evidence.toml"
+        try config.write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+        h.environment = ["EVIDENCE_TEST_QED_KEY": "sandbox-key"]
+        return h
+    }
+
+    func withSandbox<T>(_ extra: [String] = [], _ body: (SandboxProcess) async throws -> T) async throws -> T {
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        let sandbox = try await SandboxProcess.start(executable: NotarizationCLITests.sandboxBinary, stateDirectory: scratch.path + "/sandbox",
+                                                     arguments: ["--pending-seconds", "1"] + extra)
+        do {
+            let v = try await body(sandbox)
+            _ = await sandbox.stop()
+            return v
+        } catch {
+            _ = await sandbox.stop()
+            throw error
+        }
+    }
+
+    func uploads(_ sandbox: SandboxProcess) -> [String: Int] {
+        let r = CLI.exec(["curl", "-sf", "\(sandbox.baseURL.absoluteString)/_sandbox/counters"])
+        let j = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any]
+        return (j?["uploads_by_path"] as? [String: Any] ?? [:]).compactMapValues { $0 as? Int }
+    }
+
+    func requests(_ sandbox: SandboxProcess, containing marker: String) -> Int {
+        let log = (try? String(contentsOfFile: sandbox.stateDirectory + "/requests.log", encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").filter { $0.contains(marker) }.count
+    }
+
+    func show(_ h: RunHarness, _ item: String) -> [String: Any] {
+        (h.cli.run(["show", item, "--json"]).json as? [String: Any]) ?? [:]
+    }
+
+    func state(_ h: RunHarness, _ item: String) -> String? {
+        (show(h, item)["item"] as? [String: Any])?["state"] as? String
+    }
+
+    /// Every item done: its files verified by the provider's hash (never read back), a link.
+    func expectArchived(_ h: RunHarness, items: Int, _ provider: Provider) {
+        for id in 1...items {
+            let s = show(h, String(id))
+            let archived = s["archived"] as? [[String: Any]] ?? []
+            #expect(Set(archived.compactMap { $0["role"] as? String }).isSuperset(of: ["original", "receipt", "certificate", "manifest"]),
+                    "item \(id): \(archived.map { $0["role"] ?? "" })")
+            let hashName = ["dropbox": "content_hash:", "box": "sha1:", "sharefile": "md5:", "owncloud": "sha1:"][provider.rawValue]!
+            #expect(archived.allSatisfy { ($0["verifiedBy"] as? String)?.hasPrefix(hashName) == true },
+                    "item \(id) verified by \(hashName): \(archived.map { $0["verifiedBy"] ?? "" })")
+            let links = s["links"] as? [[String: Any]] ?? []
+            #expect(links.count == 1 && (links.first?["url"] as? String)?.isEmpty == false, "item \(id) has a link")
+        }
+    }
+
+    @Test("every sample is confirmed, certified, archived, verified by the provider's hash and linked", arguments: Provider.allCases)
+    func everySample(_ provider: Provider) async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(provider, sandbox)
+            try h.start()
+            let samples = try FileManager.default.contentsOfDirectory(atPath: CLI.samples).sorted()
+            for name in samples {
+                h.write(name, FileManager.default.contents(atPath: CLI.samples + "/" + name)!)
+            }
+            h.write("large.bin", randomBytes(provider.large / 3))
+            let n = samples.count + 1
+            #expect(waitUntil(timeout: 120) { (1...n).allSatisfy { state(h, String($0)) == "done" } }, "\(h.log.suffix(3000))")
+            expectArchived(h, items: n, provider)
+            let counts = uploads(sandbox)
+            #expect(counts.count >= n * 4, "\(counts.count) remote files for \(n) items (original, 2 receipts, certificates, manifest each)")
+            #expect(counts.values.allSatisfy { $0 == 1 }, "one upload per remote path: \(counts.filter { $0.value != 1 })")
+            let again = h.cli.run(["archive", "1", "--config", h.configPath!, "--rules", h.rules])
+            #expect(again.status == 0 && again.stdout.contains("already archived") && again.stdout.contains("link: "), "\(again.stdout)\(again.stderr)")
+            let check = h.cli.run(["accounts", "check", "--json", "--config", h.configPath!])
+            #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+            #expect(!h.log.contains("sandbox-password") && !h.log.contains("sandbox-box-secret") && !h.log.contains("sandbox-dropbox-secret"))
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("SIGKILL in the middle of a chunked upload: the restart resumes it, one remote copy, hashes match",
+          arguments: Provider.allCases)
+    func killDuringUpload(_ provider: Provider) async throws {
+        try await withSandbox(["--latency", "30ms", "--fault-path", provider.chunkMarker]) { sandbox in
+            let h = try harness(provider, sandbox)
+            try h.start()
+            let data = randomBytes(provider.large)
+            h.write("big.mov", data)
+            let started = waitUntil(timeout: 90) { requests(sandbox, containing: provider.chunkMarker) >= 3 }
+            #expect(started, "chunked upload began: \(h.log.suffix(2000))")
+            let before = requests(sandbox, containing: provider.chunkMarker)
+            _ = h.stop(SIGKILL)
+            try h.start()
+            #expect(waitUntil(timeout: 120) { state(h, "1") == "done" }, "\(h.log.suffix(3000))")
+            expectArchived(h, items: 1, provider)
+            let counts = uploads(sandbox)
+            let original = counts.filter { $0.key.hasSuffix("-big.mov") }
+            #expect(original.count == 1 && original.values.first == 1, "one remote copy: \(counts)")
+            let total = requests(sandbox, containing: provider.chunkMarker)
+            #expect(total <= before + provider.chunks, "resumed, not restarted: \(before) chunk calls before the kill, \(total) in all, \(provider.chunks) for the whole file")
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("faults on the provider (5xx, 429, dropped connections): everything archived, no path uploaded twice",
+          arguments: Provider.allCases)
+    func faults(_ provider: Provider) async throws {
+        try await withSandbox(["--fail-rate", "0.15", "--drop-rate", "0.05", "--rate-limit", "40", "--fault-path", "/\(provider.rawValue)/",
+                               "--seed", "5"]) { sandbox in
+            let h = try harness(provider, sandbox)
+            try h.start()
+            for i in 0..<4 { h.write("clip-\(i).mp4", randomBytes(20_000 + i)) }
+            #expect(waitUntil(timeout: 150) { (1...4).allSatisfy { state(h, String($0)) == "done" } }, "\(h.log.suffix(3000))")
+            expectArchived(h, items: 4, provider)
+            #expect(uploads(sandbox).values.allSatisfy { $0 == 1 }, "\(uploads(sandbox))")
+            #expect(h.stop() == 0)
+        }
+    }
+}
