@@ -178,6 +178,14 @@ public struct ShareFileProvider: ArchiveProvider {
             }
             guard r.isSuccess else { throw failure(r, doing: what) }
             if let j = r.json, (j["error"] as? Bool) == true {
+                // A chunk that arrived but whose acknowledgement we never saved (killed in
+                // between): ShareFile names the offset it expects; go on from there.
+                if let expected = Self.expectedOffset(j), expected % chunkSize == 0, expected <= size, expected != at {
+                    s.offset = expected
+                    s.index = Int(expected / chunkSize)
+                    try resume.save(s, key: key)
+                    continue
+                }
                 throw ArchiveError(.transient, "\(account): \(what): ShareFile answered error \(j["errorCode"] ?? "?"): \(j["errorMessage"] as? String ?? "")")
             }
             s.offset = at + length
@@ -188,6 +196,14 @@ public struct ShareFileProvider: ArchiveProvider {
                                               http: http, account: account, doing: "finishing \(path)", retry: .throttleOnly)
         resume.remove(key: key)
         return try finished(r, path: path, size: size)
+    }
+
+    /// The byte offset an upload server error says it expects (`expectedByteOffset`, or
+    /// "expected N" in the message).
+    static func expectedOffset(_ j: [String: Any]) -> Int64? {
+        if let n = JSON.int64(j["expectedByteOffset"]) { return n }
+        guard let message = j["errorMessage"] as? String, let r = message.range(of: "expected ") else { return nil }
+        return Int64(message[r.upperBound...].prefix { $0.isNumber })
     }
 
     /// The `{"error":false,"value":[…]}` of a finished upload; `"error":true` (in a 200) is a failure.
