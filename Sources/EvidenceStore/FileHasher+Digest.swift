@@ -18,13 +18,14 @@ extension FileHasher {
     }
 
     /// Dropbox's `content_hash`: SHA-256 over the concatenated SHA-256 digests of each 4 MiB
-    /// block (an empty file hashes no blocks: SHA-256 of nothing). Lowercase hex.
-    public static func dropboxContentHash(path: String) throws(StoreError) -> String {
+    /// block (an empty file hashes no blocks: SHA-256 of nothing). Lowercase hex. With a range,
+    /// the hash of those bytes alone (what Dropbox checks for one append of a session).
+    public static func dropboxContentHash(path: String, offset: Int64 = 0, length: Int64? = nil) throws(StoreError) -> String {
         let block = 4 << 20
         let outer = EVPHasher(.sha256)
         var inner = EVPHasher(.sha256)
         var filled = 0
-        try readRange(path: path, offset: 0, length: nil) { bytes in
+        try readRange(path: path, offset: offset, length: length) { bytes in
             var rest = bytes
             while !rest.isEmpty {
                 let take = min(block - filled, rest.count)

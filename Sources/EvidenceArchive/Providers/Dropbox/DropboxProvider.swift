@@ -1,5 +1,6 @@
 import EvidenceCore
 import EvidenceHTTP
+import EvidenceStore
 import Foundation
 
 /// Dropbox (API v2) with an app key/secret and a refresh token (short-lived access tokens).
@@ -77,7 +78,7 @@ public struct DropboxProvider: ArchiveProvider {
         let s = Self.summary(r)
         if r.status == 409 && !s.isEmpty {
             let kind: ArchiveError.Kind = s.contains("not_found") ? .notFound : s.contains("conflict") ? .conflict
-                : s.hasPrefix("too_many_write_operations") ? .transient : .permanent
+                : (s.hasPrefix("too_many_write_operations") || s.hasPrefix("content_hash_mismatch")) ? .transient : .permanent
             return ArchiveError(kind, "\(account): \(what): Dropbox answered \(s)")
         }
         return ArchiveError.status(r, account: account, doing: what)
@@ -140,13 +141,21 @@ public struct DropboxProvider: ArchiveProvider {
 
     struct SessionState: Codable { var sessionID: String; var offset: Int64 }
 
+    /// `content_hash` of the bytes one session call carries: Dropbox checks each call's own.
+    func pieceHash(_ local: String, _ offset: Int64, _ length: Int64) throws(ArchiveError) -> String {
+        do { return try FileHasher.dropboxContentHash(path: local, offset: offset, length: length) } catch {
+            throw ArchiveError(.local, "\(account): reading \(local): \(error)")
+        }
+    }
+
     func sessionUpload(local: String, size: Int64, hash: String, to path: String, commit: [String: Any],
                        progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
         let key = resume.key(path: path, hash: hash, size: size)
         var state = resume.load(SessionState.self, key: key)
         if state == nil {
             let first = min(chunkSize, size)
-            let r = try await contentCall("files/upload_session/start", ["close": false], body: .file(path: local, offset: 0, length: first),
+            let r = try await contentCall("files/upload_session/start", ["close": false, "content_hash": try pieceHash(local, 0, first)],
+                                          body: .file(path: local, offset: 0, length: first),
                                           doing: "starting an upload session for \(path)", retry: .full,
                                           progress: progress)
             guard r.isSuccess, let sid = r.json?["session_id"] as? String else { throw failure(r, doing: "starting an upload session for \(path)") }
@@ -159,7 +168,8 @@ public struct DropboxProvider: ArchiveProvider {
             let at = s.offset
             progress?(at)
             let r = try await contentCall("files/upload_session/append_v2",
-                                          ["cursor": ["session_id": s.sessionID, "offset": at], "close": false],
+                                          ["cursor": ["session_id": s.sessionID, "offset": at], "close": false,
+                                           "content_hash": try pieceHash(local, at, chunkSize)],
                                           body: .file(path: local, offset: at, length: chunkSize),
                                           doing: "appending to \(path) at \(at)", retry: .full,
                                           progress: shifted(progress, by: at))
@@ -177,8 +187,10 @@ public struct DropboxProvider: ArchiveProvider {
             try resume.save(s, key: key)
         }
         let at = s.offset
-        var args: [String: Any] = ["cursor": ["session_id": s.sessionID, "offset": at], "commit": commit]
-        args["content_hash"] = hash
+        // Dropbox checks the last piece by its own hash; the whole file is verified by the
+        // caller against the stored file's content_hash.
+        let args: [String: Any] = ["cursor": ["session_id": s.sessionID, "offset": at], "commit": commit,
+                                   "content_hash": try pieceHash(local, at, size - at)]
         let r = try await serialized { () async throws(ArchiveError) -> HTTPResponse in
             try await contentCall("files/upload_session/finish", args, body: .file(path: local, offset: at, length: size - at),
                                   doing: "finishing the upload of \(path)", retry: .throttleOnly,
