@@ -10,7 +10,7 @@ struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts",
         abstract: "The archive accounts of evidence.toml: list them, prove they work.",
-        subcommands: [AccountsList.self, AccountsCheck.self],
+        subcommands: [AccountsList.self, AccountsCheck.self, AccountsPut.self],
         defaultSubcommand: AccountsList.self
     )
 }
@@ -138,6 +138,16 @@ struct AccountsCheck: AsyncParsableCommand {
         if results.contains(where: { !$0.ok }) { throw ExitCode(1) }
     }
 
+    /// A local file's digest in the provider's kind.
+    static func digest(_ path: String, _ kind: ProviderHashKind) throws -> String {
+        switch kind {
+        case .sha256: return try FileHasher.hexDigest(path: path, algorithm: .sha256)
+        case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
+        case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
+        case .dropbox: return try FileHasher.dropboxContentHash(path: path)
+        }
+    }
+
     /// Writes, stats (hash compared) and deletes a small file at the account's root.
     static func probe(_ p: any ArchiveProvider) async throws {
         let dir = ".evidence-check"
@@ -146,13 +156,7 @@ struct AccountsCheck: AsyncParsableCommand {
         defer { unlink(local) }
         FileManager.default.createFile(atPath: local, contents: Data("evidence accounts check \(Date())\n".utf8))
         let size = Int64((try? FileManager.default.attributesOfItem(atPath: local)[.size] as? NSNumber)??.int64Value ?? 0)
-        let hash: String
-        switch p.hashKind {
-        case .sha256: hash = try FileHasher.hexDigest(path: local, algorithm: .sha256)
-        case .sha1: hash = try FileHasher.hexDigest(path: local, algorithm: .sha1)
-        case .md5: hash = try FileHasher.hexDigest(path: local, algorithm: .md5)
-        case .dropbox: hash = try FileHasher.dropboxContentHash(path: local)
-        }
+        let hash = try digest(local, p.hashKind)
         try await p.makeFolders(dir)
         _ = try await p.upload(local: local, size: size, hash: hash, to: remote, progress: nil)
         let st = try await p.stat(remote)
