@@ -11,11 +11,17 @@ struct ProviderCLITests {
     enum Provider: String, CaseIterable, Sendable {
         case dropbox, box, sharefile, owncloud
 
+        /// All, or those named in `$EVIDENCE_TEST_PROVIDERS` (comma-separated) while working on one.
+        static var selected: [Provider] {
+            guard let list = ProcessInfo.processInfo.environment["EVIDENCE_TEST_PROVIDERS"] else { return allCases }
+            return list.split(separator: ",").compactMap { Provider(rawValue: String($0)) }
+        }
+
         /// The account table, with the sandbox's fixed credentials in 0600 files.
         func account(_ url: String, secrets: String) -> String {
             func secret(_ name: String, _ value: String) -> String {
                 let p = secrets + "/" + name
-                FileManager.default.createFile(atPath: p, contents: Data(value.utf8), attributes: [.posixPermissions: 0o600])
+                _ = FileManager.default.createFile(atPath: p, contents: Data(value.utf8), attributes: [.posixPermissions: 0o600])
                 return p
             }
             switch self {
@@ -78,8 +84,11 @@ struct ProviderCLITests {
             let size = Double(large)
             switch self {
             case .dropbox: return Int((size / Double(4 << 20)).rounded(.up))
-            case .box: return Int((size / Double(8 << 20)).rounded(.up)) + 2      // + create + commit(s)
-            case .sharefile, .owncloud: return Int((size / Double(1 << 20)).rounded(.up)) + 1
+            case .box: return Int((size / Double(8 << 20)).rounded(.up)) + 3      // + create + 202 commit + commit
+            // + finish, + the 5 small files after it (receipts, certificates, manifest: Standard
+            // uploads post to an upload URI too)
+            case .sharefile: return Int((size / Double(1 << 20)).rounded(.up)) + 1 + 5
+            case .owncloud: return Int((size / Double(1 << 20)).rounded(.up)) + 2   // + MKCOL + MOVE
             }
         }
     }
@@ -170,7 +179,7 @@ struct ProviderCLITests {
         }
     }
 
-    @Test("every sample is confirmed, certified, archived, verified by the provider's hash and linked", arguments: Provider.allCases)
+    @Test("every sample is confirmed, certified, archived, verified by the provider's hash and linked", arguments: Provider.selected)
     func everySample(_ provider: Provider) async throws {
         try await withSandbox { sandbox in
             let h = try harness(provider, sandbox)
@@ -196,17 +205,18 @@ struct ProviderCLITests {
     }
 
     @Test("SIGKILL in the middle of a chunked upload: the restart resumes it, one remote copy, hashes match",
-          arguments: Provider.allCases)
+          arguments: Provider.selected)
     func killDuringUpload(_ provider: Provider) async throws {
         try await withSandbox(["--latency", "30ms", "--fault-path", provider.chunkMarker]) { sandbox in
             let h = try harness(provider, sandbox)
             try h.start()
             let data = randomBytes(provider.large)
             h.write("big.mov", data)
-            let started = waitUntil(timeout: 90) { requests(sandbox, containing: provider.chunkMarker) >= 3 }
+            let started = waitUntil(timeout: 90) { requests(sandbox, containing: provider.chunkMarker) >= 4 }
             #expect(started, "chunked upload began: \(h.log.suffix(2000))")
-            let before = requests(sandbox, containing: provider.chunkMarker)
             _ = h.stop(SIGKILL)
+            usleep(300_000)   // requests in flight at the kill are logged by now
+            let before = requests(sandbox, containing: provider.chunkMarker)
             try h.start()
             #expect(waitUntil(timeout: 120) { state(h, "1") == "done" }, "\(h.log.suffix(3000))")
             expectArchived(h, items: 1, provider)
@@ -214,20 +224,21 @@ struct ProviderCLITests {
             let original = counts.filter { $0.key.hasSuffix("-big.mov") }
             #expect(original.count == 1 && original.values.first == 1, "one remote copy: \(counts)")
             let total = requests(sandbox, containing: provider.chunkMarker)
-            #expect(total <= before + provider.chunks, "resumed, not restarted: \(before) chunk calls before the kill, \(total) in all, \(provider.chunks) for the whole file")
+            #expect(total - before < provider.chunks,
+                    "resumed, not restarted: \(before) chunk calls before the kill, \(total - before) after, \(provider.chunks) for the whole file")
             #expect(h.stop() == 0)
         }
     }
 
     @Test("faults on the provider (5xx, 429, dropped connections): everything archived, no path uploaded twice",
-          arguments: Provider.allCases)
+          arguments: Provider.selected)
     func faults(_ provider: Provider) async throws {
         try await withSandbox(["--fail-rate", "0.15", "--drop-rate", "0.05", "--rate-limit", "40", "--fault-path", "/\(provider.rawValue)/",
                                "--seed", "5"]) { sandbox in
             let h = try harness(provider, sandbox)
             try h.start()
             for i in 0..<4 { h.write("clip-\(i).mp4", randomBytes(20_000 + i)) }
-            #expect(waitUntil(timeout: 150) { (1...4).allSatisfy { state(h, String($0)) == "done" } }, "\(h.log.suffix(3000))")
+            #expect(waitUntil(timeout: 240) { (1...4).allSatisfy { state(h, String($0)) == "done" } }, "\(h.log.suffix(3000))")
             expectArchived(h, items: 4, provider)
             #expect(uploads(sandbox).values.allSatisfy { $0 == 1 }, "\(uploads(sandbox))")
             #expect(h.stop() == 0)

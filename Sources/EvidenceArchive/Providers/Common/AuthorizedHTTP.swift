@@ -97,8 +97,10 @@ enum JSON {
         (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
     }
 
+    /// JSON bytes of an array or object; anything else (Foundation would trap on it) is `null`.
     static func data(_ value: Any) -> Data {
-        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        guard JSONSerialization.isValidJSONObject(value) else { return Data("null".utf8) }
+        return (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("null".utf8)
     }
 
     /// JSON for an HTTP header: every non-ASCII character as `\uXXXX` (UTF-16 units), as
