@@ -54,10 +54,13 @@ import Testing
         #expect(errors.first?.message.contains("inside the evidence home /var/lib/evidence") == true)
     }
 
-    @Test func shareOnALocalArchiveIsRejected() throws {
+    /// A local archive's link is the file's file:// URL (recorded with a note), so it is allowed;
+    /// a share on an unknown account is still refused, at `archive`.
+    @Test func shareOnALocalArchiveIsAllowedUnknownAccountIsNot() throws {
         let dir = try TempDir()
         let rule = try loadRule("path = \"/srv/a\"\narchive = \"vault\"\n[share]\naccess = \"open\"\n", in: dir)
-        let errors = ConfigLoader.validate(rules: [rule], against: try config(in: dir))
-        #expect(errors.map(\.field) == ["share"])
+        #expect(ConfigLoader.validate(rules: [rule], against: try config(in: dir)).isEmpty)
+        let other = try loadRule("path = \"/srv/b\"\narchive = \"nowhere\"\n[share]\naccess = \"open\"\n", in: dir)
+        #expect(ConfigLoader.validate(rules: [other], against: try config(in: dir)).map(\.field) == ["archive"])
     }
 }
