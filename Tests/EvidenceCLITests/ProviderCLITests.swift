@@ -244,4 +244,52 @@ struct ProviderCLITests {
             #expect(h.stop() == 0)
         }
     }
+
+    @Test("accounts check proves a working account, names what is wrong with a broken one; accounts list shows no secret")
+    func accounts() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(.box, sandbox)
+            let url = sandbox.baseURL.absoluteString
+            let bad = h.scratch.path + "/secrets/bad-secret"
+            _ = FileManager.default.createFile(atPath: bad, contents: Data("not-the-secret-991".utf8), attributes: [.posixPermissions: 0o600])
+            try (try String(contentsOfFile: h.configPath!, encoding: .utf8) + """
+
+                [archives.broken]
+                kind = "box"
+                client_id = "sandbox-box-client"
+                client_secret_file = "\(bad)"
+                subject_type = "enterprise"
+                subject_id = "sandbox-enterprise"
+                base_url = "\(url)/box/api/2.0"
+                upload_url = "\(url)/box/upload/api/2.0"
+                auth_url = "\(url)/box/api/oauth2/token"
+                """).write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+            let good = h.cli.run(["accounts", "check", "vault", "--config", h.configPath!])
+            #expect(good.status == 0 && good.stdout.contains("✓ vault (box)"), "\(good.stdout)\(good.stderr)")
+            let all = h.cli.run(["accounts", "check", "--json", "--config", h.configPath!])
+            #expect(all.status == 1)
+            let rows = all.json as? [[String: Any]] ?? []
+            let broken = rows.first { $0["name"] as? String == "broken" }
+            #expect(broken?["ok"] as? Bool == false)
+            let message = broken?["error"] as? String ?? ""
+            #expect(message.hasPrefix("broken:") && message.contains("invalid_client"), "\(message)")
+            #expect(!all.stdout.contains("not-the-secret-991"))
+            let list = h.cli.run(["accounts", "list", "--json", "--config", h.configPath!])
+            #expect(list.status == 0)
+            let vault = (list.json as? [[String: Any]])?.first { $0["name"] as? String == "vault" }
+            #expect(vault?["kind"] as? String == "box" && vault?["tokenExpires"] != nil, "\(list.stdout)")
+            let tokenFile = vault?["tokenFile"] as? String ?? ""
+            let token = (try? TokenFileReader.accessToken(tokenFile)) ?? ""
+            #expect(!token.isEmpty && !list.stdout.contains(token), "the access token is never shown")
+            let unknown = h.cli.run(["accounts", "check", "nope", "--config", h.configPath!])
+            #expect(unknown.status == 2 && unknown.stderr.contains("no archive account \"nope\""))
+        }
+    }
+}
+
+enum TokenFileReader {
+    static func accessToken(_ path: String) throws -> String {
+        let j = try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        return j?["access_token"] as? String ?? ""
+    }
 }
