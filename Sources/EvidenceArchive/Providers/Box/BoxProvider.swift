@@ -290,7 +290,6 @@ public struct BoxProvider: ArchiveProvider {
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
         guard let e = try await fileEntry(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there") }
         let r = try await call("GET", "\(api)/files/\(e.id)/content", doing: "reading back \(path)")
-        if r.isSuccess { throw ArchiveError(.permanent, "\(account): reading back \(path): expected a redirect to the download URL") }
         try await followDownload(r, http: caller.http, account: account, path: path, to: local)
     }
 

@@ -66,6 +66,7 @@ struct AuthorizedHTTP: Sendable {
 /// Fetches a redirect target without credentials (Box and ShareFile downloads answer 302 to a
 /// short-lived, pre-signed URL on another host: our token must not follow it there).
 func followDownload(_ first: HTTPResponse, http: HTTPClient, account: String, path: String, to local: String) async throws(ArchiveError) {
+    if first.isSuccess { throw ArchiveError(.permanent, "\(account): reading back \(path): expected a redirect to the download URL") }
     var response = first
     var hops = 0
     while (300..<400).contains(response.status), let location = response.header("location"), hops < 5 {
