@@ -119,8 +119,12 @@ struct AccountsPut: AsyncParsableCommand {
         let remote = (folder.isEmpty ? "" : folder + "/") + p.sanitize(component: (file as NSString).lastPathComponent)
         var o = Outcome(file: file, remote: remote, size: 0, result: "failed")
         do {
-            let st = try FileHasher.hash(path: file)   // also refuses what is not a regular file
-            o.size = st.size
+            let attributes = try FileManager.default.attributesOfItem(atPath: file)
+            guard attributes[.type] as? FileAttributeType == .typeRegular else {
+                throw ArchiveError(.local, "\(file): not a regular file")
+            }
+            o.size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+            // One read pass: the provider's digest (sent with the upload and compared after).
             let hash = try AccountsCheck.digest(file, p.hashKind)
             if let existing = try await p.stat(remote) {
                 if existing.size == o.size && (existing.hash == nil || existing.hash == hash) {
@@ -140,7 +144,7 @@ struct AccountsPut: AsyncParsableCommand {
                 let temp = NSTemporaryDirectory() + "evidence-put-\(UUID().uuidString)"
                 defer { unlink(temp) }
                 try await p.download(remote, to: temp)
-                guard try FileHasher.hash(path: temp).digest == st.digest else {
+                guard try FileHasher.hash(path: temp).digest == (try FileHasher.hash(path: file).digest) else {
                     throw ArchiveError(.permanent, "\(p.account): \(remote): the copy read back differs")
                 }
                 o.verifiedBy = "read-back sha256"
