@@ -85,6 +85,9 @@ public protocol ArchiveProvider: Sendable {
     var hashKind: ProviderHashKind { get }
     /// One path component made acceptable to this provider (forbidden characters, length).
     func sanitize(component: String) -> String
+    /// Whether `upload` sends `hash` to the provider (which checks the bytes against it). When
+    /// false, `upload` accepts an empty `hash` and the caller may compute it meanwhile.
+    var checksHashOnUpload: Bool { get }
 
     /// Who the credentials belong to ("Dropbox account a@b.org"), proving they work.
     func whoami() async throws(ArchiveError) -> String
@@ -95,6 +98,10 @@ public protocol ArchiveProvider: Sendable {
     func download(_ path: String, to local: String) async throws(ArchiveError)
     func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink
     func delete(_ path: String) async throws(ArchiveError)
+}
+
+extension ArchiveProvider {
+    public var checksHashOnUpload: Bool { true }
 }
 
 /// Remote paths from templates: each component sanitized, no empty, `.` or `..` component,

@@ -131,6 +131,9 @@ final class Transfer {
         long(CURLOPT_LOW_SPEED_TIME, max(0, Int(config.lowSpeedTime.rounded(.up))))
         long(CURLOPT_TCP_KEEPALIVE, 1)
         long(CURLOPT_BUFFERSIZE, 64 << 10)
+        // Uploads in 2 MiB reads (curl's maximum; its default is 64 KiB): fewer callbacks and
+        // syscalls per GiB sent, measurably faster to a local WebDAV server.
+        long(CURLOPT_UPLOAD_BUFFERSIZE, 2 << 20)
         // TLS verification is not configurable.
         long(CURLOPT_SSL_VERIFYPEER, 1)
         long(CURLOPT_SSL_VERIFYHOST, 2)

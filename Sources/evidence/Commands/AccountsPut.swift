@@ -124,9 +124,12 @@ struct AccountsPut: AsyncParsableCommand {
                 throw ArchiveError(.local, "\(file): not a regular file")
             }
             o.size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
-            // One read pass: the provider's digest (sent with the upload and compared after).
-            let hash = try AccountsCheck.digest(file, p.hashKind)
+            // The provider's digest: first when the upload carries it, else while it goes up.
+            let kind = p.hashKind
+            let digest = Task.detached { try AccountsCheck.digest(file, kind) }
+            let hash = p.checksHashOnUpload ? try await digest.value : ""
             if let existing = try await p.stat(remote) {
+                let hash = try await digest.value
                 if existing.size == o.size && (existing.hash == nil || existing.hash == hash) {
                     o.result = "already there"; o.verifiedBy = existing.hash.map { "\(p.hashKind.rawValue):\($0)" }
                     return o
@@ -134,11 +137,12 @@ struct AccountsPut: AsyncParsableCommand {
                 throw ArchiveError(.conflict, "\(p.account): \(remote) holds a different file; not replacing it")
             }
             _ = try await p.upload(local: file, size: o.size, hash: hash, to: remote, progress: nil)
+            let ours = try await digest.value
             guard let stored = try await p.stat(remote), stored.size == o.size else {
                 throw ArchiveError(.permanent, "\(p.account): \(remote) is not there (or has another size) after the upload")
             }
             if let h = stored.hash {
-                guard h == hash else { throw ArchiveError(.permanent, "\(p.account): \(remote): the provider's \(p.hashKind.rawValue) differs from ours") }
+                guard h == ours else { throw ArchiveError(.permanent, "\(p.account): \(remote): the provider's \(p.hashKind.rawValue) differs from ours") }
                 o.verifiedBy = "\(p.hashKind.rawValue):\(h)"
             } else if readBack {
                 let temp = NSTemporaryDirectory() + "evidence-put-\(UUID().uuidString)"

@@ -34,6 +34,9 @@ public struct OwnCloudProvider: ArchiveProvider {
         self.http = http
     }
 
+    /// ownCloud checks `OC-Checksum`; a plain WebDAV server (`base_url`) ignores it.
+    public var checksHashOnUpload: Bool { uploadsRoot != nil }
+
     /// ownCloud refuses `\ / : ? * " > < |` on Windows-backed storage; keep names portable.
     public func sanitize(component: String) -> String {
         RemotePath.sanitize(component, forbidden: [":", "?", "*", "\"", "<", ">", "|"], maxBytes: 250)
@@ -106,10 +109,10 @@ public struct OwnCloudProvider: ArchiveProvider {
         if let uploadsRoot, size > chunkSize {
             return try await chunked(local: local, size: size, sha1: hash, to: path, mtime: seconds, uploads: uploadsRoot, progress: progress)
         }
-        let req = request("PUT", url(path), headers: [
-            ("Content-Type", "application/octet-stream"), ("OC-Checksum", "SHA1:\(hash)"),
-            ("X-OC-Mtime", String(seconds)), ("If-None-Match", "*"),
-        ], body: .file(path: local, offset: 0, length: size))
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/octet-stream")]
+        if !hash.isEmpty { headers.append(("OC-Checksum", "SHA1:\(hash)")) }
+        headers += [("X-OC-Mtime", String(seconds)), ("If-None-Match", "*")]
+        let req = request("PUT", url(path), headers: headers, body: .file(path: local, offset: 0, length: size))
         // One attempt: a retried PUT after a lost answer would meet its own first copy; the
         // caller stats and compares content instead.
         let r: HTTPResponse
