@@ -1,0 +1,150 @@
+import ArgumentParser
+import EvidenceConfig
+import EvidencePipeline
+import EvidenceStore
+import Foundation
+
+struct InitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Set up a new evidence folder: a commented evidence.toml, one example rule, the home.",
+        discussion: """
+        Writes DIR/evidence.toml (every setting explained, notaries and cloud accounts as
+        commented examples, a local archive folder enabled), DIR/watch-rules/drop.toml (watches
+        DIR/drop, archives to DIR/archive), creates those folders and the home (store +
+        catalog), then checks what it wrote by loading it. Nothing is overwritten: if either file
+        exists, nothing is written at all.
+
+          evidence init /srv/evidence
+          evidence init            # here
+
+        Exit codes: 0 created · 1 a file exists or cannot be written · 2 usage error.
+        """
+    )
+
+    @Argument(help: ArgumentHelp("Folder to set up (created if missing; default: here).", valueName: "dir"))
+    var dir: String = "."
+
+    @Flag(name: .long, help: "Print machine-readable JSON on stdout.")
+    var json = false
+
+    struct Created: Encodable { var config: String; var rule: String; var home: String; var drop: String; var archive: String; var next: [String] }
+
+    func run() throws {
+        let base = ((dir.hasPrefix("/") ? dir : FileManager.default.currentDirectoryPath + "/" + dir) as NSString).standardizingPath
+        let config = base + "/evidence.toml", rules = base + "/watch-rules", rule = rules + "/drop.toml"
+        let home = base + "/home", drop = base + "/drop", archive = base + "/archive"
+        for f in [config, rule] where FileManager.default.fileExists(atPath: f) {
+            Output.err("\(f) exists: refusing to overwrite anything (nothing was written)")
+            throw ExitCode(1)
+        }
+        do {
+            for d in [base, rules, drop, archive] {
+                try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+            }
+            try AtomicFile.write(Data(Self.configText.utf8), to: config, mode: 0o644)
+            try AtomicFile.write(Data(Self.ruleText(drop: drop).utf8), to: rule, mode: 0o644)
+            _ = try EvidenceHome(path: home, mustExist: false)
+        } catch {
+            Output.err("cannot set up \(base): \(error)")
+            throw ExitCode(1)
+        }
+        // What was written must load: the same checks `rules check` makes.
+        let loaded: EvidenceConfig
+        do { loaded = try ConfigLoader.load(path: config) } catch {
+            Output.err("internal error: the written config does not load: \(error)")
+            throw ExitCode(1)
+        }
+        _ = try RuleSet.load(explicit: rules, config: loaded, home: home)
+        let quoted = config.contains(" ") ? "\"\(config)\"" : config
+        let next = ["evidence --config \(quoted) rules check", "evidence --config \(quoted) run",
+                    "evidence --config \(quoted) status"]
+        if json {
+            Output.json(Created(config: config, rule: rule, home: home, drop: drop, archive: archive, next: next))
+            return
+        }
+        Output.line("created \(config)\n        \(rule)\n        \(home) (store + catalog)\n        \(drop) (watched) and \(archive) (archive)")
+        Output.line("\nnext:")
+        for (i, c) in next.enumerated() { Output.line("  \(i + 1). \(c)") }
+        Output.line("\nthen drop a file into \(drop); edit evidence.toml to add notaries and cloud accounts.")
+    }
+
+    static let configText = """
+        # evidence.toml — written by `evidence init`. Relative paths are relative to this file.
+        # Durations: "500ms", "2s", "10m", "30d". Secrets only via *_env (a variable's name) or
+        # *_file (a file of mode 0600); never the secret itself in this file.
+
+        home = "home"                 # store + catalog (--home / $EVIDENCE_HOME override)
+        rules = "watch-rules"         # one rule per *.toml file; the file's stem is the rule's name
+        log_level = "info"            # trace | debug | info | notice | warning | error
+        log_format = "text"           # text | json
+
+        [workers]
+        ingest = 2                    # files hashed and stored at once
+        jobs = 4                      # notarize / certificate / archive jobs at once
+
+        # Notaries: a rule's notary = ["qed", "tsa"] needs every one of them to confirm.
+        # [notaries.qed]
+        # kind = "qed"
+        # base_url = "https://api.qed.digital/v1/"
+        # api_key_env = "EVIDENCE_QED_API_KEY"      # or api_key_file = "/etc/evidence/qed.key"
+        # poll_first = "10s"
+        # poll_max = "10m"
+        #
+        # [notaries.tsa]
+        # kind = "rfc3161"
+        # urls = ["https://tsa.example.org/tsr"]
+        # ca_file = "/etc/evidence/tsa-ca.pem"
+
+        # Archive accounts: a rule's archive = "NAME". `evidence accounts check` proves them.
+        [archives.vault]
+        kind = "local"
+        path = "archive"
+
+        # [archives.office]
+        # kind = "owncloud"
+        # url = "https://cloud.example.org"
+        # user = "evidence"
+        # password_file = "/etc/evidence/owncloud.pass"   # an app password
+        #
+        # [archives.dropbox]
+        # kind = "dropbox"
+        # app_key = "…"
+        # app_secret_file = "/etc/evidence/dropbox.secret"
+        # refresh_token_file = "/etc/evidence/dropbox.refresh"
+        #
+        # [archives.box]
+        # kind = "box"
+        # client_id = "…"
+        # client_secret_file = "/etc/evidence/box.secret"
+        # subject_type = "enterprise"                # Client Credentials Grant
+        # subject_id = "…"
+        #
+        # [archives.sharefile]
+        # kind = "sharefile"
+        # subdomain = "…"
+        # client_id = "…"
+        # client_secret_file = "/etc/evidence/sharefile.secret"
+        # username = "…"
+        # password_file = "/etc/evidence/sharefile.pass"
+
+        """
+
+    static func ruleText(drop: String) -> String {
+        """
+        # watch-rules/drop.toml — written by `evidence init`; the rule's name is "drop".
+        # Check with: evidence --config ../evidence.toml rules check
+        path = "\(drop)"
+        include = ["*"]
+        settle = "2s"                 # taken once unchanged for 2 s (size, mtime, inode)
+        after = "keep"                # keep | "delete" | "move:DIR": only once archived and verified
+        # notary = ["qed", "tsa"]     # names of [notaries.NAME] in evidence.toml
+        archive = "vault"
+        remote_path = "{rule}/{yyyy}/{mm}/{dd}/{sha8}-{name}"
+
+        [share]                       # for a local archive the "link" is the file:// URL
+        access = "open"
+
+        """
+    }
+}
