@@ -156,6 +156,18 @@ struct ProviderCLITests {
         return log.split(separator: "\n").filter { $0.contains(marker) }.count
     }
 
+    /// Waits until `n` items are done, asking `status --json` (one process) every 300 ms: polling
+    /// `show` per item 20 times a second kept dozens of CLI processes on the catalog at once.
+    func waitDone(_ h: RunHarness, _ n: Int, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let states = h.status()["states"] as? [String: Any]
+            if (states?["done"] as? Int ?? 0) >= n { return true }
+            usleep(300_000)
+        }
+        return false
+    }
+
     func show(_ h: RunHarness, _ item: String) -> [String: Any] {
         (h.cli.run(["show", item, "--json"]).json as? [String: Any]) ?? [:]
     }
@@ -190,7 +202,7 @@ struct ProviderCLITests {
             }
             h.write("large.bin", randomBytes(provider.large / 3))
             let n = samples.count + 1
-            #expect(waitUntil(timeout: 120) { (1...n).allSatisfy { state(h, String($0)) == "done" } }, "\(h.log.suffix(3000))")
+            #expect(waitDone(h, n, timeout: 120), "\(h.log.suffix(3000))")
             expectArchived(h, items: n, provider)
             let counts = uploads(sandbox)
             #expect(counts.count >= n * 4, "\(counts.count) remote files for \(n) items (original, 2 receipts, certificates, manifest each)")
@@ -218,7 +230,7 @@ struct ProviderCLITests {
             usleep(300_000)   // requests in flight at the kill are logged by now
             let before = requests(sandbox, containing: provider.chunkMarker)
             try h.start()
-            #expect(waitUntil(timeout: 120) { state(h, "1") == "done" }, "\(h.log.suffix(3000))")
+            #expect(waitDone(h, 1, timeout: 120), "\(h.log.suffix(3000))")
             expectArchived(h, items: 1, provider)
             let counts = uploads(sandbox)
             let original = counts.filter { $0.key.hasSuffix("-big.mov") }
@@ -238,7 +250,8 @@ struct ProviderCLITests {
             let h = try harness(provider, sandbox)
             try h.start()
             for i in 0..<4 { h.write("clip-\(i).mp4", randomBytes(20_000 + i)) }
-            #expect(waitUntil(timeout: 240) { (1...4).allSatisfy { state(h, String($0)) == "done" } }, "\(h.log.suffix(3000))")
+            #expect(waitDone(h, 4, timeout: 240),
+                    "\(h.cli.run(["status", "--pending"]).stdout)\n\((1...4).map { show(h, String($0))["jobs"].map { "\($0)" } ?? "" }.joined(separator: "\n"))\n\(h.log.suffix(4000))")
             expectArchived(h, items: 4, provider)
             #expect(uploads(sandbox).values.allSatisfy { $0 == 1 }, "\(uploads(sandbox))")
             #expect(h.stop() == 0)

@@ -148,7 +148,7 @@ public struct ArchiveHandler: JobHandler {
         if remote.size >= 0 && remote.size != upload.size { return nil }
         if let h = remote.hash { return h == expected ? "\(provider.hashKind.rawValue):\(h)" : nil }
         // No digest from the provider: read it back and re-hash.
-        let temp = home.store.tmpDir + "/readback-\(UUID().uuidString)"
+        let temp = home.store.tmpDir + "/\(getpid()).readback-\(UUID().uuidString)"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
         do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
         let back = try await blockingJobWork { try FileHasher.hash(path: temp).digest }

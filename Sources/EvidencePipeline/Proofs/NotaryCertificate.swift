@@ -10,7 +10,7 @@ public enum NotaryCertificate {
     /// Returns the PDF. Throws `NotaryError` for what the notary answered, other errors for
     /// the store or catalog (they name the file or database).
     public static func fetch(_ proof: Proof, slug: String, with qed: QEDClient, home: EvidenceHome) async throws -> Data {
-        let temp = home.store.tmpDir + "/cert-\(proof.itemID)-\(UUID().uuidString).pdf"
+        let temp = home.store.tmpDir + "/\(getpid()).cert-\(proof.itemID)-\(UUID().uuidString).pdf"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
         try await qed.downloadCertificate(slug: slug, to: temp)
         return try await onIOThread { Result { () throws -> Data in
