@@ -1,4 +1,5 @@
 import EvidenceCore
+import EvidenceStore
 import Foundation
 
 /// The digest a provider reports for stored files; uploads are verified against it.
@@ -138,5 +139,18 @@ public enum RemotePath {
     public static func parent(_ path: String) -> String {
         guard let i = path.lastIndex(of: "/") else { return "" }
         return String(path[..<i])
+    }
+}
+
+extension ProviderHashKind {
+    /// A local file's digest of this kind (lowercase hex), streamed in constant memory: what
+    /// the provider's own hash of a faithful copy will be.
+    public func digest(of path: String) throws(StoreError) -> String {
+        switch self {
+        case .sha256: return try FileHasher.hexDigest(path: path, algorithm: .sha256)
+        case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
+        case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
+        case .dropbox: return try FileHasher.dropboxContentHash(path: path)
+        }
     }
 }

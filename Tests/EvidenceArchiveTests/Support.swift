@@ -38,11 +38,4 @@ func httpClient() -> HTTPClient {
     HTTPClient(configuration: HTTPClientConfiguration(), logger: Logger(label: "archive-tests"))
 }
 
-func hex(_ path: String, _ kind: ProviderHashKind) throws -> String {
-    switch kind {
-    case .sha256: return try FileHasher.hexDigest(path: path, algorithm: .sha256)
-    case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
-    case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
-    case .dropbox: return try FileHasher.dropboxContentHash(path: path)
-    }
-}
+func hex(_ path: String, _ kind: ProviderHashKind) throws -> String { try kind.digest(of: path) }

@@ -88,7 +88,7 @@ public struct ArchiveHandler: JobHandler {
     func place(_ upload: Upload, itemID: Int64, provider: any ArchiveProvider) async throws(JobError) -> ArchivedFile {
         let local = home.store.objectPath(upload.object)
         let kind = provider.hashKind
-        let expected = try await blockingJobWork { try Self.digest(local, kind) }
+        let expected = try await blockingJobWork { try kind.digest(of: local) }
         for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
             let existing: RemoteFile?
             do { existing = try await provider.stat(path) } catch { throw Self.jobError(error) }
@@ -153,15 +153,6 @@ public struct ArchiveHandler: JobHandler {
         do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
         let back = try await blockingJobWork { try FileHasher.hash(path: temp).digest }
         return back == upload.object ? "read-back sha256" : nil
-    }
-
-    static func digest(_ path: String, _ kind: ProviderHashKind) throws(StoreError) -> String {
-        switch kind {
-        case .sha256: return try FileHasher.hash(path: path).digest.hex
-        case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
-        case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
-        case .dropbox: return try FileHasher.dropboxContentHash(path: path)
-        }
     }
 
     /// `a/b/clip.mp4` → `a/b/clip-1a2b3c4d.mp4`.

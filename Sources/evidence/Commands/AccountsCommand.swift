@@ -138,16 +138,6 @@ struct AccountsCheck: AsyncParsableCommand {
         if results.contains(where: { !$0.ok }) { throw ExitCode(1) }
     }
 
-    /// A local file's digest in the provider's kind.
-    static func digest(_ path: String, _ kind: ProviderHashKind) throws -> String {
-        switch kind {
-        case .sha256: return try FileHasher.hexDigest(path: path, algorithm: .sha256)
-        case .sha1: return try FileHasher.hexDigest(path: path, algorithm: .sha1)
-        case .md5: return try FileHasher.hexDigest(path: path, algorithm: .md5)
-        case .dropbox: return try FileHasher.dropboxContentHash(path: path)
-        }
-    }
-
     /// Writes, stats (hash compared) and deletes a small file at the account's root.
     static func probe(_ p: any ArchiveProvider) async throws {
         let dir = ".evidence-check"
@@ -156,7 +146,7 @@ struct AccountsCheck: AsyncParsableCommand {
         defer { unlink(local) }
         FileManager.default.createFile(atPath: local, contents: Data("evidence accounts check \(Date())\n".utf8))
         let size = Int64((try? FileManager.default.attributesOfItem(atPath: local)[.size] as? NSNumber)??.int64Value ?? 0)
-        let hash = try digest(local, p.hashKind)
+        let hash = try p.hashKind.digest(of: local)
         try await p.makeFolders(dir)
         _ = try await p.upload(local: local, size: size, hash: hash, to: remote, progress: nil)
         let st = try await p.stat(remote)

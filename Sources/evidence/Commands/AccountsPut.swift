@@ -126,7 +126,7 @@ struct AccountsPut: AsyncParsableCommand {
             o.size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
             // The provider's digest: first when the upload carries it, else while it goes up.
             let kind = p.hashKind
-            let digest = Task.detached { try AccountsCheck.digest(file, kind) }
+            let digest = Task.detached { () throws(StoreError) -> String in try kind.digest(of: file) }
             let hash = p.checksHashOnUpload ? try await digest.value : ""
             if let existing = try await p.stat(remote) {
                 let hash = try await digest.value
