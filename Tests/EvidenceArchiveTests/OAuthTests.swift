@@ -106,3 +106,22 @@ struct OAuthTests {
         }
     }
 }
+
+@Suite("ShareFile share settings")
+struct ShareFileShareTests {
+    @Test("a password asked for on a ShareFile link (which takes none) makes it RequireLogin, as the note says")
+    func passwordBecomesRequireLogin() async throws {
+        try await withProvider(.sharefile) { h in
+            let p = h.provider
+            let a = h.dir.file("a", bytes: 10)
+            _ = try await p.upload(local: a, size: 10, hash: try hex(a, p.hashKind), to: "clip.mp4", progress: nil)
+            let link = try await p.share("clip.mp4", ShareRequest(access: .open, password: "pw-123456"))
+            #expect(link.fallback?.contains("RequireLogin was set instead") == true)
+            let token = try await h.session!.accessToken()
+            let r = try await httpClient().send(HTTPRequest(url: h.sandbox!.baseURL.absoluteString + "/sharefile/sf/v3/Shares",
+                                                            headers: [("Authorization", "Bearer \(token)")]))
+            let shares = (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["value"] as? [[String: Any]] ?? []
+            #expect(shares.count == 1 && shares.first?["RequireLogin"] as? Bool == true, "\(shares)")
+        }
+    }
+}

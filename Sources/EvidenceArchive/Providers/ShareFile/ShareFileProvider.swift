@@ -242,14 +242,15 @@ public struct ShareFileProvider: ArchiveProvider {
             }
         }
         var body: [String: Any] = ["ShareType": "Send", "Title": String(path.split(separator: "/").last ?? ""),
-                                   "Items": [["Id": item.id]], "RequireLogin": request.access != .open, "RequireUserInfo": false]
+                                   "Items": [["Id": item.id]], "RequireUserInfo": false,
+                                   // No password on Send links: a password asked for means "sign in".
+                                   "RequireLogin": request.access != .open || request.password != nil]
         if let e = request.expires { body["ExpirationDate"] = DropboxProvider.iso(e) }
         let r = try await call("POST", "\(api)/Shares?notify=false", json: body, doing: what, retry: .throttleOnly)
         guard r.isSuccess, let j = r.json, let uri = j["Uri"] as? String else { throw failure(r, doing: what) }
         var notes: [String] = []
         if request.password != nil { notes.append("ShareFile Send links take no password; RequireLogin was set instead") }
         if request.access == .collaborators { notes.append("access \"collaborators\" became RequireLogin (recipients must sign in)") }
-        if request.password != nil { body["RequireLogin"] = true }
         return ShareLink(url: uri, expires: (j["ExpirationDate"] as? String).flatMap(parseISO) ?? request.expires,
                          passwordProtected: false, fallback: notes.isEmpty ? nil : notes.joined(separator: "; "))
     }
