@@ -28,6 +28,11 @@ public struct ArchiveConfig: Sendable, Equatable {
     public var baseURL: String? { settings["base_url"] }
     public var authURL: String? { settings["auth_url"] }
     public var uploadURL: String? { settings["upload_url"] }
+    /// `dropbox`, `box`: the provider's authorization page for `evidence accounts login`.
+    public var authorizeURL: String? { settings["authorize_url"] }
+    /// `dropbox`, `box`: redirect URI registered for the app (Box needs one; Dropbox then
+    /// redirects instead of showing the code, and the operator pastes the address).
+    public var redirectURI: String? { settings["redirect_uri"] }
     /// Extra trusted CA (PEM) for private deployments.
     public var tlsCAFile: String? { settings["tls_ca_file"] }
     /// Bytes per chunk of a resumable upload (`"32MiB"`, `"8M"`, `"4194304"`); files larger go chunked.
@@ -63,12 +68,12 @@ public struct ArchiveConfig: Sendable, Equatable {
         case .dropbox:
             return http.union([
                 "app_key", "app_secret_env", "app_secret_file",
-                "refresh_token_env", "refresh_token_file", "token_file",
+                "refresh_token_env", "refresh_token_file", "token_file", "authorize_url", "redirect_uri",
             ])
         case .box:
             return http.union([
                 "client_id", "client_secret_env", "client_secret_file", "subject_type", "subject_id",
-                "refresh_token_env", "refresh_token_file", "token_file",
+                "refresh_token_env", "refresh_token_file", "token_file", "authorize_url", "redirect_uri",
             ])
         case .sharefile:
             return http.union([

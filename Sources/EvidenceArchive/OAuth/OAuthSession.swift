@@ -106,7 +106,23 @@ public actor OAuthSession {
         return result
     }
 
-    private func post(_ form: [(String, String)]) async -> Result<TokenRecord, ArchiveError> {
+    /// A first token request (a login): starts from an empty record, so nothing of an earlier
+    /// login survives; the token file changes only on success.
+    func exchange(_ grantForm: [(String, String)]) async throws(ArchiveError) -> TokenRecord {
+        var form = grantForm
+        form.append(("client_id", clientID))
+        if let clientSecret { form.append(("client_secret", clientSecret)) }
+        let previous = record
+        record = nil
+        loaded = true
+        refreshCount += 1
+        switch await post(form, login: true) {
+        case .success(let r): return r
+        case .failure(let e): record = previous; throw e
+        }
+    }
+
+    private func post(_ form: [(String, String)], login: Bool = false) async -> Result<TokenRecord, ArchiveError> {
         let request = HTTPRequest(method: "POST", url: tokenURL,
                                   headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
                                   body: .data(Data(FormEncoding.encode(form).utf8)))
@@ -126,7 +142,10 @@ public actor OAuthSession {
             let detail = json?["error_description"] as? String ?? ""
             let kind: ArchiveError.Kind = (response.status == 429 || response.status >= 500) ? .transient : .permanent
             var hint = ""
-            if code == "invalid_grant" { hint = " (the refresh token or password was refused: run `evidence accounts login \(account)`)" }
+            if code == "invalid_grant" {
+                hint = login ? " (the code or password was refused; a code works once and only for minutes: run `evidence accounts login \(account)` again)"
+                             : " (the refresh token or password was refused: run `evidence accounts login \(account)`)"
+            }
             if code == "invalid_client" { hint = " (check client_id and the client secret)" }
             return .failure(ArchiveError(kind, "\(account): token endpoint \(Redact.url(tokenURL)) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)"))
         }

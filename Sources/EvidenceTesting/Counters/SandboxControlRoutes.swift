@@ -10,6 +10,8 @@ import Hummingbird
 /// - `POST /_sandbox/expire-tokens` → every provider access token issued so far answers 401.
 /// - `POST /_sandbox/corrupt-next-upload?provider=dropbox|box|sharefile|owncloud` → that
 ///   provider flips one byte of the next file it stores.
+/// - `POST /_sandbox/advance-clock?seconds=N` → the provider emulations' clock jumps N seconds
+///   ahead (authorization codes and access tokens issued before may expire).
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
 ///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).
 struct SandboxControlRoutes: Sendable {
@@ -31,6 +33,13 @@ struct SandboxControlRoutes: Sendable {
             }
             providers.corruptNextUpload(provider: name)
             return Response.json(.object([("provider", .string(name))]))
+        }
+        router.post("_sandbox/advance-clock") { request, _ in
+            guard let seconds = request.uri.queryParameters.get("seconds").flatMap(Double.init), seconds > 0 else {
+                return Response.json(.object([("detail", .string("seconds must be a positive number"))]), status: .badRequest)
+            }
+            providers.advanceClock(by: seconds)
+            return Response.json(.object([("offset_seconds", .double(providers.clockOffset))]))
         }
         router.post("_sandbox/reset") { request, context in
             let dropReports = ["true", "1", "yes"].contains(request.uri.queryParameters.get("reports")?.lowercased() ?? "")

@@ -34,10 +34,13 @@ public struct ProviderEnvironment: Sendable {
 /// - `POST /_sandbox/corrupt-next-upload?provider=NAME` makes that provider flip one byte of
 ///   the next file it stores (after receiving it, before computing its own hash), as a
 ///   corruption in transit would look to a client that verifies by the provider's hash.
+/// - `POST /_sandbox/advance-clock?seconds=N` moves the providers' clock forward: codes and
+///   tokens issued before expire as they would after that long (e.g. a login code pasted late).
 public final class ProviderControl: @unchecked Sendable {
     private let lock = NSLock()
     private var generation = 0
     private var corrupt: Set<String> = []
+    private var offset: TimeInterval = 0
 
     public init() {}
 
@@ -48,6 +51,16 @@ public final class ProviderControl: @unchecked Sendable {
 
     public func expireTokens() {
         lock.lock(); generation += 1; lock.unlock()
+    }
+
+    /// Seconds added to the sandbox clock for the provider emulations.
+    public var clockOffset: TimeInterval {
+        lock.lock(); defer { lock.unlock() }
+        return offset
+    }
+
+    public func advanceClock(by seconds: TimeInterval) {
+        lock.lock(); offset += seconds; lock.unlock()
     }
 
     public func corruptNextUpload(provider: String) {

@@ -67,7 +67,8 @@ public final class SandboxServer: Sendable {
             do { try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true) } catch {
                 throw SandboxError.stateDirectory("cannot create \(sub): \(error)")
             }
-            return ProviderEnvironment(stateDirectory: sub, counters: counters, random: idRandom, clock: clock,
+            return ProviderEnvironment(stateDirectory: sub, counters: counters, random: idRandom,
+                                       clock: { clock().addingTimeInterval(control.clockOffset) },
                                        tokenLifetime: options.tokenLifetime, control: control)
         }
         self.dropbox = try DropboxEmulator(environment: env("dropbox"))

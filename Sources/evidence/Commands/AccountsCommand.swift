@@ -9,8 +9,8 @@ import Logging
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts",
-        abstract: "The archive accounts of evidence.toml: list them, prove they work.",
-        subcommands: [AccountsList.self, AccountsCheck.self, AccountsPut.self],
+        abstract: "The archive accounts of evidence.toml: list them, log in and out, prove they work.",
+        subcommands: [AccountsList.self, AccountsLogin.self, AccountsLogout.self, AccountsCheck.self, AccountsPut.self],
         defaultSubcommand: AccountsList.self
     )
 }

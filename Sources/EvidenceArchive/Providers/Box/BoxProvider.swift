@@ -24,6 +24,7 @@ public struct BoxProvider: ArchiveProvider {
     public static let defaultAPI = "https://api.box.com/2.0"
     public static let defaultUpload = "https://upload.box.com/api/2.0"
     public static let defaultTokenURL = "https://api.box.com/oauth2/token"
+    public static let defaultAuthorizeURL = "https://account.box.com/api/oauth2/authorize"
     /// Box accepts upload sessions only for files of at least 20 MB.
     static let sessionThreshold: Int64 = 20_000_000
 

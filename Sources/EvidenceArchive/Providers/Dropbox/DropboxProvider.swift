@@ -27,6 +27,7 @@ public struct DropboxProvider: ArchiveProvider {
     public static let defaultAPI = "https://api.dropboxapi.com"
     public static let defaultContent = "https://content.dropboxapi.com"
     public static let defaultTokenURL = "https://api.dropboxapi.com/oauth2/token"
+    public static let defaultAuthorizeURL = "https://www.dropbox.com/oauth2/authorize"
     /// `files/upload` takes at most 150 MB; above that only sessions work.
     static let singleUploadLimit: Int64 = 150 << 20
 
