@@ -163,6 +163,14 @@ extension SQLiteCatalog {
         }
     }
 
+    /// SQLite's `PRAGMA quick_check` (b-tree and page structure, without the slower index
+    /// cross-check): an empty array when the database file is sound, else what SQLite found.
+    public func quickCheck() throws(CatalogError) -> [String] {
+        try read { db in
+            try String.fetchAll(db, sql: "PRAGMA quick_check").filter { $0 != "ok" }
+        }
+    }
+
     public func summary() throws(CatalogError) -> CatalogSummary {
         try read { db in
             var s = CatalogSummary()

@@ -16,7 +16,7 @@ struct Evidence: AsyncParsableCommand {
         subcommands: [
             HashCommand.self, IngestCommand.self, StatusCommand.self, ShowCommand.self,
             VerifyCommand.self, FsckCommand.self, LogCommand.self, RunCommand.self, RulesCommand.self,
-            InitCommand.self, RetryCommand.self, CertCommand.self, BundleCommand.self, ArchiveCommand.self, AccountsCommand.self,
+            InitCommand.self, DoctorCommand.self, RetryCommand.self, CertCommand.self, BundleCommand.self, ArchiveCommand.self, AccountsCommand.self,
         ]
     )
 

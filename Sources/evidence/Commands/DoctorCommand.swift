@@ -1,0 +1,310 @@
+import ArgumentParser
+import EvidenceArchive
+import EvidenceConfig
+import EvidenceCore
+import EvidenceNotary
+import EvidencePipeline
+import EvidenceStore
+import Foundation
+import Logging
+
+struct DoctorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check the whole set-up and say what to fix: config, rules, store, catalog, disk, inotify, clock, accounts, notaries.",
+        discussion: """
+        One line per check, ✓ (fine), ! (works, but look at it) or ✗ (broken), and for ! and ✗
+        the fix. Checks, in order:
+
+          config      evidence.toml loads (every field valid, secrets readable)
+          rules       the watch rules load and their folders exist
+          home        the home folder exists; its tmp folder is writable
+          catalog     SQLite's quick_check passes; items and jobs counted
+          custody     the hash-chained custody log verifies
+          store       object names, fan-out paths and read-only modes (no re-hash: see fsck)
+          queue       failed jobs and items waiting longer than a day
+          disk        free space where the home is (✗ below --min-free, ! below 10 %)
+          inotify     fs.inotify.max_user_watches against the folders the rules watch
+          clock       the system clock against each RFC 3161 TSA's signed time (✗ beyond 60 s)
+          notary N    each notary answers with our credentials (QED: a report lookup;
+                      RFC 3161: a real time-stamp, verified)
+          account N   each archive account signs in, writes, hash-checks and deletes a probe
+
+        --offline skips the network checks (clock, notaries, accounts).
+
+          evidence doctor
+          evidence doctor --json | jq '.[] | select(.status != "ok")'
+
+        Exit codes: 0 nothing broken (✓ or !) · 1 at least one ✗.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: ArgumentHelp("Rules folder (default: the config's `rules`, or ./watch-rules).", valueName: "dir"))
+    var rules: String?
+
+    @Flag(help: "Skip the checks that talk to notaries and providers.")
+    var offline = false
+
+    @Option(help: ArgumentHelp("Free space below which `disk` fails (bytes, or with K/M/G/T).", valueName: "size"))
+    var minFree: String = "1G"
+
+    struct Check: Encodable {
+        enum Status: String, Encodable { case ok, warn, fail }
+        var check: String
+        var status: Status
+        var detail: String
+        var fix: String?
+        var milliseconds: Int?
+    }
+
+    func validate() throws {
+        guard Self.parseSize(minFree) != nil else { throw ValidationError("--min-free \"\(minFree)\": expected bytes or a size like 500M, 2G") }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .critical, format: .text) }
+        var checks: [Check] = []
+        func add(_ c: Check) {
+            checks.append(c)
+            guard !global.json else { return }
+            let mark = c.status == .ok ? "✓" : c.status == .warn ? "!" : "✗"
+            Output.line("\(mark) \(c.check): \(c.detail)" + (c.milliseconds.map { " (\($0) ms)" } ?? ""))
+            if let fix = c.fix, c.status != .ok { Output.line("    fix: \(fix)") }
+        }
+        defer { if global.json { Output.json(checks) } }
+
+        // config: everything else depends on it.
+        let config: EvidenceConfig
+        do {
+            config = try global.loadConfig()
+            let where_ = config.file ?? "no evidence.toml: embedded defaults (ingest only)"
+            add(Check(check: "config", status: config.file == nil ? .warn : .ok,
+                      detail: "\(where_): \(config.notaries.count) notar\(config.notaries.count == 1 ? "y" : "ies"), \(config.archives.count) archive account(s)",
+                      fix: config.file == nil ? "evidence init writes a commented evidence.toml" : nil))
+        } catch {
+            add(Check(check: "config", status: .fail, detail: "\(error)", fix: "edit the file at the field named; `evidence rules check` lists every problem"))
+            throw ExitCode(1)
+        }
+        let home = try global.homePath(config)
+
+        // rules
+        var rules: [WatchRule] = []
+        do {
+            rules = try RuleSet.load(explicit: self.rules, config: config, home: home)
+            add(Check(check: "rules", status: .ok,
+                      detail: "\(rules.count) rule(s): " + rules.map { "\($0.name) → \($0.path)" }.joined(separator: ", ")))
+        } catch {
+            add(Check(check: "rules", status: .fail, detail: "\(error)".replacingOccurrences(of: "\n", with: "; "),
+                      fix: "create the folders or fix the rule files named; `evidence rules check` explains each field"))
+        }
+
+        // home, catalog, custody, store, queue
+        checkHome(home, add: add)
+
+        // disk
+        add(diskCheck(home))
+
+        // inotify
+        add(inotifyCheck(rules))
+
+        guard !offline else {
+            add(Check(check: "network", status: .warn, detail: "clock, notary and account checks skipped (--offline)",
+                      fix: "run evidence doctor without --offline"))
+            if checks.contains(where: { $0.status == .fail }) { throw ExitCode(1) }
+            return
+        }
+
+        // notaries (and the clock against each TSA's signed time)
+        var tsaSkews: [(String, Double)] = []
+        do {
+            let notaries = try Notaries.build(config: config, logger: Logger(label: "evidence"))
+            for (name, entry) in notaries.entries.sorted(by: { $0.key < $1.key }) {
+                let started = Date()
+                var c = Check(check: "notary \(name)", status: .ok, detail: "")
+                do throws(NotaryError) {
+                    switch entry.client {
+                    case .qed(let client):
+                        let probe = SHA256Hasher.hash(Data("evidence doctor probe".utf8))
+                        let found = try await client.reports(hash: probe)
+                        c.detail = "QED at \(entry.config.baseURL ?? "api.qed.digital") accepted the API key (report lookup answered, \(found.count) for the probe hash)"
+                    case .rfc3161(let client):
+                        let asked = Date()
+                        let (token, url) = try await client.timestamp(SHA256Hasher.hash(Data("evidence doctor probe \(asked)".utf8)))
+                        let answered = Date()
+                        let local = asked.addingTimeInterval(answered.timeIntervalSince(asked) / 2)
+                        tsaSkews.append((name, local.timeIntervalSince(token.genTime)))
+                        c.detail = "time-stamp from \(url), serial \(token.serial)" +
+                            (client.caFile != nil ? ", signature and chain verified" : "")
+                        if client.caFile == nil {
+                            c.status = .warn
+                            c.detail += "; its signature is not checked (no ca_file)"
+                            c.fix = "set ca_file in [notaries.\(name)] to the TSA's CA certificate (PEM) so tokens are verified and bundled"
+                        }
+                    }
+                } catch {
+                    c.status = .fail
+                    c.detail = error.message
+                    c.fix = error.message.contains("401") || error.message.contains("403") || error.message.lowercased().contains("key")
+                        ? "check api_key_env/api_key_file of [notaries.\(name)]" : "check the URL and the network path to it (proxy, firewall, DNS)"
+                }
+                c.milliseconds = Int(Date().timeIntervalSince(started) * 1000)
+                add(c)
+            }
+        } catch {
+            add(Check(check: "notaries", status: .fail, detail: "\(error)", fix: "fix the field named in evidence.toml"))
+        }
+
+        // clock
+        if tsaSkews.isEmpty {
+            add(Check(check: "clock", status: .warn, detail: "system time \(Timestamp.string(Date())); no RFC 3161 TSA answered to compare it with",
+                      fix: "keep the clock synchronized (systemd-timesyncd or chrony); configure an RFC 3161 notary"))
+        } else {
+            let (name, skew) = tsaSkews.max { abs($0.1) < abs($1.1) }!
+            let text = String(format: "%+.1f s", skew)
+            add(Check(check: "clock", status: abs(skew) > 60 ? .fail : .ok,
+                      detail: "system clock is \(text) from \(name)'s signed time",
+                      fix: "synchronize the clock (timedatectl set-ntp true, or chrony): custody times and report dates come from it"))
+        }
+
+        // accounts
+        for name in config.archives.keys.sorted() {
+            let started = Date()
+            var c = Check(check: "account \(name)", status: .ok, detail: "")
+            do {
+                let archives = try Archives.build(config: config, used: [name], home: home, logger: Logger(label: "evidence"))
+                guard let p = archives.providers[name] else { throw CLIError.config("account \(name) was not built") }
+                let who = try await p.whoami()
+                try await AccountsCheck.probe(p)
+                c.detail = "\(config.archives[name]!.kind.rawValue): \(who); write, hash and delete work"
+            } catch let e as ArchiveError {
+                c.status = .fail
+                c.detail = e.message
+                c.fix = e.message.contains("accounts login") || e.message.contains("refresh token")
+                    ? "evidence accounts login \(name)" : "check [archives.\(name)] and its secrets; `evidence accounts check \(name) -v` shows each request"
+            } catch {
+                c.status = .fail
+                c.detail = "\(error)"
+                c.fix = "fix the field named in evidence.toml"
+            }
+            c.milliseconds = Int(Date().timeIntervalSince(started) * 1000)
+            add(c)
+        }
+
+        if checks.contains(where: { $0.status == .fail }) { throw ExitCode(1) }
+    }
+
+    private func checkHome(_ home: String, add: (Check) -> Void) {
+        guard FileManager.default.fileExists(atPath: home + "/catalog.sqlite") else {
+            add(Check(check: "home", status: .warn, detail: "\(home) has no catalog yet",
+                      fix: "evidence run (or evidence ingest FILE) creates it"))
+            return
+        }
+        let h: EvidenceHome
+        do { h = try EvidenceHome(path: home, mustExist: true) } catch {
+            add(Check(check: "home", status: .fail, detail: error.description, fix: "check the folder's owner and permissions"))
+            return
+        }
+        let probe = h.store.tmpDir + "/\(getpid()).doctor.tmp"
+        if FileManager.default.createFile(atPath: probe, contents: Data("x".utf8)) {
+            unlink(probe)
+            add(Check(check: "home", status: .ok, detail: "\(h.path) (tmp writable)"))
+        } else {
+            add(Check(check: "home", status: .fail, detail: "cannot write in \(h.store.tmpDir): \(String(cString: strerror(errno)))",
+                      fix: "give the service user write access to \(h.path) (systemd: ReadWritePaths=)"))
+        }
+        do {
+            let problems = try h.catalog.quickCheck()
+            let s = try h.catalog.summary()
+            let jobs = try h.catalog.jobCounts()
+            add(Check(check: "catalog", status: problems.isEmpty ? .ok : .fail,
+                      detail: problems.isEmpty ? "\(s.items) items, \(s.events) custody events, \(jobs.values.reduce(0, +)) jobs; quick_check ok"
+                                               : "quick_check: " + problems.prefix(5).joined(separator: "; "),
+                      fix: "stop evidence run, restore catalog.sqlite from a backup, then run evidence fsck"))
+            let chain = try h.catalog.verifyChain()
+            add(Check(check: "custody", status: chain.ok ? .ok : .fail,
+                      detail: chain.ok ? "\(chain.events) events chain to head \(chain.headHash.prefix(16))…"
+                                       : chain.problems.prefix(3).map(\.description).joined(separator: "; "),
+                      fix: "the custody log was altered outside evidence: keep this catalog as evidence of that, and restore from a backup"))
+            let report = h.store.check(rehash: false)
+            add(Check(check: "store", status: report.problems.isEmpty ? .ok : .fail,
+                      detail: report.problems.isEmpty ? "\(report.objects) objects, \(Output.bytes(report.bytes)); names and modes fine (evidence fsck re-hashes)"
+                                                      : report.problems.prefix(3).map(\.description).joined(separator: "; "),
+                      fix: "evidence fsck lists every problem"))
+            let failed = jobs["failed"] ?? 0
+            let stale = try h.catalog.pendingItems(olderThan: Date().addingTimeInterval(-86_400)).count
+            add(Check(check: "queue", status: failed + stale == 0 ? .ok : .warn,
+                      detail: failed + stale == 0 ? "no failed jobs, nothing waiting longer than a day"
+                                                  : "\(failed) failed job(s), \(stale) item(s) waiting longer than a day",
+                      fix: "evidence status shows why; evidence retry re-queues failed jobs once the cause is fixed"))
+        } catch {
+            add(Check(check: "catalog", status: .fail, detail: error.description,
+                      fix: error.description.contains("locked") ? "another process holds the catalog: wait, or find it with fuser \(home)/catalog.sqlite"
+                                                                : "stop evidence run, restore catalog.sqlite from a backup, then run evidence fsck"))
+        }
+    }
+
+    private func diskCheck(_ home: String) -> Check {
+        var path = home
+        while !FileManager.default.fileExists(atPath: path), path != "/", !path.isEmpty { path = (path as NSString).deletingLastPathComponent }
+        var st = statvfs()
+        guard statvfs(path.isEmpty ? "." : path, &st) == 0 else {
+            return Check(check: "disk", status: .fail, detail: "statvfs \(path): \(String(cString: strerror(errno)))", fix: nil)
+        }
+        let free = Int64(st.f_bavail) * Int64(st.f_frsize)
+        let total = Int64(st.f_blocks) * Int64(st.f_frsize)
+        let pct = total > 0 ? Double(free) * 100 / Double(total) : 0
+        let minimum = Self.parseSize(minFree) ?? (1 << 30)
+        let detail = "\(Output.bytes(free)) free of \(Output.bytes(total)) (\(String(format: "%.0f", pct)) %) at \(path)"
+        if free < minimum {
+            return Check(check: "disk", status: .fail, detail: detail + ", below \(Output.bytes(minimum))",
+                         fix: "free space or move the home to a larger volume: ingest stops with ENOSPC and files wait in the drop folder")
+        }
+        if pct < 10 {
+            return Check(check: "disk", status: .warn, detail: detail, fix: "plan more space: the store keeps every original")
+        }
+        return Check(check: "disk", status: .ok, detail: detail)
+    }
+
+    /// Folders the rules make inotify watch (each rule's folder, plus its subfolders when
+    /// recursive), against the per-user limit shared with every other program of that user.
+    private func inotifyCheck(_ rules: [WatchRule]) -> Check {
+        let limitText = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let limit = limitText.flatMap(Int.init) else {
+            return Check(check: "inotify", status: .warn, detail: "cannot read /proc/sys/fs/inotify/max_user_watches",
+                         fix: "evidence run falls back to polling where inotify is unavailable")
+        }
+        var folders = 0
+        for r in rules {
+            folders += 1
+            guard r.recursive, let walker = FileManager.default.enumerator(atPath: r.path) else { continue }
+            while let entry = walker.nextObject() as? String, folders <= limit {
+                if (walker.fileAttributes?[.type] as? FileAttributeType) == .typeDirectory { folders += 1 }
+                _ = entry
+            }
+        }
+        let detail = "\(folders) folder(s) watched, fs.inotify.max_user_watches = \(limit)"
+        let suggested = max(524_288, folders * 4)
+        let fix = "echo fs.inotify.max_user_watches=\(suggested) | sudo tee /etc/sysctl.d/60-evidence.conf && sudo sysctl --system"
+        if folders > limit { return Check(check: "inotify", status: .fail, detail: detail + ": new folders would go unwatched", fix: fix) }
+        if folders * 5 > limit * 4 { return Check(check: "inotify", status: .warn, detail: detail + " (above 80 %, and other programs share it)", fix: fix) }
+        return Check(check: "inotify", status: .ok, detail: detail)
+    }
+
+    /// "1048576", "500M", "2G", "1T" (powers of 1024).
+    static func parseSize(_ text: String) -> Int64? {
+        let t = text.trimmingCharacters(in: .whitespaces).uppercased().replacingOccurrences(of: "IB", with: "").replacingOccurrences(of: "B", with: "")
+        let digits = t.prefix { $0.isNumber }
+        guard let n = Int64(digits) else { return nil }
+        switch t.dropFirst(digits.count) {
+        case "": return n
+        case "K": return n << 10
+        case "M": return n << 20
+        case "G": return n << 30
+        case "T": return n << 40
+        default: return nil
+        }
+    }
+}
