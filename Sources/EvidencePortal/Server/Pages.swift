@@ -20,7 +20,8 @@ enum Pages {
         var safe = String(name.unicodeScalars.map { c -> Character in
             c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "." || c == "-" || c == "_") ? Character(c) : "_"
         })
-        while safe.hasPrefix(".") { safe = "_" + safe.dropFirst() }
+        let dots = safe.prefix(while: { $0 == "." }).count   // no hidden files, no ".."
+        safe = String(repeating: "_", count: dots) + safe.dropFirst(dots)
         if safe.isEmpty { safe = "download" }
         return "attachment; filename=\"\(String(safe.prefix(150)))\""
     }

@@ -44,7 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try global.loadConfig()
-        let file = config.file ?? (global.config ?? "evidence.toml")
+        let file = global.config ?? config.file ?? "evidence.toml"   // as the operator named it
         guard let serve = config.serve else {
             let where_ = config.file == nil ? "\(file) (not found: pass --config FILE or set EVIDENCE_CONFIG)" : file
             throw CLIError.config("""
