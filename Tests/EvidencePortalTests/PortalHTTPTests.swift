@@ -71,6 +71,10 @@ struct PortalHTTPTests {
                     #expect(!r.text.lowercased().contains("<script"))
                     #expect(!r.text.contains("<img"), "\(path)")
                     #expect(!r.text.contains("<b>fifo"))
+                    // Our own markup is never escaped by mistake (a String where HTML was meant).
+                    for tag in ["p", "div", "span", "a", "table", "tr", "td", "code", "ul", "li", "h1", "h2"] {
+                        #expect(!r.text.contains("&lt;\(tag) ") && !r.text.contains("&lt;\(tag)&gt;"), "\(path): escaped <\(tag)>")
+                    }
                 }
             }
             try await client.execute(uri: "/items/\(a.id)", method: .get, headers: PortalFixture.basic) { r in

@@ -26,6 +26,7 @@ enum StatusPage {
         let quarantine = r.quarantine.map { q -> [HTML] in
             [.text(Show.date(q.at)), .text(q.rule ?? "–"), Layout.mono(q.path), .text(q.reason)]
         }
+        let jobCounts: HTML = jobs.isEmpty ? "<p class=\"none\">No jobs.</p>" : "<div class=\"counts\" id=\"job-counts\">\(jobs)</div>"
         let attention = !r.failed.isEmpty || !r.stuck.isEmpty || !r.troubledJobs.isEmpty || !r.quarantine.isEmpty
         let oldest: HTML = s.oldestPending.map { "oldest pending item: \(Show.age(since: $0, now: r.generatedAt)) old" } ?? "nothing pending"
         let body: HTML = """
@@ -35,7 +36,7 @@ enum StatusPage {
             <h2>Items per state</h2>
             <div class="counts" id="states">\(states)</div>
             <h2>Jobs</h2>
-            \(jobs.isEmpty ? "<p class=\"none\">No jobs.</p>" : "<div class=\"counts\" id=\"job-counts\">\(jobs)</div>")
+            \(jobCounts)
             <h2>Failed items</h2>
             \(Layout.table(["Item", "State", "Age", "Source", "Why"], stuckRows(r.failed), empty: "None.", id: "failed"))
             <h2>Stuck items</h2>
