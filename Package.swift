@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // MARK: C libraries (only the owning module imports each)
@@ -80,9 +81,18 @@ let package = Package(
                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 ],
                 swiftSettings: swiftSettings),
+        .target(name: "EvidencePortal",
+                dependencies: [
+                    "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceConfig", "EvidencePipeline",
+                    .product(name: "Hummingbird", package: "hummingbird"),
+                    .product(name: "Logging", package: "swift-log"),
+                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                    .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                ],
+                swiftSettings: swiftSettings),
         .executableTarget(name: "evidence",
                           dependencies: [
-                              "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline",
+                              "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal",
                               "EvidenceConfig", "EvidenceWatch", "EvidenceNotary", "EvidenceCertificate",
                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
                               .product(name: "Logging", package: "swift-log"),
@@ -113,7 +123,11 @@ let package = Package(
         .testTarget(name: "EvidenceArchiveTests", dependencies: ["EvidenceArchive", "EvidenceHTTP", "EvidenceStore", "EvidenceCore", "EvidenceTesting", "evidence-sandbox",
                                                                  .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "EvidenceTesting", "evidence", "evidence-sandbox"],
+        .testTarget(name: "EvidencePortalTests", dependencies: ["EvidencePortal", "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceConfig", "EvidencePipeline",
+                                                                .product(name: "HummingbirdTesting", package: "hummingbird")],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "EvidenceTesting", "evidence", "evidence-sandbox",
+                                                             .product(name: "ZIPFoundation", package: "ZIPFoundation")],
                     swiftSettings: swiftSettings),
     ]
 )

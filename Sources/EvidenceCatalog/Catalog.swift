@@ -29,6 +29,16 @@ public protocol Catalog: Sendable {
     /// were seen at that path (absolute or as given).
     func items(matching reference: String) throws(CatalogError) -> [Item]
     func allItems() throws(CatalogError) -> [Item]
+    /// Search (the auditor portal), each newest first and at most `limit` items: by hash prefix
+    /// (lowercase hex, 4…64 digits), by a substring of a source's file name (ASCII case-insensitive),
+    /// and by ingest time in `[from, to)`.
+    func items(sha256Prefix: String, limit: Int) throws(CatalogError) -> [Item]
+    func items(nameContaining text: String, limit: Int) throws(CatalogError) -> [Item]
+    func items(ingestedFrom from: Date, to: Date, limit: Int) throws(CatalogError) -> [Item]
+    /// The most recently ingested items, newest first.
+    func recentItems(limit: Int) throws(CatalogError) -> [Item]
+    /// Items in `state`, least recently updated first (failed items for the status page).
+    func items(state: ItemState, limit: Int) throws(CatalogError) -> [Item]
     /// The item already ingested from exactly this version of this path, if any.
     func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64, mtimeNanos: Int64) throws(CatalogError) -> Item?
 

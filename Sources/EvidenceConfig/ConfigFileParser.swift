@@ -1,6 +1,6 @@
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -27,6 +27,9 @@ enum ConfigFileParser {
                 let t = try r.require(r.table(a, name), a, name)
                 config.archives[name] = try archive(r, t, name: name)
             }
+        }
+        if let t = try r.table(root, "serve") {
+            config.serve = try serve(r, t)
         }
         return config
     }

@@ -17,11 +17,13 @@ public struct EvidenceConfig: Sendable, Equatable {
     public var notaries: [String: NotaryConfig]
     /// Keyed by the table name (`[archives.office]` → `"office"`), which rules refer to.
     public var archives: [String: ArchiveConfig]
+    /// `[serve]`: the auditor portal; nil when the file has no such table.
+    public var serve: ServeConfig?
 
     public init(
         file: String? = nil, home: String? = nil, rulesDir: String? = nil,
         logLevel: LogLevel = .info, logFormat: LogFormat = .text, workers: Workers = Workers(),
-        notaries: [String: NotaryConfig] = [:], archives: [String: ArchiveConfig] = [:]
+        notaries: [String: NotaryConfig] = [:], archives: [String: ArchiveConfig] = [:], serve: ServeConfig? = nil
     ) {
         self.file = file
         self.home = home
@@ -31,6 +33,7 @@ public struct EvidenceConfig: Sendable, Equatable {
         self.workers = workers
         self.notaries = notaries
         self.archives = archives
+        self.serve = serve
     }
 
     /// No file, no home/rules set, log info/text, workers 4/2, no notary, no archive (ingest only).

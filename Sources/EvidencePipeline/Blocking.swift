@@ -3,7 +3,7 @@ import Foundation
 /// Runs blocking file I/O (read, write, fsync) on dedicated threads, off the cooperative
 /// pool and off libdispatch's global queues (both are only as wide as the CPU count, so a
 /// few fsyncs would stall every other task).
-func onIOThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+public func onIOThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { cont in
         BlockingPool.shared.submit { cont.resume(returning: work()) }
     }

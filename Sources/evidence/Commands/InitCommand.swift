@@ -128,6 +128,13 @@ struct InitCommand: ParsableCommand {
         # username = "…"
         # password_file = "/etc/evidence/sharefile.pass"
 
+        # The auditor portal, `evidence serve`: read-only pages, certificate and bundle downloads.
+        # [serve]
+        # listen = "127.0.0.1:8480"                    # loopback; another address needs allow_remote = true
+        # user = "auditor"                             # HTTP Basic user, with:
+        # password_file = "/etc/evidence/portal.pass"  # mode 0600; or password_env = "EVIDENCE_PORTAL_PASSWORD"
+        # token_env = "EVIDENCE_PORTAL_TOKEN"          # and/or a bearer token (or token_file)
+
         """
 
     static func ruleText(drop: String) -> String {

@@ -1,0 +1,53 @@
+import EvidenceCore
+import Foundation
+
+/// `/status`: for operators — counts per state, jobs, and what needs a person.
+enum StatusPage {
+    static func render(_ r: StatusReport) -> HTML {
+        let s = r.summary
+        let states = ItemState.allCases.map { st -> HTML in
+            let n = st == .quarantined ? max(s.byState[st.rawValue] ?? 0, s.quarantined) : s.byState[st.rawValue] ?? 0
+            return "<div class=\"state-\(st.rawValue)\"><b>\(n)</b>\(Layout.badge(st))</div>"
+        }
+        let jobOrder = ["queued", "running", "done", "failed"]
+        let jobs = (jobOrder + r.jobCounts.keys.filter { !jobOrder.contains($0) }.sorted()).compactMap { k -> HTML? in
+            r.jobCounts[k].map { "<div><b>\($0)</b>\(k)</div>" }
+        }
+        func stuckRows(_ list: [StatusReport.Stuck]) -> [[HTML]] {
+            list.map { x in
+                [Show.itemLink(x.item.id), Layout.badge(x.item.state), .text(Show.age(since: x.item.createdAt, now: r.generatedAt)),
+                 x.source.map(Layout.mono) ?? .text("–"), "<span class=\"error\">\(x.why)</span>"]
+            }
+        }
+        let troubled = r.troubledJobs.map { j -> [HTML] in
+            [.text(String(j.id)), .text(j.kind), j.itemID.map(Show.itemLink) ?? .text("–"), .text(j.state.rawValue),
+             .text("\(j.attempts)/\(j.maxAttempts)"), "<span class=\"error\">\(j.lastError ?? "")</span>"]
+        }
+        let quarantine = r.quarantine.map { q -> [HTML] in
+            [.text(Show.date(q.at)), .text(q.rule ?? "–"), Layout.mono(q.path), .text(q.reason)]
+        }
+        let jobCounts: HTML = jobs.isEmpty ? "<p class=\"none\">No jobs.</p>" : "<div class=\"counts\" id=\"job-counts\">\(jobs)</div>"
+        let attention = !r.failed.isEmpty || !r.stuck.isEmpty || !r.troubledJobs.isEmpty || !r.quarantine.isEmpty
+        let oldest: HTML = s.oldestPending.map { "oldest pending item: \(Show.age(since: $0, now: r.generatedAt)) old" } ?? "nothing pending"
+        let body: HTML = """
+            <h1>Status</h1>
+            <p id="verdict" class="\(attention ? "error" : "note")">\(attention ? "Needs attention." : "Nothing needs attention.")</p>
+            <p>\(s.items) items (\(Show.bytes(s.bytes))), \(s.sources) sources, \(s.events) custody events; \(oldest). As of \(Show.date(r.generatedAt)).</p>
+            <h2>Items per state</h2>
+            <div class="counts" id="states">\(states)</div>
+            <h2>Jobs</h2>
+            \(jobCounts)
+            <h2>Failed items</h2>
+            \(Layout.table(["Item", "State", "Age", "Source", "Why"], stuckRows(r.failed), empty: "None.", id: "failed"))
+            <h2>Stuck items</h2>
+            <p class="note">On their way for \(DurationText.format(seconds: r.stuckAfter)) or longer (change with <a href="/status?older=1h">?older=1h</a>).</p>
+            \(Layout.table(["Item", "State", "Age", "Source", "Why"], stuckRows(r.stuck), empty: "None.", id: "stuck"))
+            <h2>Failing jobs</h2>
+            \(Layout.table(["Job", "Kind", "Item", "State", "Attempts", "Last error"], troubled, empty: "None.", id: "failing-jobs"))
+            <h2>Quarantine</h2>
+            <p class="note">Files that could not be taken in; they were left in place, not stored.</p>
+            \(Layout.table(["At", "Rule", "Path", "Reason"], quarantine, empty: "Empty.", id: "quarantine"))
+            """
+        return Layout.page(title: "Status", active: "Status", body)
+    }
+}

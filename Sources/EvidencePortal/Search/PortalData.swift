@@ -1,0 +1,105 @@
+import EvidenceCatalog
+import EvidenceCore
+import EvidencePipeline
+import Foundation
+
+/// One search hit: the item and the file names it was ingested under.
+public struct SearchResult: Sendable, Equatable {
+    public var item: Item
+    public var names: [String]
+}
+
+/// Everything the item page shows.
+public struct ItemDetails: Sendable {
+    public var item: Item
+    public var sources: [SourceSighting]
+    public var proofs: [Proof]
+    public var certificates: [Certificate]
+    public var archived: [ArchivedFile]
+    public var links: [SharedLink]
+    public var jobs: [QueuedJob]
+    public var events: [CustodyEvent]
+}
+
+/// Everything the status page shows.
+public struct StatusReport: Sendable {
+    public struct Stuck: Sendable {
+        public var item: Item
+        public var source: String?
+        public var why: String
+    }
+    public var summary: CatalogSummary
+    public var jobCounts: [String: Int]
+    public var failed: [Stuck]
+    public var stuck: [Stuck]
+    public var stuckAfter: Double
+    public var troubledJobs: [QueuedJob]
+    public var quarantine: [QuarantineEntry]
+    public var generatedAt: Date
+}
+
+/// Reads what the pages show from the catalog. Reads only: nothing here writes.
+public struct PortalData: Sendable {
+    public let home: EvidenceHome
+    /// At most this many rows per search or list.
+    public var limit: Int
+
+    public init(home: EvidenceHome, limit: Int = 100) {
+        self.home = home
+        self.limit = limit
+    }
+
+    /// Hits for every reading of the query, newest first; `truncated` when more than `limit` matched.
+    public func search(_ q: SearchQuery) throws -> (results: [SearchResult], truncated: Bool) {
+        let c = home.catalog
+        var items: [Item] = []
+        if q.isEmpty {
+            items = try c.recentItems(limit: limit + 1)
+        } else {
+            if let id = q.itemID, let it = try c.item(id: id) { items.append(it) }
+            if let h = q.hashPrefix { items += try c.items(sha256Prefix: h, limit: limit + 1) }
+            if let d = q.day { items += try c.items(ingestedFrom: d.start, to: d.end, limit: limit + 1) }
+            if let n = q.nameContains { items += try c.items(nameContaining: n, limit: limit + 1) }
+        }
+        var seen = Set<Int64>()
+        items = items.filter { seen.insert($0.id).inserted }.sorted { $0.id > $1.id }
+        let truncated = items.count > limit
+        let shown = items.prefix(limit)
+        let results = try shown.map { item in
+            var names: [String] = []
+            for s in try c.sources(itemID: item.id) where !names.contains(s.name) { names.append(s.name) }
+            return SearchResult(item: item, names: names)
+        }
+        return (results, truncated)
+    }
+
+    public func details(itemID: Int64) throws -> ItemDetails? {
+        let c = home.catalog
+        guard let item = try c.item(id: itemID) else { return nil }
+        return ItemDetails(item: item, sources: try c.sources(itemID: itemID), proofs: try c.proofs(itemID: itemID),
+                           certificates: try c.certificates(itemID: itemID), archived: try c.archivedFiles(itemID: itemID),
+                           links: try c.sharedLinks(itemID: itemID), jobs: try c.jobs(itemID: itemID),
+                           events: try c.events(itemID: itemID))
+    }
+
+    /// `stuckAfter`: items on their way for at least this many seconds are listed as stuck.
+    public func status(stuckAfter: Double, now: Date = Date()) throws -> StatusReport {
+        let c = home.catalog
+        func why(_ item: Item) throws -> StatusReport.Stuck {
+            let jobs = try c.jobs(itemID: item.id)
+            let reason = jobs.filter { $0.state != .done }.compactMap(\.lastError).last
+                ?? item.stateReason
+                ?? jobs.first { $0.state == .queued || $0.state == .running }.map { "waiting for its \($0.kind) job (\($0.state.rawValue), attempt \($0.attempts)/\($0.maxAttempts))" }
+                ?? "no job queued for it"
+            return .init(item: item, source: try c.sources(itemID: item.id).first?.path, why: reason)
+        }
+        let pending = try c.pendingItems(olderThan: now.addingTimeInterval(-stuckAfter))
+        return StatusReport(
+            summary: try c.summary(), jobCounts: try c.jobCounts(),
+            failed: try c.items(state: .failed, limit: limit).map(why),
+            stuck: try pending.prefix(limit).map(why), stuckAfter: stuckAfter,
+            troubledJobs: try c.troubledJobs(limit: limit),
+            quarantine: Array(try c.quarantine(includeResolved: false).suffix(limit)),
+            generatedAt: now)
+    }
+}

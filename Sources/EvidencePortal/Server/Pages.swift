@@ -1,0 +1,68 @@
+import EvidencePipeline
+import Foundation
+import Hummingbird
+
+/// Responses the routes build: HTML pages and downloads.
+enum Pages {
+    static let htmlType = "text/html; charset=utf-8"
+
+    static func html(_ status: HTTPResponse.Status = .ok, _ page: HTML) -> Response {
+        Response(status: status, headers: [.contentType: htmlType], body: .init(byteBuffer: ByteBuffer(string: page.rendered)))
+    }
+
+    static func notFound(_ message: String) -> Response {
+        html(.notFound, ErrorPage.render(status: 404, title: "Not found", message: message))
+    }
+
+    /// `attachment; filename="…"` with a name reduced to `[A-Za-z0-9._-]` (no quotes, no
+    /// separators, no header injection), whatever the catalog holds.
+    static func attachment(_ name: String) -> String {
+        var safe = String(name.unicodeScalars.map { c -> Character in
+            c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "." || c == "-" || c == "_") ? Character(c) : "_"
+        })
+        let dots = safe.prefix(while: { $0 == "." }).count   // no hidden files, no ".."
+        safe = String(repeating: "_", count: dots) + safe.dropFirst(dots)
+        if safe.isEmpty { safe = "download" }
+        return "attachment; filename=\"\(String(safe.prefix(150)))\""
+    }
+
+    /// A file sent from an open descriptor in 256 KiB reads on the I/O threads; the
+    /// descriptor closes when the body is done or dropped.
+    static func download(_ file: FileHandle, size: Int64, contentType: String, fileName: String) -> Response {
+        let box = FileBox(file)
+        let body = ResponseBody(contentLength: Int(size)) { writer in
+            var sent: Int64 = 0
+            while sent < size {
+                let chunk = try await box.read(Int(min(256 * 1024, size - sent)))
+                guard !chunk.isEmpty else { throw DownloadError.shortRead(expected: size, got: sent) }
+                try await writer.write(ByteBuffer(bytes: chunk))
+                sent += Int64(chunk.count)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: contentType, .contentDisposition: attachment(fileName)], body: body)
+    }
+
+    enum DownloadError: Error, CustomStringConvertible {
+        case shortRead(expected: Int64, got: Int64)
+        var description: String {
+            switch self { case .shortRead(let expected, let got): return "file ended after \(got) of \(expected) bytes" }
+        }
+    }
+}
+
+/// Lets the response body (a `@Sendable` closure) own the handle.
+final class FileBox: @unchecked Sendable {   // one reader at a time: the body writes sequentially
+    private let file: FileHandle
+    init(_ file: FileHandle) { self.file = file }
+    func read(_ n: Int) async throws -> Data {
+        let file = self.file
+        return try await blocking { try file.read(upToCount: n) ?? Data() }
+    }
+}
+
+/// Catalog and file work off the cooperative thread pool (SQLite reads and file I/O block).
+func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    let result: Result<T, any Error> = await onIOThread { Result { try work() } }
+    return try result.get()
+}

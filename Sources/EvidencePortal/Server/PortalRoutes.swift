@@ -1,0 +1,112 @@
+import EvidenceCore
+import EvidencePipeline
+import EvidenceStore
+import Foundation
+import Hummingbird
+
+/// The pages and downloads. Every handler only reads the catalog and the store.
+struct PortalRoutes: Sendable {
+    let data: PortalData
+    let tsaCAFiles: [String: String]
+    /// Items on their way this long are "stuck" on /status unless `?older=` says otherwise.
+    let stuckAfter: Double
+
+    func add(to router: Router<BasicRequestContext>) {
+        router.get("/") { request, _ in try await self.search(request) }
+        router.get("/status") { request, _ in try await self.status(request) }
+        router.get("/items/:id") { _, context in try await self.item(context) }
+        router.get("/items/:id/certificates/:file") { _, context in try await self.certificate(context) }
+        router.get("/items/:id/bundle.zip") { _, context in try await self.bundle(context, .zip) }
+        router.get("/items/:id/bundle.tar") { _, context in try await self.bundle(context, .tar) }
+    }
+
+    /// Query parameters as an HTML form sends them (`+` is a space).
+    static func query(_ request: Request, _ name: String) -> String? {
+        guard let q = request.uri.query else { return nil }
+        for pair in q.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard kv.first.map(String.init) == name else { continue }
+            let raw = kv.count > 1 ? String(kv[1]) : ""
+            return raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw
+        }
+        return nil
+    }
+
+    func search(_ request: Request) async throws -> Response {
+        let query = SearchQuery(Self.query(request, "q") ?? "")
+        let data = self.data
+        let found = try await blocking { try data.search(query) }
+        return Pages.html(.ok, SearchPage.render(query: query, results: found.results, truncated: found.truncated, limit: data.limit))
+    }
+
+    func status(_ request: Request) async throws -> Response {
+        var stuckAfter = self.stuckAfter
+        if let older = Self.query(request, "older"), !older.isEmpty {
+            guard let s = try? DurationText.seconds(older) else {
+                return Pages.html(.badRequest, ErrorPage.render(status: 400, title: "Bad request",
+                                                               message: "older=\(older): expected a duration like 10m, 2h or 1d"))
+            }
+            stuckAfter = s
+        }
+        let data = self.data
+        let report = try await blocking { [stuckAfter] in try data.status(stuckAfter: stuckAfter) }
+        return Pages.html(.ok, StatusPage.render(report))
+    }
+
+    func item(_ context: BasicRequestContext) async throws -> Response {
+        guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
+        let data = self.data
+        guard let details = try await blocking({ try data.details(itemID: id) }) else {
+            return Pages.notFound("There is no item #\(id).")
+        }
+        return Pages.html(.ok, ItemPage.render(details))
+    }
+
+    func certificate(_ context: BasicRequestContext) async throws -> Response {
+        guard let id = Self.itemID(context), let file = context.parameters.get("file"), file.hasSuffix(".pdf") else {
+            return Pages.notFound("No such certificate.")
+        }
+        let origin = String(file.dropLast(4))
+        let home = data.home
+        let found: (Item, Certificate, Data)? = try await blocking {
+            guard let item = try home.catalog.item(id: id),
+                  let cert = try home.catalog.certificates(itemID: id).first(where: { $0.origin == origin }) else { return nil }
+            let bytes = try home.store.read(cert.sha256)
+            // What an auditor takes away must be what was recorded.
+            guard SHA256Hasher.hash(bytes) == cert.sha256 else {
+                throw PortalError.corruptObject(home.store.objectPath(cert.sha256))
+            }
+            return (item, cert, bytes)
+        }
+        guard let (item, cert, bytes) = found else { return Pages.notFound("Item #\(id) has no certificate from “\(origin)”.") }
+        return Response(status: .ok, headers: [.contentType: "application/pdf",
+                                               .contentDisposition: Pages.attachment("evidence-item-\(item.id)-\(item.sha256.short)-\(cert.origin).pdf")],
+                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    func bundle(_ context: BasicRequestContext, _ format: BundleDownload.Format) async throws -> Response {
+        guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
+        let home = data.home, cas = tsaCAFiles
+        guard let download = try await blocking({ () -> BundleDownload? in
+            guard let item = try home.catalog.item(id: id) else { return nil }
+            return try BundleDownload.make(home: home, item: item, format: format, tsaCAFiles: cas)
+        }) else {
+            return Pages.notFound("There is no item #\(id).")
+        }
+        return Pages.download(download.file, size: download.size, contentType: format.contentType, fileName: download.fileName)
+    }
+
+    static func itemID(_ context: BasicRequestContext) -> Int64? {
+        guard let text = context.parameters.get("id"), let id = Int64(text), id > 0 else { return nil }
+        return id
+    }
+}
+
+enum PortalError: Error, CustomStringConvertible {
+    case corruptObject(String)
+    var description: String {
+        switch self {
+        case .corruptObject(let p): return "\(p): the stored certificate does not match its recorded SHA-256; run `evidence fsck`"
+        }
+    }
+}

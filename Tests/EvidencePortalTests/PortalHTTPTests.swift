@@ -1,0 +1,228 @@
+import EvidenceCatalog
+import EvidenceCore
+import EvidencePipeline
+import EvidencePortal
+import EvidenceStore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The portal's HTTP behaviour over a real home (store + SQLite catalog), through the router.
+@Suite("Portal over HTTP")
+struct PortalHTTPTests {
+    static let hostile = #"<img src=x onerror=alert(1)>"quote'.mp4"#
+
+    /// Two items: a hostile-named one with proofs, a certificate, an archive copy and a link,
+    /// and a plain one; plus a quarantine entry.
+    func fixture() throws -> (PortalFixture, Item, Item) {
+        let f = try PortalFixture()
+        let a = try f.ingest(Self.hostile, Data("first evidence file\n".utf8))
+        let b = try f.ingest("bodycam-0042.wav", Data(repeating: 7, count: 3000))
+        let c = f.home.catalog
+        let pdf = try f.storeObject(Data("%PDF-1.4\n% test certificate\n%%EOF\n".utf8))
+        let tsr = try f.storeObject(Data([0x30, 0x03, 0x02, 0x01, 0x00]))
+        try c.saveProof(Proof(itemID: a.id, notary: "tsa", kind: "rfc3161", state: .confirmed, remoteID: "0x5EED01",
+                              receipt: tsr, provenAt: Date()), required: ["tsa", "qed"], whenAllConfirmed: [])
+        try c.saveProof(Proof(itemID: a.id, notary: "qed", kind: "qed", state: .confirmed, remoteID: "slug-1",
+                              txHash: "0xfeedbeef", blockHeight: 42, network: "testnet",
+                              link: "https://explorer.example/tx/0xfeedbeef", provenAt: Date()),
+                        required: ["tsa", "qed"], whenAllConfirmed: [])
+        try c.saveCertificate(Certificate(itemID: a.id, origin: "evidence", sha256: pdf, size: 33))
+        try c.saveArchivedFile(ArchivedFile(itemID: a.id, account: "vault", remotePath: "cam/a.mp4", role: "original",
+                                            sha256: a.sha256, size: a.size, verifiedBy: "sha256"))
+        try c.saveSharedLink(SharedLink(itemID: a.id, account: "vault", remotePath: "cam/a.mp4", url: "javascript:alert(2)",
+                                        expires: nil, passwordProtected: true, fallback: nil))
+        _ = try c.recordQuarantine(path: f.dir + "/drop/<b>fifo</b>", rule: "cam", reason: "not a regular file (fifo)")
+        return (f, try #require(try c.item(id: a.id)), b)
+    }
+
+    @Test("without credentials every path answers 401 with a Basic challenge, security headers and no data")
+    func unauthenticated() async throws {
+        let (f, a, _) = try fixture()
+        try await f.app().test(.router) { client in
+            for path in ["/", "/status", "/items/\(a.id)", "/items/\(a.id)/bundle.zip", "/nope"] {
+                try await client.execute(uri: path, method: .get) { r in
+                    #expect(r.status == .unauthorized, "\(path)")
+                    #expect(r.headers[.wwwAuthenticate]?.hasPrefix("Basic realm=\"evidence\"") == true)
+                    #expect(r.headers[.contentSecurityPolicy] == PortalResponder.contentSecurityPolicy)
+                    #expect(!r.text.contains(a.sha256.hex))
+                }
+            }
+            try await client.execute(uri: "/", method: .get, headers: [.authorization: "Bearer wrong"]) { r in
+                #expect(r.status == .unauthorized)
+            }
+            try await client.execute(uri: "/", method: .get, headers: [.authorization: "Bearer \(PortalFixture.token)"]) { r in
+                #expect(r.status == .ok)
+            }
+        }
+    }
+
+    @Test("pages carry a strict CSP, nosniff and no script; hostile file names are shown as text")
+    func headersAndEscaping() async throws {
+        let (f, a, _) = try fixture()
+        try await f.app().test(.router) { client in
+            for path in ["/", "/items/\(a.id)", "/status"] {
+                try await client.execute(uri: path, method: .get, headers: PortalFixture.basic) { r in
+                    #expect(r.status == .ok, "\(path)")
+                    #expect(r.headers[.contentType] == "text/html; charset=utf-8")
+                    #expect(r.headers[.contentSecurityPolicy]?.hasPrefix("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'") == true)
+                    #expect(r.headers[.init("X-Content-Type-Options")!] == "nosniff")
+                    #expect(!r.text.lowercased().contains("<script"))
+                    #expect(!r.text.contains("<img"), "\(path)")
+                    #expect(!r.text.contains("<b>fifo"))
+                    // Our own markup is never escaped by mistake (a String where HTML was meant).
+                    for tag in ["p", "div", "span", "a", "table", "tr", "td", "code", "ul", "li", "h1", "h2"] {
+                        #expect(!r.text.contains("&lt;\(tag) ") && !r.text.contains("&lt;\(tag)&gt;"), "\(path): escaped <\(tag)>")
+                    }
+                }
+            }
+            try await client.execute(uri: "/items/\(a.id)", method: .get, headers: PortalFixture.basic) { r in
+                #expect(r.text.contains("&lt;img src=x onerror=alert(1)&gt;&quot;quote&#39;.mp4"))
+                #expect(!r.text.contains("href=\"javascript:"))
+            }
+        }
+    }
+
+    @Test("search finds items by hash prefix, file name, item number and ingest day; nothing for the rest")
+    func search() async throws {
+        let (f, a, b) = try fixture()
+        let today = String(Timestamp.string(Date()).prefix(10))
+        try await f.app().test(.router) { client in
+            func ids(_ q: String) async throws -> [Int64] {
+                try await client.execute(uri: "/?q=" + q, method: .get, headers: PortalFixture.basic) { r in
+                    #expect(r.status == .ok)
+                    let body = r.text
+                    return [a.id, b.id].filter { body.contains("href=\"/items/\($0)\"") }
+                }
+            }
+            #expect(try await ids(String(b.sha256.hex.prefix(6))) == [b.id])
+            #expect(try await ids(String(a.sha256.hex.prefix(10)).uppercased()) == [a.id])
+            #expect(try await ids("BODYCAM") == [b.id])
+            #expect(try await ids("quote%27.mp4") == [a.id])
+            #expect(try await ids("%23\(b.id)") == [b.id])
+            #expect(try await ids(today) == [a.id, b.id])
+            #expect(try await ids("1999-01-01") == [])
+            #expect(try await ids("no+such+file") == [])
+            #expect(try await ids("") == [a.id, b.id])
+            try await client.execute(uri: "/?q=no+such+file", method: .get, headers: PortalFixture.basic) { r in
+                #expect(r.text.contains("Nothing matches."))
+                #expect(r.text.contains("value=\"no such file\""))
+            }
+        }
+    }
+
+    @Test("the item page shows state, hash, media, proofs (tx link, TSA serial), certificates, archive and custody")
+    func itemPage() async throws {
+        let (f, a, _) = try fixture()
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/items/\(a.id)", method: .get, headers: PortalFixture.basic) { r in
+                let t = r.text
+                #expect(t.contains(">confirmed</span>"))
+                #expect(t.contains(a.sha256.hex))
+                #expect(t.contains("TSA serial <code>0x5EED01</code>"))
+                #expect(t.contains(#"<a href="https://explorer.example/tx/0xfeedbeef" rel="noopener noreferrer">0xfeedbeef</a>"#))
+                #expect(t.contains("testnet, block 42"))
+                #expect(t.contains("href=\"/items/\(a.id)/certificates/evidence.pdf\""))
+                #expect(t.contains("href=\"/items/\(a.id)/bundle.zip\"") && t.contains("href=\"/items/\(a.id)/bundle.tar\""))
+                #expect(t.contains("cam/a.mp4") && t.contains("password protected"))
+                for kind in ["ingested", "notary-confirmed", "certificate", "archived-file", "share-link"] {
+                    #expect(t.contains("<td>\(kind)</td>"), "custody event \(kind)")
+                }
+            }
+        }
+    }
+
+    @Test("unknown items and paths are 404 pages; other methods than GET and HEAD are 405")
+    func notFoundAndMethods() async throws {
+        let (f, a, _) = try fixture()
+        try await f.app().test(.router) { client in
+            for path in ["/items/999", "/items/abc", "/items/-1", "/items/999/bundle.zip", "/items/\(a.id)/certificates/qed.pdf",
+                         "/items/\(a.id)/certificates/evidence.txt", "/etc/passwd"] {
+                try await client.execute(uri: path, method: .get, headers: PortalFixture.basic) { r in
+                    #expect(r.status == .notFound, "\(path)")
+                    #expect(r.headers[.contentType] == "text/html; charset=utf-8", "\(path)")
+                    #expect(r.text.contains("Not found"))
+                }
+            }
+            for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
+                try await client.execute(uri: "/items/\(a.id)", method: method, headers: PortalFixture.basic) { r in
+                    #expect(r.status == .methodNotAllowed)
+                    #expect(r.headers[.allow] == "GET, HEAD")
+                }
+            }
+            try await client.execute(uri: "/items/\(a.id)", method: .head, headers: PortalFixture.basic) { r in
+                #expect(r.status == .ok)
+                #expect(r.body.readableBytes == 0)
+            }
+        }
+        #expect(try f.home.catalog.item(id: a.id)?.state == .confirmed)
+    }
+
+    @Test("the certificate downloads as an attachment PDF with a safe name, byte for byte")
+    func certificate() async throws {
+        let (f, a, _) = try fixture()
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/items/\(a.id)/certificates/evidence.pdf", method: .get, headers: PortalFixture.basic) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[.contentType] == "application/pdf")
+                #expect(r.headers[.contentDisposition] == "attachment; filename=\"evidence-item-\(a.id)-\(a.sha256.short)-evidence.pdf\"")
+                #expect(r.text == "%PDF-1.4\n% test certificate\n%%EOF\n")
+            }
+        }
+    }
+
+    @Test("the bundle downloads as .zip and .tar; each unpacks and passes sha256sum -c; no work files remain")
+    func bundles() async throws {
+        let (f, a, _) = try fixture()
+        let out = f.dir + "/out"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        try await f.app().test(.router) { client in
+            for format in ["zip", "tar"] {
+                try await client.execute(uri: "/items/\(a.id)/bundle.\(format)", method: .get, headers: PortalFixture.basic) { r in
+                    #expect(r.status == .ok)
+                    #expect(r.headers[.contentType] == (format == "zip" ? "application/zip" : "application/x-tar"))
+                    #expect(r.headers[.contentDisposition] == "attachment; filename=\"evidence-item-\(a.id)-\(a.sha256.short).\(format)\"")
+                    #expect(r.headers[.contentLength] == String(r.body.readableBytes))
+                    let file = out + "/b.\(format)"
+                    FileManager.default.createFile(atPath: file, contents: Data(buffer: r.body))
+                    let dest = out + "/" + format
+                    try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true)
+                    let unpack = format == "zip" ? try run(["unzip", "-q", file, "-d", dest]) : try run(["tar", "-xf", file, "-C", dest])
+                    #expect(unpack.status == 0, "\(unpack.out)")
+                    let folder = dest + "/evidence-item-\(a.id)-\(a.sha256.short)"
+                    let sums = try run(["sha256sum", "-c", "SHA256SUMS"], cwd: folder)
+                    #expect(sums.status == 0, "\(sums.out)")
+                    #expect(sums.out.contains("original/\(BundleNames.safe(Self.hostile)): OK"), "\(sums.out)")
+                    #expect(sums.out.contains("certificates/evidence.pdf: OK") && sums.out.contains("proofs/tsa.tsr: OK"))
+                    #expect(BundleVerifier.isBundle(folder))
+                }
+            }
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: f.home.store.tmpDir)
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("the status page counts states and jobs, lists failed and stuck items with reasons, and the quarantine")
+    func status() async throws {
+        let (f, a, b) = try fixture()
+        _ = try f.home.catalog.transition(itemID: b.id, to: .failed, reason: "notary said: Transaction reverted",
+                                          event: "failed", details: [:])
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/status?older=0s", method: .get, headers: PortalFixture.basic) { r in
+                let t = r.text
+                #expect(r.status == .ok)
+                #expect(t.contains("Needs attention."))
+                #expect(t.contains("<div class=\"state-confirmed\"><b>1</b>"))
+                #expect(t.contains("<div class=\"state-failed\"><b>1</b>"))
+                #expect(t.contains("<div class=\"state-quarantined\"><b>1</b>"))
+                #expect(t.contains("Transaction reverted"))
+                #expect(t.contains("not a regular file (fifo)") && t.contains("&lt;b&gt;fifo&lt;/b&gt;"))
+                #expect(t.contains("href=\"/items/\(a.id)\""), "a confirmed item waiting for its next step is stuck after 0s")
+            }
+            try await client.execute(uri: "/status?older=soon", method: .get, headers: PortalFixture.basic) { r in
+                #expect(r.status == .badRequest)
+            }
+        }
+    }
+}
