@@ -47,6 +47,10 @@ poll_max = "5s"
 kind = "rfc3161"
 urls = ["$url/tsa"]
 ca_file = "$work/tsa-ca.pem"
+
+[serve]
+listen = "127.0.0.1:0"                  # the auditor portal (evidence serve); any free port
+token_env = "EVIDENCE_DEMO_PORTAL_TOKEN"
 TOML
 # The archive account: a local folder, or a sandbox provider with its fixed sandbox
 # credentials (secrets in 0600 files, as evidence requires).
@@ -131,11 +135,12 @@ access = "open"
 expires_in = "30d"
 TOML
 export EVIDENCE_DEMO_QED_KEY=sandbox-key
+export EVIDENCE_DEMO_PORTAL_TOKEN="demo-$RANDOM$RANDOM"
 ev() { "$bin" --config "$work/evidence.toml" "$@"; }
 
 echo
-echo "== evidence accounts check   (archive provider: $provider)"
-ev accounts check
+echo "== evidence doctor   (archive provider: $provider; the home is made by the first run)"
+ev doctor || { echo "demo: evidence doctor found a problem"; exit 1; }
 echo
 echo "== evidence rules check"
 ev rules check
@@ -194,6 +199,23 @@ ev verify "$work/bundle"
 echo
 echo "== evidence fsck"
 ev fsck
+echo
+echo "== evidence serve   (the auditor portal, read-only; bearer token from \$EVIDENCE_DEMO_PORTAL_TOKEN)"
+ev serve >"$work/serve.out" 2>"$work/serve.log" &
+serve=$!; pids+=("$serve")
+for _ in $(seq 100); do grep -q "listening on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+portal=$(sed -n 's/^listening on //p' "$work/serve.out" | head -1)
+if [ -n "$portal" ]; then
+  auth=(-H "Authorization: Bearer $EVIDENCE_DEMO_PORTAL_TOKEN")
+  echo "$portal  (status page, then item 1's page, as text)"
+  curl -sf "${auth[@]}" "${portal}status" | sed -e 's/<[^>]*>/ /g' -e 's/  */ /g' | grep -E '[a-z]' | sed -n '1,12p' | sed 's/^/  /'
+  code=$(curl -s -o "$work/item-1.html" -w '%{http_code}' "${auth[@]}" "${portal}items/1")
+  echo "  GET /items/1 → HTTP $code, $(wc -c < "$work/item-1.html") bytes; GET /items/1/bundle.zip → HTTP $(curl -s -o "$work/bundle-1.zip" -w '%{http_code}' "${auth[@]}" "${portal}items/1/bundle.zip")"
+  echo "  without the token: HTTP $(curl -s -o /dev/null -w '%{http_code}' "${portal}status")"
+else
+  echo "evidence serve did not start:"; cat "$work/serve.log"
+fi
+kill -TERM "$serve" 2>/dev/null || true
 kill -TERM "$run"
 wait "$run" && echo "evidence run stopped cleanly (SIGTERM)"
 echo
