@@ -27,8 +27,8 @@ struct RunCommand: AsyncParsableCommand {
         [metrics] allow_remote = true) and prints `metrics on http://HOST:PORT/metrics` on stdout
         once listening. Without either, no port is opened.
 
-        Exit codes: 0 stopped cleanly · 1 a service failed · 2 config/rules invalid, or another
-        `evidence run` already serves this home.
+        Exit codes: 0 stopped cleanly · 1 a service failed (or the metrics address is in use) ·
+        2 config/rules invalid, or another `evidence run` already serves this home.
         """
     )
 
