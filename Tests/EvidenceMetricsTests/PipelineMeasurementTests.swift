@@ -42,7 +42,8 @@ struct PipelineMeasurementTests {
         let flaky = Flaky(registry: factory.registry)
         _ = try catalog.enqueue(JobSpec(kind: "flaky"), itemID: nil, dedupeKey: "flaky:1")
         _ = try catalog.enqueue(JobSpec(kind: "broken"), itemID: nil, dedupeKey: "broken:1")
-        let runner = JobRunner(catalog: catalog, handlers: [flaky, Broken()], owner: "test", workers: 2,
+        // One worker: a job's attempt ends (and leaves the in-flight gauge) before the next is claimed.
+        let runner = JobRunner(catalog: catalog, handlers: [flaky, Broken()], owner: "test", workers: 1,
                                backoff: Backoff(base: 0.01, cap: 0.01), idlePoll: 0.02,
                                metrics: PipelineMetrics(factory: factory), logger: Logger(label: "test"))
         // Before any job ran, every kind is exported at 0.
