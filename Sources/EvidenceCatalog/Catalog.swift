@@ -96,6 +96,8 @@ public protocol Catalog: Sendable {
     func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob]
     func troubledJobs(limit: Int) throws(CatalogError) -> [QueuedJob]
     func jobCounts() throws(CatalogError) -> [String: Int]
+    /// Jobs per kind and state (`queued`, `running`, `done`, `failed`): kind → state → count.
+    func jobCountsByKind() throws(CatalogError) -> [String: [String: Int]]
     func retryFailed(itemID: Int64?) throws(CatalogError) -> Int
 }
 

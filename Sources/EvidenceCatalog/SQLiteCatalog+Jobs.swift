@@ -159,6 +159,16 @@ extension SQLiteCatalog {
         }
     }
 
+    public func jobCountsByKind() throws(CatalogError) -> [String: [String: Int]] {
+        try read { db in
+            var out: [String: [String: Int]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT kind, state, COUNT(*) AS n FROM job GROUP BY kind, state") {
+                out[row["kind"], default: [:]][row["state"]] = row["n"]
+            }
+            return out
+        }
+    }
+
     /// Re-queues failed jobs (all, or one item's) with fresh attempts; failed items go back to
     /// the state they failed from. Returns the number of jobs re-queued.
     public func retryFailed(itemID: Int64?) throws(CatalogError) -> Int {

@@ -1,6 +1,6 @@
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -30,6 +30,9 @@ enum ConfigFileParser {
         }
         if let t = try r.table(root, "serve") {
             config.serve = try serve(r, t)
+        }
+        if let t = try r.table(root, "metrics") {
+            config.metrics = try metrics(r, t)
         }
         return config
     }

@@ -19,11 +19,14 @@ public struct EvidenceConfig: Sendable, Equatable {
     public var archives: [String: ArchiveConfig]
     /// `[serve]`: the auditor portal; nil when the file has no such table.
     public var serve: ServeConfig?
+    /// `[metrics]`: `/metrics`, `/healthz`, `/readyz` from `evidence run`; nil when the file has no such table.
+    public var metrics: MetricsConfig?
 
     public init(
         file: String? = nil, home: String? = nil, rulesDir: String? = nil,
         logLevel: LogLevel = .info, logFormat: LogFormat = .text, workers: Workers = Workers(),
-        notaries: [String: NotaryConfig] = [:], archives: [String: ArchiveConfig] = [:], serve: ServeConfig? = nil
+        notaries: [String: NotaryConfig] = [:], archives: [String: ArchiveConfig] = [:], serve: ServeConfig? = nil,
+        metrics: MetricsConfig? = nil
     ) {
         self.file = file
         self.home = home
@@ -34,6 +37,7 @@ public struct EvidenceConfig: Sendable, Equatable {
         self.notaries = notaries
         self.archives = archives
         self.serve = serve
+        self.metrics = metrics
     }
 
     /// No file, no home/rules set, log info/text, workers 4/2, no notary, no archive (ingest only).

@@ -13,9 +13,10 @@ public struct CertificateHandler: JobHandler {
     let home: EvidenceHome
     let rules: [String: WatchRule]
     let notaries: Notaries
+    let metrics: PipelineMetrics
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries) {
-        self.home = home; self.rules = rules; self.notaries = notaries
+    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries, metrics: PipelineMetrics = .disabled) {
+        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
@@ -33,7 +34,7 @@ public struct CertificateHandler: JobHandler {
             guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
                 throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
             }
-            do { _ = try await NotaryCertificate.fetch(proof, slug: slug, with: qed, home: home) } catch let e as NotaryError {
+            do { _ = try await NotaryCertificate.fetch(proof, slug: slug, with: qed, home: home, metrics: metrics) } catch let e as NotaryError {
                 throw JobError(e.message, retryable: e.retryable, retryAfter: e.retryAfter)
             } catch {
                 throw JobError("\(error)", retryable: true)

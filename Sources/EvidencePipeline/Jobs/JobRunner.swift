@@ -19,10 +19,13 @@ public final class JobRunner: Service, Sendable {
     let drainTimeout: Double
     let logger: Logger
     let idlePoll: Double
+    let metrics: PipelineMetrics
     private let stopping = Mutex(false)
+    private let started = Mutex(false)
 
     public init(catalog: any Catalog, handlers: [any JobHandler], owner: String, workers: Int, lease: Double = 300,
-                backoff: Backoff = Backoff(), drainTimeout: Double = 10, idlePoll: Double = 0.2, logger: Logger) {
+                backoff: Backoff = Backoff(), drainTimeout: Double = 10, idlePoll: Double = 0.2,
+                metrics: PipelineMetrics = .disabled, logger: Logger) {
         self.catalog = catalog
         self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { a, _ in a })
         self.owner = owner
@@ -31,15 +34,25 @@ public final class JobRunner: Service, Sendable {
         self.backoff = backoff
         self.drainTimeout = drainTimeout
         self.idlePoll = idlePoll
+        self.metrics = metrics
         self.logger = logger
+        metrics.registerJobKinds(self.handlers.keys.sorted())
     }
 
     var isStopping: Bool { stopping.withLock { $0 } }
+
+    /// The job kinds this runner has handlers for.
+    public var kinds: [String] { handlers.keys.sorted() }
+
+    /// Whether the workers are claiming jobs: from after the leases of a previous run went
+    /// back to the queue until graceful shutdown begins (for `/readyz`).
+    public var isRunning: Bool { started.withLock { $0 } && !isStopping }
 
     public func run() async throws {
         let catalog = self.catalog
         let released = try await onIOThread { Result { () throws(CatalogError) in try catalog.releaseAllLeases() } }.get()
         if released > 0 { logger.notice("returned \(released) job lease(s) of a previous run to the queue") }
+        started.withLock { $0 = true }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<workers { group.addTask { await self.workerLoop(); return true } }
@@ -98,6 +111,8 @@ public final class JobRunner: Service, Sendable {
         log[metadataKey: "kind"] = "\(job.kind)"
         if let item = job.itemID { log[metadataKey: "item"] = "\(item)" }
         let (catalog, owner) = (self.catalog, self.owner)
+        metrics.jobStarted(kind: job.kind)
+        defer { metrics.jobEnded(kind: job.kind) }
         do {
             let outcome = try await handler.run(job)
             switch outcome {
@@ -123,8 +138,10 @@ public final class JobRunner: Service, Sendable {
                     try catalog.failJob(job.id, owner: owner, error: error.message, retryAt: retryAt, onGiveUp: error.onGiveUp)
                 } }.get()
                 if after.state == .failed {
+                    metrics.jobFailed(kind: job.kind)
                     log.error("job failed for good after \(after.attempts) attempt(s): \(error.message)")
                 } else {
+                    metrics.jobRetried(kind: job.kind)
                     log.warning("job attempt \(after.attempts) failed, retrying at \(after.nextRunAt): \(error.message)")
                 }
             } catch {

@@ -16,9 +16,10 @@ public struct NotarizeHandler: JobHandler {
     let home: EvidenceHome
     let rules: [String: WatchRule]
     let notaries: Notaries
+    let metrics: PipelineMetrics
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries) {
-        self.home = home; self.rules = rules; self.notaries = notaries
+    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries, metrics: PipelineMetrics = .disabled) {
+        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
@@ -38,7 +39,7 @@ public struct NotarizeHandler: JobHandler {
         guard let item = found else { throw JobError("item \(itemID) is gone", retryable: false) }
         let existing = proofs.first { $0.notary == notaryName }
         if existing?.state == .confirmed { return .done(nil) }
-        let context = Context(home: home, item: item, rule: rule, notary: notary)
+        let context = Context(home: home, item: item, rule: rule, notary: notary, metrics: metrics)
 
         switch notary.client {
         case .qed(let qed):
@@ -53,23 +54,24 @@ public struct NotarizeHandler: JobHandler {
         let item: Item
         let rule: WatchRule
         let notary: Notaries.Entry
+        let metrics: PipelineMetrics
         var name: String { notary.config.name }
 
         func qed(_ qed: QEDClient, existing: Proof?, sources: [SourceSighting]) async throws(JobError) -> JobOutcome {
             let report: QEDReport
             let submittedAt: Date
             if existing?.state == .pending, let slug = existing?.remoteID {
-                report = try await call { () throws(NotaryError) in try await qed.report(slug: slug) }
+                report = try await call(.poll) { () throws(NotaryError) in try await qed.report(slug: slug) }
                 submittedAt = existing?.submittedAt ?? item.createdAt
             } else {
                 // A failed report stays failed: after `retry`, a new one is made.
                 let failedSlug = existing?.state == .failed ? existing?.remoteID : nil
-                let found = try await call { () throws(NotaryError) in try await qed.reports(hash: item.sha256) }
+                let found = try await call(.lookup) { () throws(NotaryError) in try await qed.reports(hash: item.sha256) }
                 if let live = found.last(where: { $0.status != .failed && $0.slug != failedSlug }) {
                     report = live
                 } else {
                     let submission = makeSubmission(sources: sources)
-                    report = try await call { () throws(NotaryError) in try await qed.submit(submission) }
+                    report = try await call(.submit) { () throws(NotaryError) in try await qed.submit(submission) }
                 }
                 submittedAt = Date()
                 try await save(Proof(itemID: item.id, notary: name, kind: "qed", state: .pending, remoteID: report.slug,
@@ -98,7 +100,7 @@ public struct NotarizeHandler: JobHandler {
         }
 
         func timestamp(_ tsa: TSAClient) async throws(JobError) -> JobOutcome {
-            let (token, url) = try await call { () throws(NotaryError) in try await tsa.timestamp(item.sha256) }
+            let (token, url) = try await call(.timestamp) { () throws(NotaryError) in try await tsa.timestamp(item.sha256) }
             let receipt = try await put(token.response)
             try await save(Proof(itemID: item.id, notary: name, kind: "rfc3161", state: .confirmed, remoteID: token.serial,
                                  receipt: receipt, network: token.tsaName, link: url, provenAt: token.genTime,
@@ -112,8 +114,9 @@ public struct NotarizeHandler: JobHandler {
                                  name: t.expand(rule.nameTemplate), note: t.expand(rule.noteTemplate), metaData: rule.metaData)
         }
 
-        func call<T>(_ body: () async throws(NotaryError) -> T) async throws(JobError) -> T {
-            do { return try await body() } catch {
+        /// One request to the notary, timed whatever its outcome; its error as a job error.
+        func call<T>(_ operation: PipelineMetrics.NotaryOperation, _ body: () async throws(NotaryError) -> T) async throws(JobError) -> T {
+            do { return try await metrics.timeNotary(name, operation, body) } catch {
                 throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
             }
         }

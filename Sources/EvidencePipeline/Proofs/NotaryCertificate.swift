@@ -9,10 +9,13 @@ import Foundation
 public enum NotaryCertificate {
     /// Returns the PDF. Throws `NotaryError` for what the notary answered, other errors for
     /// the store or catalog (they name the file or database).
-    public static func fetch(_ proof: Proof, slug: String, with qed: QEDClient, home: EvidenceHome) async throws -> Data {
+    public static func fetch(_ proof: Proof, slug: String, with qed: QEDClient, home: EvidenceHome,
+                             metrics: PipelineMetrics = .disabled) async throws -> Data {
         let temp = home.store.tmpDir + "/\(getpid()).cert-\(proof.itemID)-\(UUID().uuidString).pdf"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
-        try await qed.downloadCertificate(slug: slug, to: temp)
+        try await metrics.timeNotary(proof.notary, .certificate) { () async throws(NotaryError) in
+            try await qed.downloadCertificate(slug: slug, to: temp)
+        }
         return try await onIOThread { Result { () throws -> Data in
             let data = try Data(contentsOf: URL(fileURLWithPath: temp))
             let digest = try home.store.put(data).digest

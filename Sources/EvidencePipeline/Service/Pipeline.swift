@@ -15,11 +15,13 @@ public struct Pipeline: Sendable {
     public let jobRunner: JobRunner
 
     /// `notaries` are built from the config by the caller (`Notaries.build`), so that a missing
-    /// API key is a config error before the service starts.
+    /// API key is a config error before the service starts. `metrics` receives the jobs',
+    /// watcher's, notaries' and providers' measurements (nothing is measured by default).
     public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], notaries: Notaries,
-                archives: Archives = Archives(), logger: Logger) {
+                archives: Archives = Archives(), metrics: PipelineMetrics = .disabled, logger: Logger) {
         self.home = home
         self.rules = rules
+        let archives = archives.measured(by: metrics)
         let owner = "\(ProcessInfo.processInfo.hostName):\(getpid())"
         let ingestor = Ingestor(home: home, actor: "run:\(owner)")
         let specs = rules.map {
@@ -28,21 +30,23 @@ public struct Pipeline: Sendable {
         }
         let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: rules, ingestor: ingestor,
-                                    workers: config.workers.ingest, logger: logger)
+                                    workers: config.workers.ingest, logger: logger, metrics: metrics)
         jobRunner = JobRunner(catalog: home.catalog,
                               handlers: [VerifyHandler(home: home, rules: byName),
-                                         NotarizeHandler(home: home, rules: byName, notaries: notaries),
-                                         CertificateHandler(home: home, rules: byName, notaries: notaries),
+                                         NotarizeHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
+                                         CertificateHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
                                          ArchiveHandler(home: home, rules: byName, archives: archives),
                                          ShareHandler(home: home, rules: byName, archives: archives),
                                          AfterActionHandler(home: home, rules: byName)],
-                              owner: owner, workers: config.workers.jobs, logger: logger)
+                              owner: owner, workers: config.workers.jobs, metrics: metrics, logger: logger)
     }
 
-    /// Runs until SIGTERM/SIGINT, then drains and returns.
-    public func run(logger: Logger) async throws {
+    /// Runs until SIGTERM/SIGINT, then drains and returns. `alongside` (e.g. the metrics
+    /// endpoint) run in the same group: they start with the pipeline, stop gracefully with it,
+    /// and one of them failing stops the whole group.
+    public func run(alongside: [any Service] = [], logger: Logger) async throws {
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: watchService), .init(service: jobRunner)],
+            services: [.init(service: watchService), .init(service: jobRunner)] + alongside.map { .init(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()

@@ -19,7 +19,10 @@ public final class WatchService: Service, Sendable {
     let workers: Int
     let logger: Logger
     let retryDelays: [Double]
+    let metrics: PipelineMetrics
     private let counters = Mutex(Counters())
+    /// Rules whose folders had their initial scan (watches set up, existing files queued).
+    private let scanned = Mutex(Set<String>())
 
     public struct Counters: Sendable, Equatable {
         public var ingested = 0
@@ -31,14 +34,19 @@ public final class WatchService: Service, Sendable {
 
     public var stats: Counters { counters.withLock { $0 } }
 
+    /// Whether every rule's folder is watched: its initial scan is done (for `/readyz`).
+    public var isWatching: Bool { scanned.withLock { $0.isSuperset(of: rules.keys) } }
+
     public init(watcher: Watcher, rules: [WatchRule], ingestor: Ingestor, workers: Int, logger: Logger,
-                retryDelays: [Double] = [1, 2, 5, 10, 30, 60, 120, 300]) {
+                retryDelays: [Double] = [1, 2, 5, 10, 30, 60, 120, 300], metrics: PipelineMetrics = .disabled) {
         self.watcher = watcher
         self.rules = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.ingestor = ingestor
         self.workers = max(1, workers)
         self.logger = logger
         self.retryDelays = retryDelays
+        self.metrics = metrics
+        metrics.registerWatcher()
     }
 
     public func run() async throws {
@@ -56,6 +64,7 @@ public final class WatchService: Service, Sendable {
                     group.addTask { await self.take(file) }
                 case .rejected(let rule, let path, let reason):
                     counters.withLock { $0.rejected += 1 }
+                    metrics.fileQuarantined()
                     logger.warning("quarantined: \(reason)", metadata: ["rule": "\(rule)", "path": "\(path)"])
                     let ingestor = self.ingestor
                     group.addTask {
@@ -64,6 +73,7 @@ public final class WatchService: Service, Sendable {
                         }
                     }
                 case .rescanned(let rule, let reason):
+                    if reason == "initial scan" { scanned.withLock { _ = $0.insert(rule) } }
                     logger.notice("rescanned \(rule): \(reason)")
                 }
             }
@@ -96,11 +106,13 @@ public final class WatchService: Service, Sendable {
             switch outcome {
             case .ingested(let o):
                 counters.withLock { if case .created = o { $0.ingested += 1 } else { $0.duplicates += 1 } }
+                metrics.fileIngested()
                 logger.info("\(o.label)", metadata: ["path": "\(file.path)", "rule": "\(file.rule)",
                                                      "item": "\(o.item.id)", "sha256": "\(o.item.sha256.hex)"])
                 return
             case .rejected(let reason, _):
                 counters.withLock { $0.rejected += 1 }
+                metrics.fileQuarantined()
                 logger.warning("quarantined: \(reason)", metadata: ["rule": "\(file.rule)"])
                 return
             case .retryLater(let reason), .failed(let reason):

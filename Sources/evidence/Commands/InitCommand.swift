@@ -135,6 +135,10 @@ struct InitCommand: ParsableCommand {
         # password_file = "/etc/evidence/portal.pass"  # mode 0600; or password_env = "EVIDENCE_PORTAL_PASSWORD"
         # token_env = "EVIDENCE_PORTAL_TOKEN"          # and/or a bearer token (or token_file)
 
+        # Prometheus /metrics, /healthz and /readyz from `evidence run` (no table: no port opened).
+        # [metrics]
+        # listen = "127.0.0.1:9464"                    # loopback; another address needs allow_remote = true
+
         """
 
     static func ruleText(drop: String) -> String {

@@ -2,9 +2,11 @@ import ArgumentParser
 import Dispatch
 import EvidenceConfig
 import EvidenceCore
+import EvidenceMetrics
 import EvidencePipeline
 import Foundation
 import Logging
+import ServiceLifecycle
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,8 +22,13 @@ struct RunCommand: AsyncParsableCommand {
         SIGUSR1 forces a full rescan of the watched folders.
         Logs go to stderr (text or JSON: config `log_format`, --log-format).
 
-        Exit codes: 0 stopped cleanly · 1 a service failed · 2 config/rules invalid, or another
-        `evidence run` already serves this home.
+        Metrics: with a [metrics] table in evidence.toml, or --metrics HOST:PORT, it also serves
+        Prometheus /metrics, /healthz and /readyz (no authentication; loopback only unless
+        [metrics] allow_remote = true) and prints `metrics on http://HOST:PORT/metrics` on stdout
+        once listening. Without either, no port is opened.
+
+        Exit codes: 0 stopped cleanly · 1 a service failed (or the metrics address is in use) ·
+        2 config/rules invalid, or another `evidence run` already serves this home.
         """
     )
 
@@ -33,12 +40,32 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("text or json (default: config `log_format`).", valueName: "format"))
     var logFormat: String?
 
+    @Option(name: .long, help: ArgumentHelp("Serve /metrics, /healthz and /readyz on HOST:PORT (default: [metrics] listen, if the table is there).",
+                                            valueName: "addr"))
+    var metrics: String?
+
     func validate() throws {
         if let f = logFormat, f != "text", f != "json" { throw ValidationError("--log-format must be text or json") }
+        if let metrics, ServeConfig.parseListen(metrics) == nil {
+            throw ValidationError("--metrics \(metrics): expected HOST:PORT like 127.0.0.1:9464 or [::1]:9464")
+        }
+    }
+
+    /// `[metrics]`, with --metrics overriding its address; nil when neither asks for metrics.
+    func metricsConfig(_ config: EvidenceConfig) throws -> MetricsConfig? {
+        guard let metrics, let parsed = ServeConfig.parseListen(metrics) else { return config.metrics }
+        let allowRemote = config.metrics?.allowRemote ?? false
+        if !allowRemote && !ServeConfig.isLoopback(parsed.host) {
+            throw CLIError.config("--metrics \(metrics): \(parsed.host) is not a loopback address: the metrics would be readable "
+                + "from other machines without authentication; set `allow_remote = true` in [metrics] of "
+                + "\(config.file ?? "evidence.toml") to allow that")
+        }
+        return MetricsConfig(listen: metrics, allowRemote: allowRemote)
     }
 
     func run() async throws {
         let config = try global.loadConfig()
+        let metricsConfig = try metricsConfig(config)
         let homePath = try global.homePath(config)
         let rules = try RuleSet.load(explicit: rules, config: config, home: homePath)
         let home = try global.openHome()
@@ -57,7 +84,24 @@ struct RunCommand: AsyncParsableCommand {
         do { archives = try Archives.build(config: config, used: Set(rules.compactMap(\.archive)), home: homePath, logger: logger) } catch {
             throw CLIError.config(error.description)
         }
-        let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, archives: archives, logger: logger)
+        // The registry exists only when metrics are served: without them nothing is measured.
+        let factory = metricsConfig.map { _ in EvidenceMetricsFactory() }
+        factory?.bootstrapProcess()
+        let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, archives: archives,
+                                metrics: factory.map { PipelineMetrics(factory: $0) } ?? .disabled, logger: logger)
+        var alongside: [any Service] = []
+        if let metricsConfig, let factory {
+            let endpoint = MetricsEndpoint(
+                host: metricsConfig.host, port: metricsConfig.port, registry: factory.registry,
+                gauges: CatalogGauges(catalog: home.catalog, registry: factory.registry, jobKinds: pipeline.jobRunner.kinds),
+                checks: ReadinessCheck.pipeline(pipeline))
+            alongside.append(endpoint.makeApplication(logger: logger) { port in
+                let url = MetricsEndpoint.baseURL(host: metricsConfig.host, port: port) + "/metrics"
+                // Unbuffered: a parent reading the pipe sees the line at once.
+                FileHandle.standardOutput.write(Data("metrics on \(url)\n".utf8))
+                logger.notice("serving metrics", metadata: ["url": "\(url)"])
+            })
+        }
         signal(SIGUSR1, SIG_IGN)
         let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1)
         usr1.setEventHandler { pipeline.watchService.rescan() }
@@ -67,7 +111,7 @@ struct RunCommand: AsyncParsableCommand {
             "rules": "\(rules.map { "\($0.name)=\($0.path)" }.joined(separator: ","))",
         ])
         do {
-            try await pipeline.run(logger: logger)
+            try await pipeline.run(alongside: alongside, logger: logger)
         } catch {
             logger.critical("stopped on error: \(error)")
             throw ExitCode(1)

@@ -1,0 +1,43 @@
+import EvidenceCatalog
+import EvidenceCore
+import Foundation
+import Prometheus
+
+/// The gauges read from the catalog when `/metrics` is scraped: what the durable state is
+/// now, whichever process (this one, `evidence ingest`, `evidence retry`) changed it.
+public struct CatalogGauges: Sendable {
+    let catalog: any Catalog
+    let registry: PrometheusCollectorRegistry
+    /// Job kinds always exported (0 when none is queued), besides any kind the queue holds.
+    let jobKinds: [String]
+
+    public init(catalog: any Catalog, registry: PrometheusCollectorRegistry, jobKinds: [String]) {
+        self.catalog = catalog
+        self.registry = registry
+        self.jobKinds = jobKinds
+    }
+
+    func gauge(_ name: String, _ labels: [(String, String)] = []) -> Gauge {
+        registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: MetricDescriptions.help(for: name)),
+                           labels: labels)
+    }
+
+    /// Reads the catalog and sets the gauges. Blocking (SQLite): call it off the cooperative pool.
+    ///
+    /// `evidence_items{state="quarantined"}` counts what `evidence status` lists as quarantined:
+    /// the files not taken in (unresolved quarantine entries), or items in that state if more.
+    public func update(now: Date = Date()) throws(CatalogError) {
+        let summary = try catalog.summary()
+        let jobs = try catalog.jobCountsByKind()
+        for state in ItemState.allCases {
+            var n = summary.byState[state.rawValue] ?? 0
+            if state == .quarantined { n = max(n, summary.quarantined) }
+            gauge(MetricDescriptions.items, [("state", state.rawValue)]).set(to: Double(n))
+        }
+        for kind in Set(jobKinds).union(jobs.keys).sorted() {
+            gauge(MetricDescriptions.jobsQueued, [("kind", kind)]).set(to: Double(jobs[kind]?["queued"] ?? 0))
+        }
+        let age = summary.oldestPending.map { max(0, now.timeIntervalSince($0)) } ?? 0
+        gauge(MetricDescriptions.oldestPendingAge).set(to: age)
+    }
+}

@@ -1,0 +1,40 @@
+import EvidencePipeline
+
+/// The HELP text of every metric `evidence run` exports, and the buckets of its histograms.
+///
+/// One table for both ways metrics are made (swift-metrics in the pipeline, the registry
+/// directly for what is read from the catalog at scrape time): the registry refuses two help
+/// texts for one name.
+public enum MetricDescriptions {
+    /// Gauge, label `state` (every lifecycle state, 0 when none): items in the catalog.
+    public static let items = "evidence_items"
+    /// Gauge, label `kind`: jobs waiting in the catalog's queue (due now, or later after a backoff or poll wait).
+    public static let jobsQueued = "evidence_jobs_queued"
+    /// Gauge: seconds since the oldest item not yet in a final state (done, failed) was created; 0 when none.
+    public static let oldestPendingAge = "evidence_oldest_pending_age_seconds"
+
+    typealias P = PipelineMetrics.Name
+
+    static let help: [String: String] = [
+        items: "Items in the catalog by lifecycle state (quarantined: files not taken in, as evidence status counts them).",
+        jobsQueued: "Jobs waiting in the catalog's queue by kind (due now or after a backoff or poll wait).",
+        oldestPendingAge: "Age in seconds of the oldest item not yet done, failed or quarantined; 0 when there is none.",
+        P.jobsInFlight: "Jobs this process is executing now, by kind.",
+        P.jobRetries: "Failed job attempts that were scheduled to run again, by kind.",
+        P.jobFailures: "Jobs that failed for good (attempts spent or a permanent error), by kind.",
+        P.notaryRequestDuration: "Duration of requests to a notary in seconds, successful or not, by notary and operation.",
+        P.providerRequestDuration: "Duration of archive provider calls in seconds, successful or not, by account and operation.",
+        P.uploadedBytes: "Bytes of files uploaded to an archive account and acknowledged by the provider.",
+        P.ingestedFiles: "Files the watcher read and recorded (a new item or a new source of a known item).",
+        P.quarantined: "Files the watcher could not take in (left in place and listed as quarantined).",
+    ]
+
+    /// Remote requests take milliseconds (a local folder) to minutes (a large chunked upload).
+    public static let requestBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        .seconds(30), .seconds(60), .seconds(120), .seconds(300),
+    ]
+
+    static func help(for name: String) -> String { help[name] ?? "" }
+}
