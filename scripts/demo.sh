@@ -208,7 +208,8 @@ portal=$(sed -n 's/^listening on //p' "$work/serve.out" | head -1)
 if [ -n "$portal" ]; then
   auth=(-H "Authorization: Bearer $EVIDENCE_DEMO_PORTAL_TOKEN")
   echo "$portal  (status page, then item 1's page, as text)"
-  curl -sf "${auth[@]}" "${portal}status" | sed -e 's/<[^>]*>/ /g' -e 's/  */ /g' | grep -E '[a-z]' | sed -n '1,12p' | sed 's/^/  /'
+  curl -sf "${auth[@]}" "${portal}status" | sed -e '/<style/,/<\/style>/d' -e 's/<[^>]*>/ /g' -e 's/  */ /g' \
+    | grep -E '[A-Za-z0-9]' | sed -n '1,14p' | sed 's/^/  /'
   code=$(curl -s -o "$work/item-1.html" -w '%{http_code}' "${auth[@]}" "${portal}items/1")
   echo "  GET /items/1 → HTTP $code, $(wc -c < "$work/item-1.html") bytes; GET /items/1/bundle.zip → HTTP $(curl -s -o "$work/bundle-1.zip" -w '%{http_code}' "${auth[@]}" "${portal}items/1/bundle.zip")"
   echo "  without the token: HTTP $(curl -s -o /dev/null -w '%{http_code}' "${portal}status")"
