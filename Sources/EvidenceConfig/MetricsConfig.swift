@@ -38,20 +38,8 @@ public struct MetricsConfig: Sendable, Equatable {
 extension ConfigFileParser {
     static func metrics(_ r: TOMLReader, _ t: TOMLTableRef) throws(ConfigError) -> MetricsConfig {
         try r.checkKeys(t, allowed: MetricsConfig.allowedKeys)
-        var m = MetricsConfig()
-        if let listen = try r.string(t, "listen") {
-            guard let parsed = ServeConfig.parseListen(listen) else {
-                throw r.error(t.path + ["listen"], "invalid address \"\(listen)\": expected HOST:PORT like \"127.0.0.1:9464\" or \"[::1]:9464\"")
-            }
-            m.listen = listen
-            m.host = parsed.host
-            m.port = parsed.port
-        }
-        m.allowRemote = try r.bool(t, "allow_remote") ?? false
-        if !m.allowRemote && !ServeConfig.isLoopback(m.host) {
-            throw r.error(t.path + ["listen"], "\(m.host) is not a loopback address: the metrics would be readable from other "
-                + "machines without authentication; set `allow_remote = true` in [metrics] to allow that")
-        }
-        return m
+        let l = try r.listenSetting(t, default: MetricsConfig.defaultListen,
+                                    exposure: "the metrics would be readable from other machines without authentication")
+        return MetricsConfig(listen: l.listen, allowRemote: l.allowRemote)
     }
 }

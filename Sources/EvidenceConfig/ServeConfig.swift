@@ -97,20 +97,9 @@ public struct ServeConfig: Sendable, Equatable {
 extension ConfigFileParser {
     static func serve(_ r: TOMLReader, _ t: TOMLTableRef) throws(ConfigError) -> ServeConfig {
         try r.checkKeys(t, allowed: ServeConfig.allowedKeys)
-        var s = ServeConfig()
-        if let listen = try r.string(t, "listen") {
-            guard let parsed = ServeConfig.parseListen(listen) else {
-                throw r.error(t.path + ["listen"], "invalid address \"\(listen)\": expected HOST:PORT like \"127.0.0.1:8480\" or \"[::1]:8480\"")
-            }
-            s.listen = listen
-            s.host = parsed.host
-            s.port = parsed.port
-        }
-        s.allowRemote = try r.bool(t, "allow_remote") ?? false
-        if !s.allowRemote && !ServeConfig.isLoopback(s.host) {
-            throw r.error(t.path + ["listen"], "\(s.host) is not a loopback address: the portal would be reachable from other "
-                + "machines; set `allow_remote = true` in [serve] to allow that (and put TLS in front of it)")
-        }
+        let l = try r.listenSetting(t, default: ServeConfig.defaultListen,
+                                    exposure: "the portal would be reachable from other machines (put TLS in front of it)")
+        var s = ServeConfig(listen: l.listen, allowRemote: l.allowRemote)
         let token = try r.secret(t, "token")
         s.tokenEnv = token.env
         s.tokenFile = token.file
@@ -132,5 +121,31 @@ extension ConfigFileParser {
                 + "and/or `token_env`/`token_file` (bearer token)")
         }
         return s
+    }
+}
+
+/// `listen` and `allow_remote` of a table that opens a port (`[serve]`, `[metrics]`).
+struct ListenSetting {
+    var listen: String
+    var host: String
+    var port: Int
+    var allowRemote: Bool
+}
+
+extension TOMLReader {
+    /// Reads `listen` (default `defaultListen`) and `allow_remote`; a host other machines can
+    /// reach is refused unless `allow_remote = true`, saying what `exposure` would follow.
+    func listenSetting(_ t: TOMLTableRef, default defaultListen: String, exposure: String) throws(ConfigError) -> ListenSetting {
+        let listen = try string(t, "listen") ?? defaultListen
+        guard let parsed = ServeConfig.parseListen(listen) else {
+            throw error(t.path + ["listen"], "invalid address \"\(listen)\": expected HOST:PORT like \"\(defaultListen)\" or \"[::1]:\(defaultListen.split(separator: ":").last ?? "")\"")
+        }
+        let allowRemote = try bool(t, "allow_remote") ?? false
+        if !allowRemote && !ServeConfig.isLoopback(parsed.host) {
+            let table = t.path.joined(separator: ".")
+            throw error(t.path + ["listen"], "\(parsed.host) is not a loopback address: \(exposure); "
+                + "set `allow_remote = true` in [\(table)] to allow that")
+        }
+        return ListenSetting(listen: listen, host: parsed.host, port: parsed.port, allowRemote: allowRemote)
     }
 }

@@ -4,11 +4,7 @@ import Testing
 
 @Suite("[metrics] table")
 struct MetricsConfigTests {
-    func load(_ text: String) throws -> EvidenceConfig {
-        let dir = try TempDir()
-        let file = try dir.write("evidence.toml", text)
-        return try ConfigLoader.load(path: file)
-    }
+    func load(_ text: String) throws -> EvidenceConfig { try loadConfigText(text) }
 
     func failure(_ text: String) -> ConfigError? {
         configError { try load(text) }

@@ -53,3 +53,9 @@ func loadRule(_ text: String, named name: String = "bodycam", in dir: TempDir) t
     do { file = try dir.write("watch-rules/\(name).toml", text) } catch { fatalError("cannot write test file: \(error)") }
     return try ConfigLoader.loadRule(file: file)
 }
+
+/// Loads `text` as an evidence.toml written to a fresh temp folder.
+func loadConfigText(_ text: String) throws -> EvidenceConfig {
+    let dir = try TempDir()
+    return try ConfigLoader.load(path: try dir.write("evidence.toml", text))
+}
