@@ -65,8 +65,8 @@ enum ConfigFileParser {
         case .rfc3161:
             let urls = try r.require(r.stringArray(t, "urls"), t, "urls", hint: " (the TSA's URLs)")
             guard !urls.isEmpty else { throw r.error(t.path + ["urls"], "must list at least one URL") }
-            for (i, u) in urls.enumerated() where !TOMLReader.isHTTPURL(u) {
-                throw r.error(t.path + ["urls"], "invalid URL \"\(u)\": expected http:// or https:// with a host", element: i)
+            for (i, u) in urls.enumerated() {
+                if let problem = TOMLReader.urlProblem(u) { throw r.error(t.path + ["urls"], problem, element: i) }
             }
             n.urls = urls
         }

@@ -158,13 +158,30 @@ struct TOMLReader: Sendable {
         return v
     }
 
-    /// An `http://` or `https://` URL with a host.
+    /// An `http://` or `https://` URL with a host and no user name or password in it.
     func url(_ t: TOMLTableRef, _ key: String) throws(ConfigError) -> String? {
         guard let s = try string(t, key) else { return nil }
-        guard Self.isHTTPURL(s) else {
-            throw error(t.path + [key], "invalid URL \"\(s)\": expected http:// or https:// with a host")
-        }
+        if let problem = Self.urlProblem(s) { throw error(t.path + [key], problem) }
         return s
+    }
+
+    /// Why `s` is not a URL we accept, or nil. Never quotes a password written into it.
+    static func urlProblem(_ s: String) -> String? {
+        let shown = withoutUserinfo(s)
+        if shown != s {
+            return "a user name or password in the URL (\(shown)) is not allowed: secrets must not be written in config files; "
+                + "give them with the table's `*_env` or `*_file` fields"
+        }
+        return isHTTPURL(s) ? nil : "invalid URL \"\(s)\": expected http:// or https:// with a host"
+    }
+
+    /// `s` with any `user:password@` replaced by `…@`, for messages.
+    static func withoutUserinfo(_ s: String) -> String {
+        guard let schemeEnd = s.range(of: "://") else { return s }
+        let rest = s[schemeEnd.upperBound...]
+        let authority = rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+        guard let at = authority.lastIndex(of: "@") else { return s }
+        return String(s[..<schemeEnd.upperBound]) + "…" + String(s[at...])
     }
 
     static func isHTTPURL(_ s: String) -> Bool {

@@ -96,7 +96,11 @@ public struct QEDClient: Sendable {
 
     private func get(_ path: String, doing what: String) async throws(NotaryError) -> HTTPResponse {
         let response: HTTPResponse
-        do { response = try await http.execute(request("GET", path)) } catch { throw NotaryError(name, error) }
+        do { response = try await http.execute(request("GET", path)) } catch {
+            // A refused key gets the same message as on submit: what to check, QED's words.
+            if case .status = error.kind, !error.isRetryable, let answer = error.response { throw statusError(answer, doing: what) }
+            throw NotaryError(name, error)
+        }
         guard response.isSuccess else { throw statusError(response, doing: what) }
         return response
     }
@@ -121,7 +125,10 @@ public struct QEDClient: Sendable {
                 return key == "detail" ? text : "\(key): \(text)"
             }.joined(separator: "; ")
         }
-        let hint = response.status == 401 || response.status == 403 ? " (check the API key)" : ""
+        let hint = response.status == 401 || response.status == 403
+            ? " (check the API key: api_key_env or api_key_file of [notaries.\(name)])" : ""
+        // QED's words, minus our key should it ever quote it back.
+        said = Redact.text(said, secrets: [apiKey])
         return NotaryError("\(name): \(what) failed: HTTP \(response.status)\(hint): \(said)", retryable: retryable,
                            retryAfter: response.header("retry-after").flatMap { RetryAfter.seconds($0) })
     }
