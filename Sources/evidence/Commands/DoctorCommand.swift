@@ -18,7 +18,8 @@ struct DoctorCommand: AsyncParsableCommand {
 
           config      evidence.toml loads (every field valid, secrets readable)
           rules       the watch rules load and their folders exist
-          home        the home folder exists; its tmp folder is writable
+          home        the home folder exists; its tmp folder is writable; no part of it
+                      (home, objects, catalog, custody.head, tokens) is writable by every user
           catalog     SQLite's quick_check passes; items and jobs counted
           custody     the hash-chained custody log verifies
           store       object names, fan-out paths and read-only modes (no re-hash: see fsck)
@@ -207,9 +208,23 @@ struct DoctorCommand: AsyncParsableCommand {
             return
         }
         let probe = h.store.tmpDir + "/\(getpid()).doctor.tmp"
+        // Whoever can write here can swap the catalog, the custody anchor or store objects.
+        let open = [h.path, h.path + "/objects", h.store.objectsDir, h.catalogPath, h.path + "/custody.head", h.path + "/tokens"]
+            .compactMap { path -> (String, Int)? in
+                var st = stat()
+                guard stat(path, &st) == 0, st.st_mode & 0o002 != 0 else { return nil }
+                return (path, Int(st.st_mode & 0o7777))
+            }
         if FileManager.default.createFile(atPath: probe, contents: Data("x".utf8)) {
             unlink(probe)
-            add(Check(check: "home", status: .ok, detail: "\(h.path) (tmp writable)"))
+            if open.isEmpty {
+                add(Check(check: "home", status: .ok, detail: "\(h.path) (tmp writable)"))
+            } else {
+                add(Check(check: "home", status: .fail,
+                          detail: open.map { "\($0.0) (mode \(String(format: "%04o", $0.1)))" }.joined(separator: ", ")
+                              + " writable by every user: anyone on this machine could replace the catalog or stored evidence",
+                          fix: "chmod o-w " + open.map(\.0).joined(separator: " ")))
+            }
         } else {
             add(Check(check: "home", status: .fail, detail: "cannot write in \(h.store.tmpDir): \(String(cString: strerror(errno)))",
                       fix: "give the service user write access to \(h.path) (systemd: ReadWritePaths=)"))
