@@ -138,8 +138,10 @@ public actor OAuthSession {
         }
         let json = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         guard response.isSuccess else {
-            let code = json?["error"] as? String ?? "HTTP \(response.status)"
-            let detail = json?["error_description"] as? String ?? ""
+            // The provider's words, minus anything we sent it (a server may quote the request back).
+            let sent = form.filter { ["client_secret", "password", "refresh_token", "code", "code_verifier"].contains($0.0) }.map(\.1)
+            let code = Redact.text(json?["error"] as? String ?? "HTTP \(response.status)", secrets: sent)
+            let detail = Redact.text(json?["error_description"] as? String ?? "", secrets: sent)
             let kind: ArchiveError.Kind = (response.status == 429 || response.status >= 500) ? .transient : .permanent
             var hint = ""
             if code == "invalid_grant" {
