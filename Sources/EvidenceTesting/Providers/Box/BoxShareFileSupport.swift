@@ -153,20 +153,6 @@ enum BoxShareFileSupport {
         return stat(path, &st) == 0 ? Int64(st.st_size) : 0
     }
 
-    /// Loads a Codable state file; nil when it does not exist yet.
-    static func loadState<T: Decodable>(_ type: T.Type, from path: String) throws -> T? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return try JSONDecoder().decode(T.self, from: data)
-    }
-
-    /// Rewrites a Codable state file atomically (temp, fsync, rename).
-    static func saveState<T: Encodable>(_ value: T, to path: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(try encoder.encode(value), to: path)
-    }
-
     /// `http://host:port` as the client addressed the sandbox (the Host header).
     static func origin(_ request: Request) -> String {
         "http://\(request.head.authority ?? "127.0.0.1")"
@@ -269,11 +255,11 @@ final class BoxShareFilePersisted<State: Codable & Sendable>: @unchecked Sendabl
 
     init(path: String, initial: () -> State) throws {
         self.path = path
-        if let loaded = try BoxShareFileSupport.loadState(State.self, from: path) {
+        if let loaded = try StateFile.load(State.self, from: path) {
             state = loaded
         } else {
             state = initial()
-            try BoxShareFileSupport.saveState(state, to: path)
+            try StateFile.save(state, to: path)
         }
     }
 
@@ -289,7 +275,7 @@ final class BoxShareFilePersisted<State: Codable & Sendable>: @unchecked Sendabl
         lock.lock(); defer { lock.unlock() }
         var copy = state
         let result = try change(&copy)
-        try BoxShareFileSupport.saveState(copy, to: path)
+        try StateFile.save(copy, to: path)
         state = copy
         return result
     }

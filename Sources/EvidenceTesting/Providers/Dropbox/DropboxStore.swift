@@ -131,26 +131,12 @@ actor DropboxStore {
         // Bodies half-received when the sandbox stopped are dropped.
         try? fm.removeItem(atPath: tmpDir)
         try? fm.createDirectory(atPath: tmpDir, withIntermediateDirectories: true)
-        if fm.fileExists(atPath: statePath) {
-            do {
-                state = try JSONDecoder().decode(State.self, from: Data(contentsOf: URL(fileURLWithPath: statePath)))
-            } catch {
-                throw SandboxError.stateFile(path: statePath, reason: "\(error)")
-            }
-        } else {
-            state = State()
-        }
+        state = try StateFile.load(State.self, from: statePath) ?? State()
         state.refreshTokens[DropboxEmulator.refreshToken] = DropboxRefreshToken(pkce: false)
     }
 
     private func save() throws {
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            try AtomicFile.write(try encoder.encode(state), to: statePath)
-        } catch {
-            throw SandboxError.stateFile(path: statePath, reason: "\(error)")
-        }
+        try StateFile.save(state, to: statePath)
     }
 
     nonisolated func tempPath() -> String {

@@ -87,15 +87,7 @@ actor OwnCloudStore {
         }
         try? fm.removeItem(atPath: tmpDir)
         try? fm.createDirectory(atPath: tmpDir, withIntermediateDirectories: true)
-        if fm.fileExists(atPath: statePath) {
-            do {
-                state = try JSONDecoder().decode(State.self, from: Data(contentsOf: URL(fileURLWithPath: statePath)))
-            } catch {
-                throw SandboxError.stateFile(path: statePath, reason: "\(error)")
-            }
-        } else {
-            state = State()
-        }
+        state = try StateFile.load(State.self, from: statePath) ?? State()
         if state.entries["/"] == nil {
             state.entries["/"] = OwnCloudEntry(fileID: state.nextFileID, folder: true, etag: Self.etag(random), mtime: now)
             state.nextFileID += 1
@@ -107,13 +99,7 @@ actor OwnCloudStore {
     }
 
     private func save() throws {
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            try AtomicFile.write(try encoder.encode(state), to: statePath)
-        } catch {
-            throw SandboxError.stateFile(path: statePath, reason: "\(error)")
-        }
+        try StateFile.save(state, to: statePath)
     }
 
     nonisolated func tempPath() -> String {
