@@ -12,11 +12,7 @@ struct DoctorCLITests {
     /// two nested folders below the watched one.
     func setUp(_ sandbox: SandboxProcess) throws -> RunHarness {
         let h = try notarization.harness(sandbox)
-        let secrets = h.scratch.path + "/secrets"
-        try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true)
-        let account = ProviderCLITests.Provider.dropbox.account(sandbox.baseURL.absoluteString, secrets: secrets)
-        let config = try String(contentsOfFile: h.configPath!, encoding: .utf8)
-        try (config + "\n\n[archives.vault]\n" + account + "\n").write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+        try ProviderCLITests.Provider.dropbox.add(to: h, as: "vault", url: sandbox.baseURL.absoluteString)
         try FileManager.default.createDirectory(atPath: h.drop + "/day1/cam2", withIntermediateDirectories: true)
         let sample = h.scratch.file("sample.txt", "evidence doctor test\n")
         #expect(h.cli.run(["ingest", sample]).status == 0)

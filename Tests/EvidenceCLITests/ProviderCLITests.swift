@@ -70,6 +70,16 @@ struct ProviderCLITests {
             }
         }
 
+        /// Appends `[archives.NAME]` for this provider to the harness's evidence.toml, its
+        /// secrets in 0600 files in a 0700 folder of the harness.
+        func add(to h: RunHarness, as name: String, url: String) throws {
+            let secrets = h.scratch.path + "/secrets"
+            try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let config = try String(contentsOfFile: h.configPath!, encoding: .utf8)
+            try (config + "\n\n[archives.\(name)]\n" + account(url, secrets: secrets) + "\n")
+                .write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+        }
+
         /// A file big enough to go up in several chunks, and the request path of one chunk.
         var large: Int { self == .box ? 44_000_000 : self == .dropbox ? 30 << 20 : 12 << 20 }
         var chunkMarker: String {
@@ -94,9 +104,7 @@ struct ProviderCLITests {
     }
 
     func harness(_ provider: Provider, _ sandbox: SandboxProcess) throws -> RunHarness {
-        let url = sandbox.baseURL.absoluteString
-        let h = RunHarness(settle: "0s", extra: """
-            notary = ["qed", "tsa"]
+        let h = try NotarizationCLITests().harness(sandbox, ruleExtra: """
             archive = "vault"
             remote_path = "evidence/{rule}/{sha8}-{name}"
 
@@ -104,29 +112,7 @@ struct ProviderCLITests {
             access = "open"
             expires_in = "30d"
             """)
-        let ca = h.scratch.path + "/tsa-ca.pem"
-        #expect(CLI.exec(["curl", "-sf", "-o", ca, "\(url)/tsa/ca.pem"]).status == 0)
-        let secrets = h.scratch.path + "/secrets"
-        try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let config = """
-            [notaries.qed]
-            kind = "qed"
-            base_url = "\(url)/v1/"
-            api_key_env = "EVIDENCE_TEST_QED_KEY"
-            poll_first = "300ms"
-            poll_max = "1s"
-
-            [notaries.tsa]
-            kind = "rfc3161"
-            urls = ["\(url)/tsa"]
-            ca_file = "\(ca)"
-
-            [archives.vault]
-            \(provider.account(url, secrets: secrets))
-            """
-        h.configPath = h.scratch.path + "/evidence.toml"
-        try config.write(toFile: h.configPath!, atomically: true, encoding: .utf8)
-        h.environment = ["EVIDENCE_TEST_QED_KEY": "sandbox-key"]
+        try provider.add(to: h, as: "vault", url: sandbox.baseURL.absoluteString)
         return h
     }
 
