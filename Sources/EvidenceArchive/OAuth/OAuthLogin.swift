@@ -51,8 +51,9 @@ public struct AuthorizationRequest: Sendable {
         guard !t.isEmpty else { return nil }
         if t.contains("code="), let q = t.split(separator: "?", maxSplits: 1).last {
             for pair in q.split(separator: "&") where pair.hasPrefix("code=") {
-                let v = String(pair.dropFirst(5))
-                return (v.removingPercentEncoding ?? v).isEmpty ? nil : (v.removingPercentEncoding ?? v)
+                let raw = String(pair.dropFirst(5))
+                let code = raw.removingPercentEncoding ?? raw
+                return code.isEmpty ? nil : code
             }
         }
         guard !t.contains(where: { $0 == " " || $0 == "\t" }) else { return nil }
