@@ -8,7 +8,8 @@
 import Foundation
 import PackageDescription
 
-// A path dependency's identity is its folder's name (the checkout may be called anything).
+// A path dependency's identity is its folder's name (the checkout may be called anything, except
+// "fuzz": that is this package's own identity, and SwiftPM would look for EvidenceFuzzing here).
 let main = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComponent().standardized
 
 let targets = ["config", "rule", "qed", "rfc3161", "manifest", "custody", "providers", "webdav", "sandbox-json"]

@@ -14,9 +14,11 @@ all=(config rule qed rfc3161 manifest custody providers webdav sandbox-json)
 targets=("$@"); ((${#targets[@]})) || targets=("${all[@]}")
 
 echo "== building Fuzz/ with -sanitize=fuzzer,address (first build takes several minutes)"
+# The linker warns once per ASan symbol; keep the rest, and stop on a failed build (never fuzz stale binaries).
 swift build --package-path Fuzz --scratch-path "$scratch" \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 \
-  | grep -v -e "warning: Cannot export local symbol" -e "^ld.gold: warning" || true
+  | { grep -v -e "warning: Cannot export local symbol" -e "^ld.gold: warning" || true; }
+((PIPESTATUS[0] == 0)) || { echo "fuzz: the build of Fuzz/ failed"; exit 2; }
 bin=$(swift build --package-path Fuzz --scratch-path "$scratch" --show-bin-path \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
 for t in "${targets[@]}"; do

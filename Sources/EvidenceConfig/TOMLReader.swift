@@ -45,6 +45,10 @@ struct TOMLReader: Sendable {
             throw ConfigError(file: file, line: bad.line, column: bad.column,
                               message: "TOML syntax error: a table header's key must be bare (A-Z a-z 0-9 _ -) or quoted")
         }
+        if let problem = TOMLGuard.check(source) {
+            throw ConfigError(file: file, line: problem.line, column: problem.column,
+                              message: "TOML syntax error: \(problem.message)")
+        }
         self.root = TOMLTableRef(path: [], values: try TOMLNode.parse(source, file: file))
     }
 

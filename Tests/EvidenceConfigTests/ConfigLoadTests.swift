@@ -289,6 +289,29 @@ path = "/srv/evidence-archive"
         #expect(error?.message.hasPrefix("TOML syntax error") == true)
     }
 
+    /// Found by `make fuzz`: more toml++ assertions on invalid TOML (see TOMLGuard).
+    @Test(arguments: [("a = [}\n", 1), ("a = [\"x\",\n  # c\n}]\n", 3), ("when = 1979-05-27T;7:32300Z\n", 1)])
+    func invalidTOMLThatCrashedTOMLKitIsASyntaxError(_ text: String, _ line: Int) throws {
+        let dir = try TempDir()
+        let error = configError { try loadConfig("home = \"/x\"\n" + text, in: dir) }
+        #expect(error?.line == line + 1)
+        #expect(error?.message.hasPrefix("TOML syntax error") == true)
+    }
+
+    @Test func stringsCommentsDatesAndInlineTablesThatLookAlikeStillParse() throws {
+        let dir = try TempDir()
+        let text = """
+            home = "/x [} ,} 1979-05-27T;"   # [} in a comment, 2024-01-01T;
+            [metrics]
+            listen = '127.0.0.1:9464'
+            [archives.vault]
+            kind = "local"
+            path = '''/srv/a,}'''
+            """
+        let config = try loadConfig(text, in: dir)
+        #expect(config.home == "/x [} ,} 1979-05-27T;")
+    }
+
     @Test func quotedAndSpacedTableHeadersStillParse() throws {
         let dir = try TempDir()
         let config = try loadConfig("[ notaries . \"q d\" ]\nkind = \"qed\"\nbase_url = \"http://h/v1/\"\napi_key_env = \"K\"\n", in: dir)
