@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SWIFTFLAGS ?=
 
-.PHONY: deps build release test demo bench samples clean
+.PHONY: deps build release test fuzz demo bench samples clean
 
 deps:
 	@./scripts/deps.sh
@@ -23,6 +23,14 @@ test: deps
 	$(SWIFT) test --disable-xctest --filter EvidenceWatchTests $(SWIFTFLAGS)
 	$(SWIFT) test --disable-xctest --filter EvidenceCLITests $(SWIFTFLAGS)
 
+# libFuzzer on every parser we own (Fuzz/, its own package: never part of build or test), each
+# target for FUZZ_SECONDS (default 60); a table of runs and crashes, exit 1 on any crash.
+# FUZZ_SCRATCH= moves its build folder; `make fuzz FUZZ_TARGETS="config qed"` runs a few.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh $(FUZZ_TARGETS)
+
 # PROVIDER=local (default) | dropbox | box | sharefile | owncloud: where the demo archives.
 PROVIDER ?= local
 demo: build
@@ -35,4 +43,4 @@ samples: deps
 	./scripts/make-samples.sh samples
 
 clean:
-	rm -rf .build
+	rm -rf .build Fuzz/.build

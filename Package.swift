@@ -12,6 +12,8 @@ let package = Package(
     products: [
         .executable(name: "evidence", targets: ["evidence"]),
         .executable(name: "evidence-sandbox", targets: ["evidence-sandbox"]),
+        // For Fuzz/Package.swift (libFuzzer builds, `make fuzz`); not an API for anyone else.
+        .library(name: "EvidenceFuzzing", targets: ["EvidenceFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -104,6 +106,11 @@ let package = Package(
                     .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 ],
                 swiftSettings: swiftSettings),
+        // The parsers we own as fuzz targets with their contracts: replayed by EvidenceFuzzingTests,
+        // driven by libFuzzer in Fuzz/ (`make fuzz`).
+        .target(name: "EvidenceFuzzing",
+                dependencies: ["EvidenceCore", "EvidenceStore", "EvidenceConfig", "EvidenceNotary", "EvidenceArchive", "EvidencePipeline", "EvidenceTesting"],
+                swiftSettings: swiftSettings),
         .executableTarget(name: "evidence",
                           dependencies: [
                               "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal", "EvidenceMetrics",
@@ -147,6 +154,8 @@ let package = Package(
                                                                  .product(name: "Prometheus", package: "swift-prometheus"),
                                                                  .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                                  .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "EvidenceFuzzingTests", dependencies: ["EvidenceFuzzing", "EvidenceConfig"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "EvidenceTesting", "evidence", "evidence-sandbox",
                                                              .product(name: "ZIPFoundation", package: "ZIPFoundation")],

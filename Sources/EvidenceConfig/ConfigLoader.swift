@@ -42,6 +42,19 @@ public enum ConfigLoader {
         return try RuleParser.parse(reader, name: name, absolutePath: absolute)
     }
 
+    /// Parses `source` as the text of an `evidence.toml` that `file` names, as `load` does once
+    /// the file is read; relative paths resolve against `baseDirectory`.
+    package static func parseConfig(source: String, file: String, baseDirectory: String) throws(ConfigError) -> EvidenceConfig {
+        let reader = try TOMLReader(source: source, file: file, baseDirectory: baseDirectory)
+        return try ConfigFileParser.parse(reader, absolutePath: PathText.resolve(file, relativeTo: baseDirectory))
+    }
+
+    /// Parses `source` as the text of rule `name`, as `loadRule` does once the file is read.
+    package static func parseRule(source: String, name: String, file: String, baseDirectory: String) throws(ConfigError) -> WatchRule {
+        let reader = try TOMLReader(source: source, file: file, baseDirectory: baseDirectory)
+        return try RuleParser.parse(reader, name: name, absolutePath: PathText.resolve(file, relativeTo: baseDirectory))
+    }
+
     /// Loads every `*.toml` in `directory` (not recursive; hidden files skipped), sorted by name.
     /// Returns the rules that loaded and one error per file that did not — it does not stop at
     /// the first. A missing or unreadable directory is a single error.

@@ -8,12 +8,18 @@ import Foundation
 /// inline tables are not indexed: `line(for:)` falls back to the closest enclosing key.
 struct KeyLineIndex: Sendable {
     private var lines: [[String]: Int] = [:]
+    /// The first table header whose key starts with a character no key can start with
+    /// (`[!]`, `[é]`, `[` at the end of a line), 1-based. TOMLKit's toml++ does not check this
+    /// itself: it asserts (SIGABRT in debug builds, undefined behaviour in release), so such a
+    /// file is refused before it reaches TOMLKit.
+    private(set) var badHeader: (line: Int, column: Int)?
 
     init(source: String) {
         var prefix: [String] = []
         var scanner = ValueScanner()
         var lineNumber = 0
-        for raw in source.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift: split on it too, or a CRLF file is all one line.
+        for raw in source.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             lineNumber += 1
             let line = Substring(raw.hasSuffix("\r") ? raw.dropLast() : raw)
             if scanner.continues {
@@ -23,6 +29,9 @@ struct KeyLineIndex: Sendable {
             let text = line.drop(while: { $0 == " " || $0 == "\t" })
             guard let first = text.first, first != "#" else { continue }
             if first == "[" {
+                if badHeader == nil, let column = Self.badHeaderKey(text) {
+                    badHeader = (lineNumber, line.count - text.count + column)
+                }
                 let isArray = text.hasPrefix("[[")
                 var rest = text.dropFirst(isArray ? 2 : 1)
                 if let keys = Self.parseKeys(&rest, terminator: "]") {
@@ -56,6 +65,26 @@ struct KeyLineIndex: Sendable {
             let p = Array(path.prefix(n))
             if lines[p] == nil { lines[p] = line }
         }
+    }
+
+    /// For a line starting with `[`: the 1-based column (in `header`) of the header's first key
+    /// character when no key can start with it, as toml++ reads a header: `[`, spaces or tabs,
+    /// a second `[` only right after the first, spaces or tabs, then the key (bare or quoted).
+    private static func badHeaderKey(_ header: Substring) -> Int? {
+        var chars = Array(header.dropFirst())
+        var column = 2
+        func skipBlanks() -> Bool {
+            let n = chars.prefix { $0 == " " || $0 == "\t" }.count
+            chars.removeFirst(n); column += n
+            return n > 0
+        }
+        if !skipBlanks(), chars.first == "[" {
+            chars.removeFirst(); column += 1
+            _ = skipBlanks()
+        }
+        guard let c = chars.first else { return column }  // the line ends where the key should be
+        let bare = c.isASCII && (c.isLetter || c.isNumber || c == "_" || c == "-")
+        return bare || c == "\"" || c == "'" || c == "]" ? nil : column
     }
 
     /// Parses `a.b."c d"` up to `terminator`, leaving `text` after it. Nil if malformed.

@@ -41,6 +41,14 @@ struct TOMLReader: Sendable {
         self.file = file
         self.baseDirectory = baseDirectory
         self.index = KeyLineIndex(source: source)
+        if let bad = index.badHeader {
+            throw ConfigError(file: file, line: bad.line, column: bad.column,
+                              message: "TOML syntax error: a table header's key must be bare (A-Z a-z 0-9 _ -) or quoted")
+        }
+        if let problem = TOMLGuard.check(source) {
+            throw ConfigError(file: file, line: problem.line, column: problem.column,
+                              message: "TOML syntax error: \(problem.message)")
+        }
         self.root = TOMLTableRef(path: [], values: try TOMLNode.parse(source, file: file))
     }
 

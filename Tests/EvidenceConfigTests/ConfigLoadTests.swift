@@ -277,4 +277,53 @@ path = "/srv/evidence-archive"
         #expect(error?.field == nil)
         #expect(error?.message.hasPrefix("TOML syntax error") == true)
     }
+
+    /// Found by `make fuzz`: toml++ asserts (SIGABRT in debug builds) on a table header whose key
+    /// starts with a character no key can start with, instead of reporting a syntax error.
+    @Test(arguments: ["[\u{0e}workers]\n", "[!]\n", "[é]\n", "[\r]\n", "[\n", "[[\t\u{01}]]\n", "[[[a]]]\n", "[\u{7f}]\n"])
+    func tableHeaderWithAnImpossibleKeyIsASyntaxError(_ header: String) throws {
+        let dir = try TempDir()
+        let error = configError { try loadConfig("home = \"/x\"\n  " + header, in: dir) }
+        #expect(error?.line == 2)
+        #expect(error?.column != nil)
+        #expect(error?.message.hasPrefix("TOML syntax error") == true)
+    }
+
+    /// Found by `make fuzz`: more toml++ assertions on invalid TOML (see TOMLGuard).
+    @Test(arguments: [("a = [}\n", 1), ("a = [\"x\",\n  # c\n}]\n", 3), ("when = 1979-05-27T;7:32300Z\n", 1)])
+    func invalidTOMLThatCrashedTOMLKitIsASyntaxError(_ text: String, _ line: Int) throws {
+        let dir = try TempDir()
+        let error = configError { try loadConfig("home = \"/x\"\n" + text, in: dir) }
+        #expect(error?.line == line + 1)
+        #expect(error?.message.hasPrefix("TOML syntax error") == true)
+    }
+
+    @Test func stringsCommentsDatesAndInlineTablesThatLookAlikeStillParse() throws {
+        let dir = try TempDir()
+        let text = """
+            home = "/x [} ,} 1979-05-27T;"   # [} in a comment, 2024-01-01T;
+            [metrics]
+            listen = '127.0.0.1:9464'
+            [archives.vault]
+            kind = "local"
+            path = '''/srv/a,}'''
+            """
+        let config = try loadConfig(text, in: dir)
+        #expect(config.home == "/x [} ,} 1979-05-27T;")
+    }
+
+    @Test func quotedAndSpacedTableHeadersStillParse() throws {
+        let dir = try TempDir()
+        let config = try loadConfig("[ notaries . \"q d\" ]\nkind = \"qed\"\nbase_url = \"http://h/v1/\"\napi_key_env = \"K\"\n", in: dir)
+        #expect(config.notaries["q d"]?.kind == .qed)
+    }
+
+    /// A file saved with Windows line ends: errors still name the right line ("\r\n" is one
+    /// Character in Swift, so splitting on "\n" alone saw a single line).
+    @Test func crlfFileErrorsNameTheRightLine() throws {
+        let dir = try TempDir()
+        let error = configError { try loadConfig("home = \"/x\"\r\n\r\n[workers]\r\njobs = \"4\"\r\n", in: dir) }
+        #expect(error?.line == 4)
+        #expect(error?.field == "workers.jobs")
+    }
 }

@@ -35,14 +35,14 @@ public struct QEDClient: Sendable {
         let response: HTTPResponse
         do { response = try await http.send(request("POST", "reports/", json: body)) } catch { throw NotaryError(name, error) }
         guard response.isSuccess else { throw statusError(response, doing: "submitting the report") }
-        return try parseReport(response.body)
+        return try QEDReport.parse(answer: response.body, notary: name)
     }
 
     /// One report by slug (polling).
     public func report(slug: String) async throws(NotaryError) -> QEDReport {
         let slugPath = slug.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? slug
         let response = try await get("reports/\(slugPath)", doing: "polling report \(slug)")
-        return try parseReport(response.body)
+        return try QEDReport.parse(answer: response.body, notary: name)
     }
 
     /// Every report for a hash, all pages followed (at most 20), oldest first as QED lists them.
@@ -53,20 +53,9 @@ public struct QEDClient: Sendable {
         while let p = path, pages < 20 {
             pages += 1
             let response = try await get(p, doing: "looking up reports for \(hash.short)…")
-            guard let page = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
-                  let results = page["results"] as? [Any] else {
-                throw NotaryError("\(name): the report list is not a JSON object with \"results\"", retryable: false)
-            }
-            for case let obj as [String: Any] in results {
-                let raw = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
-                all.append(try QEDReport.parse(obj, raw: raw))
-            }
-            // `next` is absolute; keep only what follows the base so requests stay on the configured host.
-            if let next = page["next"] as? String, let r = next.range(of: "/v1/") {
-                path = String(next[r.upperBound...])
-            } else {
-                path = nil
-            }
+            let page = try QEDReport.parsePage(response.body, notary: name)
+            all += page.reports
+            path = page.next
         }
         return all
     }
@@ -103,14 +92,6 @@ public struct QEDClient: Sendable {
         }
         guard response.isSuccess else { throw statusError(response, doing: what) }
         return response
-    }
-
-    private func parseReport(_ body: Data) throws(NotaryError) -> QEDReport {
-        guard let obj = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
-            throw NotaryError("\(name): the answer is not a JSON object: \(String(decoding: body.prefix(120), as: UTF8.self))",
-                              retryable: false)
-        }
-        return try QEDReport.parse(obj, raw: body)
     }
 
     /// 429/5xx are retryable; any other status is permanent, with QED's own words (DRF's

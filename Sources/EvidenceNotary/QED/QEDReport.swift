@@ -50,6 +50,33 @@ public struct QEDReport: Sendable, Equatable {
     public var failureReason: String?
     public var raw: Data
 
+    /// Parses the answer to `GET /v1/reports/<slug>/`: one report object, kept verbatim as `raw`.
+    /// Errors name `notary` and say what is wrong with the answer.
+    package static func parse(answer body: Data, notary: String) throws(NotaryError) -> QEDReport {
+        guard let obj = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+            throw NotaryError("\(notary): the answer is not a JSON object: \(String(decoding: body.prefix(120), as: UTF8.self))",
+                              retryable: false)
+        }
+        return try parse(obj, raw: body)
+    }
+
+    /// Parses one page of `GET /v1/reports/?hash=…`: its reports, and the path of the next page
+    /// relative to the API base (nil on the last page).
+    package static func parsePage(_ body: Data, notary: String) throws(NotaryError) -> (reports: [QEDReport], next: String?) {
+        guard let page = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              let results = page["results"] as? [Any] else {
+            throw NotaryError("\(notary): the report list is not a JSON object with \"results\"", retryable: false)
+        }
+        var reports: [QEDReport] = []
+        for case let obj as [String: Any] in results {
+            let raw = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
+            reports.append(try parse(obj, raw: raw))
+        }
+        // `next` is absolute; keep only what follows the base so requests stay on the configured host.
+        guard let next = page["next"] as? String, let r = next.range(of: "/v1/") else { return (reports, nil) }
+        return (reports, String(next[r.upperBound...]))
+    }
+
     /// Parses one report object; the error says which field is missing or wrong.
     static func parse(_ object: [String: Any], raw: Data) throws(NotaryError) -> QEDReport {
         func bad(_ what: String) -> NotaryError {

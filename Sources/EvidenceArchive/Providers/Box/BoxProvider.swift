@@ -62,9 +62,9 @@ public struct BoxProvider: ArchiveProvider {
         return ArchiveError.status(r, account: account, doing: what)
     }
 
-    struct Entry { var type: String; var id: String; var name: String; var size: Int64?; var sha1: String? }
+    package struct Entry { var type: String; var id: String; var name: String; var size: Int64?; var sha1: String? }
 
-    static func entry(_ j: [String: Any]) -> Entry? {
+    package static func entry(_ j: [String: Any]) -> Entry? {
         guard let type = j["type"] as? String, let id = j["id"] as? String ?? (j["id"] as? NSNumber)?.stringValue,
               let name = j["name"] as? String else { return nil }
         return Entry(type: type, id: id, name: name, size: JSON.int64(j["size"]), sha1: (j["sha1"] as? String)?.lowercased())
@@ -314,7 +314,7 @@ public struct BoxProvider: ArchiveProvider {
         return link
     }
 
-    static func link(_ j: [String: Any]) -> ShareLink? {
+    package static func link(_ j: [String: Any]) -> ShareLink? {
         guard let url = j["url"] as? String else { return nil }
         return ShareLink(url: url, expires: (j["unshared_at"] as? String).flatMap(parseISO),
                          passwordProtected: j["is_password_enabled"] as? Bool ?? false)

@@ -93,20 +93,20 @@ actor AsyncMutex {
 }
 
 /// JSON in and out of provider APIs (their shapes vary too much for Codable to pay off).
-enum JSON {
-    static func object(_ data: Data) -> [String: Any]? {
+package enum JSON {
+    package static func object(_ data: Data) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
     }
 
     /// JSON bytes of an array or object; anything else (Foundation would trap on it) is `null`.
-    static func data(_ value: Any) -> Data {
+    package static func data(_ value: Any) -> Data {
         guard JSONSerialization.isValidJSONObject(value) else { return Data("null".utf8) }
         return (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("null".utf8)
     }
 
     /// JSON for an HTTP header: every non-ASCII character as `\uXXXX` (UTF-16 units), as
     /// Dropbox requires for `Dropbox-API-Arg`.
-    static func asciiHeader(_ value: Any) -> String {
+    package static func asciiHeader(_ value: Any) -> String {
         let text = String(decoding: data(value), as: UTF8.self)
         var out = ""
         for unit in text.utf16 {
@@ -116,7 +116,7 @@ enum JSON {
         return out
     }
 
-    static func int64(_ v: Any?) -> Int64? {
+    package static func int64(_ v: Any?) -> Int64? {
         if let n = v as? NSNumber { return n.int64Value }
         if let s = v as? String { return Int64(s) }
         return nil

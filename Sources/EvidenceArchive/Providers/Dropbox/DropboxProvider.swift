@@ -270,7 +270,7 @@ public struct DropboxProvider: ArchiveProvider {
         return (r.json?["links"] as? [[String: Any]])?.lazy.compactMap(Self.link).first
     }
 
-    static func link(_ j: [String: Any]) -> ShareLink? {
+    package static func link(_ j: [String: Any]) -> ShareLink? {
         guard let url = j["url"] as? String else { return nil }
         let visibility = ((j["link_permissions"] as? [String: Any])?["resolved_visibility"] as? [String: Any])?[".tag"] as? String
         return ShareLink(url: url, expires: (j["expires"] as? String).flatMap(parseISO),

@@ -4,7 +4,7 @@ import FoundationXML
 #endif
 
 /// ownCloud's wire shapes: WebDAV PROPFIND answers and OCS share replies.
-enum OwnCloudAPI {
+package enum OwnCloudAPI {
     static let propfindBody = """
         <?xml version="1.0" encoding="utf-8"?>
         <d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
@@ -12,14 +12,14 @@ enum OwnCloudAPI {
         </d:propfind>
         """
 
-    struct Entry {
-        var size: Int64?
+    package struct Entry {
+        package var size: Int64?
         var isCollection = false
         /// `oc:checksums` text, e.g. "SHA1:ab… MD5:cd… ADLER32:…".
         var checksums = ""
         var fileID: String?
 
-        func checksum(_ kind: String) -> String? {
+        package func checksum(_ kind: String) -> String? {
             for token in checksums.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }) {
                 let parts = token.split(separator: ":", maxSplits: 1)
                 if parts.count == 2, parts[0].uppercased() == kind.uppercased() { return parts[1].lowercased() }
@@ -28,13 +28,41 @@ enum OwnCloudAPI {
         }
     }
 
-    /// The first `d:response` of a 207 multistatus (Depth: 0 asks for just the target).
-    static func parsePropfind(_ data: Data) -> Entry? {
-        let delegate = PropfindParser()
+    /// A namespace-aware parser over `data`, or nil for the answers that crash Foundation's
+    /// XMLParser on Linux (the whole process, not just the parse), found by `make fuzz`:
+    /// - an element name with invalid UTF-8 (`<d:multistatus\u{EB} …>`): SIGILL. WebDAV answers are UTF-8.
+    /// - a processing instruction without data (`<?x?>`): libxml2 hands over NULL, Foundation
+    ///   calls strlen on it (SIGSEGV). WebDAV answers have no processing instructions.
+    private static func xmlParser(_ data: Data, _ delegate: any XMLParserDelegate) -> XMLParser? {
+        guard String(validating: data, as: UTF8.self) != nil, !hasEmptyProcessingInstruction(data) else { return nil }
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
         parser.delegate = delegate
-        guard parser.parse(), delegate.sawResponse else { return nil }
+        return parser
+    }
+
+    /// `<?target?>` (blanks allowed before `?>`) anywhere, even inside a comment or CDATA: refusing
+    /// those too costs nothing for WebDAV answers.
+    static func hasEmptyProcessingInstruction(_ data: Data) -> Bool {
+        let b = [UInt8](data)
+        var i = 0
+        while i + 1 < b.count {
+            defer { i += 1 }
+            guard b[i] == UInt8(ascii: "<"), b[i + 1] == UInt8(ascii: "?") else { continue }
+            var j = i + 2
+            while j < b.count, !isBlank(b[j]), b[j] != UInt8(ascii: "?") { j += 1 }
+            while j < b.count, isBlank(b[j]) { j += 1 }
+            if j + 1 < b.count, b[j] == UInt8(ascii: "?"), b[j + 1] == UInt8(ascii: ">") { return true }
+        }
+        return false
+    }
+
+    private static func isBlank(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0a || c == 0x0d }
+
+    /// The first `d:response` of a 207 multistatus (Depth: 0 asks for just the target).
+    package static func parsePropfind(_ data: Data) -> Entry? {
+        let delegate = PropfindParser()
+        guard let parser = xmlParser(data, delegate), parser.parse(), delegate.sawResponse else { return nil }
         return delegate.entry
     }
 
@@ -67,12 +95,9 @@ enum OwnCloudAPI {
     }
 
     /// Every `d:response` of a Depth 1 PROPFIND: (decoded last path component, size).
-    static func parseListing(_ data: Data) -> [(name: String, size: Int64)]? {
+    package static func parseListing(_ data: Data) -> [(name: String, size: Int64)]? {
         let delegate = ListingParser()
-        let parser = XMLParser(data: data)
-        parser.shouldProcessNamespaces = true
-        parser.delegate = delegate
-        guard parser.parse() else { return nil }
+        guard let parser = xmlParser(data, delegate), parser.parse() else { return nil }
         return delegate.entries
     }
 
@@ -104,13 +129,13 @@ enum OwnCloudAPI {
     }
 
     /// OCS v1 answers HTTP 200 even on failure: success is `ocs.meta.statuscode == 100`.
-    struct OCSReply {
+    package struct OCSReply {
         var statusCode: Int
         var message: String
         var data: Any?
     }
 
-    static func parseOCS(_ body: Data) -> OCSReply? {
+    package static func parseOCS(_ body: Data) -> OCSReply? {
         guard let obj = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
               let ocs = obj["ocs"] as? [String: Any], let meta = ocs["meta"] as? [String: Any] else { return nil }
         let code = (meta["statuscode"] as? NSNumber)?.intValue ?? Int(meta["statuscode"] as? String ?? "") ?? -1

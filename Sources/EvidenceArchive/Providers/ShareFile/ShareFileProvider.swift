@@ -59,9 +59,9 @@ public struct ShareFileProvider: ArchiveProvider {
 
     static func query(_ s: String) -> String { FormEncoding.component(s) }
 
-    struct Item { var id: String; var isFolder: Bool; var size: Int64?; var md5: String? }
+    package struct Item { var id: String; var isFolder: Bool; var size: Int64?; var md5: String? }
 
-    static func item(_ j: [String: Any]) -> Item? {
+    package static func item(_ j: [String: Any]) -> Item? {
         guard let id = j["Id"] as? String else { return nil }
         let type = j["odata.type"] as? String ?? ""
         return Item(id: id, isFolder: type.hasSuffix(".Folder") || type.hasSuffix(".SymbolicLink"),
@@ -200,7 +200,7 @@ public struct ShareFileProvider: ArchiveProvider {
 
     /// The byte offset an upload server error says it expects (`expectedByteOffset`, or
     /// "expected N" in the message).
-    static func expectedOffset(_ j: [String: Any]) -> Int64? {
+    package static func expectedOffset(_ j: [String: Any]) -> Int64? {
         if let n = JSON.int64(j["expectedByteOffset"]) { return n }
         guard let message = j["errorMessage"] as? String, let r = message.range(of: "expected ") else { return nil }
         return Int64(message[r.upperBound...].prefix { $0.isNumber })
