@@ -91,7 +91,15 @@ public protocol Catalog: Sendable {
     @discardableResult
     func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob
     func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError)
+    /// Returns every running job to the queue; how many.
     func releaseAllLeases() throws(CatalogError) -> Int
+    /// Who holds the leases of running jobs.
+    func leaseOwners() throws(CatalogError) -> [String]
+    /// Returns the running jobs these owners hold to the queue (their processes are gone); how many.
+    func releaseLeases(owners: [String]) throws(CatalogError) -> Int
+    /// Moves the job's lease end to `now + lease` while `owner` still holds it; false when it
+    /// does not (the lease expired and another runner took the job, or it finished).
+    func renewLease(_ id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> Bool
     func nextJobDue(kinds: [String]) throws(CatalogError) -> Date?
     func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob]
     func troubledJobs(limit: Int) throws(CatalogError) -> [QueuedJob]

@@ -114,8 +114,7 @@ extension SQLiteCatalog {
         }
     }
 
-    /// Returns every running job to the queue (at start-up, under the home's run lock, all
-    /// leases belong to a process that died). Returns how many.
+    /// Returns every running job to the queue. Returns how many.
     public func releaseAllLeases() throws(CatalogError) -> Int {
         try write { db in
             try db.execute(sql: """
@@ -123,6 +122,37 @@ extension SQLiteCatalog {
                 WHERE state = 'running'
                 """, arguments: [Date()])
             return db.changesCount
+        }
+    }
+
+    public func leaseOwners() throws(CatalogError) -> [String] {
+        try read { db in
+            try String.fetchAll(db.cachedStatement(sql: """
+                SELECT DISTINCT lease_owner FROM job WHERE state = 'running' AND lease_owner IS NOT NULL ORDER BY lease_owner
+                """))
+        }
+    }
+
+    public func releaseLeases(owners: [String]) throws(CatalogError) -> Int {
+        guard !owners.isEmpty else { return 0 }
+        return try write { db in
+            let marks = owners.map { _ in "?" }.joined(separator: ",")
+            var args: [any DatabaseValueConvertible] = [Date()]
+            args += owners
+            try db.execute(sql: """
+                UPDATE job SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                WHERE state = 'running' AND lease_owner IN (\(marks))
+                """, arguments: StatementArguments(args))
+            return db.changesCount
+        }
+    }
+
+    public func renewLease(_ id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> Bool {
+        try write(durable: false) { db in
+            try db.execute(sql: """
+                UPDATE job SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND state = 'running' AND lease_owner = ?
+                """, arguments: [now.addingTimeInterval(lease), now, id, owner])
+            return db.changesCount == 1
         }
     }
 

@@ -49,8 +49,12 @@ public final class JobRunner: Service, Sendable {
     public var isRunning: Bool { started.withLock { $0 } && !isStopping }
 
     public func run() async throws {
-        let catalog = self.catalog
-        let released = try await onIOThread { Result { () throws(CatalogError) in try catalog.releaseAllLeases() } }.get()
+        let (catalog, owner) = (self.catalog, self.owner)
+        // Leases of processes that are gone (a previous run killed) go back to the queue now;
+        // one a live `evidence archive` holds stays with it.
+        let released = try await onIOThread { Result { () throws(CatalogError) in
+            try catalog.releaseLeases(owners: catalog.leaseOwners().filter { Lease.isGone($0, current: owner) })
+        } }.get()
         if released > 0 { logger.notice("returned \(released) job lease(s) of a previous run to the queue") }
         started.withLock { $0 = true }
         await withGracefulShutdownHandler {
@@ -114,7 +118,9 @@ public final class JobRunner: Service, Sendable {
         metrics.jobStarted(kind: job.kind)
         defer { metrics.jobEnded(kind: job.kind) }
         do {
-            let outcome = try await handler.run(job)
+            let outcome = try await Lease.keep(catalog, job: job.id, owner: owner, lease: lease, logger: log) { () async throws(JobError) in
+                try await handler.run(job)
+            }
             switch outcome {
             case .done(let transition):
                 try await onIOThread { Result { () throws(CatalogError) in

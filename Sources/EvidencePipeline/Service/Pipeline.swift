@@ -22,8 +22,8 @@ public struct Pipeline: Sendable {
         self.home = home
         self.rules = rules
         let archives = archives.measured(by: metrics)
-        let owner = "\(ProcessInfo.processInfo.hostName):\(getpid())"
-        let ingestor = Ingestor(home: home, actor: "run:\(owner)")
+        let owner = Lease.owner(role: "run")
+        let ingestor = Ingestor(home: home, actor: "run:\(ProcessInfo.processInfo.hostName):\(getpid())")
         let specs = rules.map {
             WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
                       recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval)

@@ -62,19 +62,22 @@ struct ArchiveCommand: AsyncParsableCommand {
             progress.update(fileBytes: min(sent, total), name: path)
         })
         let sharer = ShareHandler(home: home, rules: byName, archives: archives)
-        let owner = "archive-cli-\(getpid())"
+        let owner = Lease.owner(role: "archive")
         var ran: [String] = []
         // Archive, then the share job the archive transition queues.
         for kind in [JobKind.archive, JobKind.share] {
             let pending = try home.catalog.jobs(itemID: it.id).filter { $0.kind == kind && $0.state != .done }
             for job in pending {
-                guard let claimed = try home.catalog.claimJob(id: job.id, owner: owner, lease: 3600, now: Date()) else {
+                guard let claimed = try home.catalog.claimJob(id: job.id, owner: owner, lease: 120, now: Date()) else {
                     Output.err("item #\(it.id): its \(kind) job is being run by `evidence run` right now; leaving it to it")
                     continue
                 }
                 let outcome: JobOutcome
                 do throws(JobError) {
-                    outcome = kind == JobKind.archive ? try await archiver.run(claimed) : try await sharer.run(claimed)
+                    // Renewed while it runs, however long the upload takes.
+                    outcome = try await Lease.keep(home.catalog, job: claimed.id, owner: owner, lease: 120) { () async throws(JobError) in
+                        kind == JobKind.archive ? try await archiver.run(claimed) : try await sharer.run(claimed)
+                    }
                 } catch {
                     Progress.clearLine()
                     _ = try? home.catalog.failJob(claimed.id, owner: owner, error: error.message,

@@ -1,0 +1,99 @@
+import EvidenceCatalog
+import EvidenceCore
+import EvidencePipeline
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import Testing
+
+@Suite("Job leases: renewed while a job runs, returned at start only when their process is gone", .serialized)
+struct LeaseTests {
+    /// Takes longer than the runner's lease and counts how often it was started.
+    final class Slow: JobHandler {
+        let kind = "slow"
+        let runs = Mutex(0)
+        let seconds: Double
+        init(seconds: Double) { self.seconds = seconds }
+        func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+            runs.withLock { $0 += 1 }
+            try? await Task.sleep(for: .seconds(seconds))
+            return .done(nil)
+        }
+    }
+
+    @Test("a job running three times longer than its lease is run once, by one worker of two")
+    func renewedWhileRunning() async throws {
+        let catalog = try SQLiteCatalog.inMemory()
+        let slow = Slow(seconds: 3)
+        _ = try catalog.enqueue(JobSpec(kind: "slow"), itemID: nil, dedupeKey: "slow:1")
+        let runner = JobRunner(catalog: catalog, handlers: [slow], owner: Lease.owner(role: "test"), workers: 2,
+                               lease: 1, idlePoll: 0.02, logger: Logger(label: "test"))
+        let task = Task { try await runner.run() }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, try catalog.jobCounts()["done"] != 1 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        task.cancel()
+        _ = try? await task.value
+        #expect(try catalog.jobCounts() == ["done": 1])
+        #expect(slow.runs.withLock { $0 } == 1, "a second worker took the job when its lease ran out")
+    }
+
+    @Test("renewLease moves the end only for the holder of a running job")
+    func renew() throws {
+        let catalog = try SQLiteCatalog.inMemory()
+        _ = try catalog.enqueue(JobSpec(kind: "k"), itemID: nil, dedupeKey: "k:1")
+        let now = Date()
+        let job = try #require(try catalog.claimJob(kinds: ["k"], owner: "A", lease: 1, now: now))
+        #expect(try catalog.renewLease(job.id, owner: "A", lease: 60, now: now.addingTimeInterval(0.9)))
+        #expect(try !catalog.renewLease(job.id, owner: "B", lease: 60, now: now))
+        // Still held two seconds later, when the first lease would have expired.
+        #expect(try catalog.claimJob(kinds: ["k"], owner: "B", lease: 1, now: now.addingTimeInterval(2)) == nil)
+        try catalog.completeJob(job.id, owner: "A", transition: nil)
+        #expect(try !catalog.renewLease(job.id, owner: "A", lease: 60, now: now))
+    }
+
+    @Test("at start, leases of dead processes go back to the queue; a live one's stay")
+    func startReleasesOnlyTheDead() async throws {
+        let catalog = try SQLiteCatalog.inMemory()
+        // A process that has exited: its pid is gone.
+        let dead = Process()
+        dead.executableURL = URL(fileURLWithPath: "/bin/true")
+        try dead.run()
+        dead.waitUntilExit()
+        let host = ProcessInfo.processInfo.hostName
+        let goneOwner = "run@\(host):\(dead.processIdentifier)/1"
+        // A live process: a sleeping child, as `evidence archive` in a terminal.
+        let live = Process()
+        live.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        live.arguments = ["30"]
+        try live.run()
+        defer { kill(live.processIdentifier, SIGKILL); live.waitUntilExit() }
+        let liveOwner = "archive@\(host):\(live.processIdentifier)/2"
+        let me = Lease.owner(role: "run")
+        #expect(Lease.isGone(goneOwner, current: me))
+        #expect(!Lease.isGone(liveOwner, current: me))
+        #expect(!Lease.isGone(me, current: me))
+        #expect(Lease.isGone("run@\(host):\(getpid())/earlier", current: me), "this pid under another nonce is a previous process")
+        #expect(!Lease.isGone("run@other-host:1/x", current: me), "another host's lease waits for its expiry")
+
+        for (key, owner) in [("a", goneOwner), ("b", liveOwner)] {
+            _ = try catalog.enqueue(JobSpec(kind: "slow"), itemID: nil, dedupeKey: key)
+            _ = try #require(try catalog.claimJob(kinds: ["slow"], owner: owner, lease: 3600, now: Date()))
+        }
+        #expect(try catalog.leaseOwners() == [liveOwner, goneOwner].sorted())
+        let slow = Slow(seconds: 0)
+        let runner = JobRunner(catalog: catalog, handlers: [slow], owner: me, workers: 1, idlePoll: 0.02, logger: Logger(label: "test"))
+        let task = Task { try await runner.run() }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, try catalog.jobCounts()["done"] != 1 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        task.cancel()
+        _ = try? await task.value
+        #expect(try catalog.jobCounts() == ["done": 1, "running": 1])
+        #expect(try catalog.leaseOwners() == [liveOwner])
+    }
+}
