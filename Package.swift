@@ -72,7 +72,7 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "evidence-sandbox",
-                          dependencies: ["EvidenceTesting",
+                          dependencies: ["EvidenceTesting", "EvidenceCore",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Hummingbird", package: "hummingbird"),
                                          .product(name: "Logging", package: "swift-log")],

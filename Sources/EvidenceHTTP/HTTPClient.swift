@@ -33,6 +33,7 @@ public final class HTTPClient: Sendable {
                      progress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil)
         async throws(HTTPError) -> HTTPResponse
     {
+        try await waitForOrigin(request)
         let job = TransferJob(request: request, configuration: configuration, progress: progress)
         let started = ContinuousClock.now
         let pool = self.pool
@@ -48,7 +49,30 @@ public final class HTTPClient: Sendable {
             job.cancel()
         }
         log(request, outcome, elapsed: ContinuousClock.now - started)
+        if case .success(let response) = outcome { OriginPause.shared.note(response, url: request.url) }
         return try outcome.get()
+    }
+
+    /// Waits while the request's origin is paused (see `OriginPause`), plus a random tenth of
+    /// the wait so the requests held back do not all go at the same instant. A pause longer
+    /// than `retry.maxRetryAfter` is not waited out: `.paused` is thrown with the time left, so
+    /// a job queue reschedules instead of holding a worker.
+    private func waitForOrigin(_ request: HTTPRequest) async throws(HTTPError) {
+        var left = OriginPause.shared.remaining(for: request.url)
+        guard left > 0 else { return }
+        if left > configuration.retry.maxRetryAfter {
+            throw HTTPError(kind: .paused, method: request.method, url: Redact.url(request.url), retryAfter: left.rounded(.up))
+        }
+        logger.debug("HTTP \(request.method) \(Redact.url(request.url)) waits \(String(format: "%.2f", left)) s: the server asked to wait")
+        while left > 0 {
+            do {
+                try await Task.sleep(for: .seconds(left + Double.random(in: 0...min(1, left / 10))))
+            } catch {
+                throw HTTPError(kind: .cancelled, method: request.method, url: Redact.url(request.url))
+            }
+            // Another answer may have extended the pause meanwhile.
+            left = OriginPause.shared.remaining(for: request.url)
+        }
     }
 
     private func log(_ request: HTTPRequest, _ outcome: TransferJob.Outcome, elapsed: Duration) {

@@ -14,6 +14,9 @@ public struct HTTPError: Error, CustomStringConvertible, Sendable {
         case cancelled
         /// An in-memory response body grew past `HTTPClientConfiguration.maxResponseBytes`.
         case tooLarge
+        /// Not sent: the server asked this process to wait (`OriginPause`) longer than
+        /// `retry.maxRetryAfter`; `retryAfter` says how long is left.
+        case paused
     }
 
     public var kind: Kind
@@ -44,7 +47,7 @@ public struct HTTPError: Error, CustomStringConvertible, Sendable {
     /// other statuses are not.
     public static func defaultRetryable(_ kind: Kind) -> Bool {
         switch kind {
-        case .transport, .timeout: true
+        case .transport, .timeout, .paused: true
         case .status(let code): code == 408 || code == 429 || (500...599).contains(code)
         case .tls, .cancelled, .tooLarge: false
         }
@@ -59,6 +62,7 @@ public struct HTTPError: Error, CustomStringConvertible, Sendable {
         case .tls: text += "TLS verification failed"
         case .cancelled: text += "cancelled"
         case .tooLarge: text += "response too large"
+        case .paused: text += "not sent: the server asked us to wait"
         }
         if let retryAfter {
             text += " (retry after \(HTTPError.formatSeconds(retryAfter)))"

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EvidenceCore
 import EvidenceTesting
 import Foundation
 import Hummingbird
@@ -48,6 +49,12 @@ struct EvidenceSandbox: AsyncParsableCommand {
     @Option(help: "Probability (0…1) of closing a request's connection without an answer.")
     var dropRate: Double = 0
 
+    @Option(help: "Probability (0…1) of holding a request for --spike on top of --latency (a stall).")
+    var spikeRate: Double = 0
+
+    @Option(help: "How long a latency spike holds a request, e.g. \"3s\".")
+    var spike: String = "2s"
+
     @Option(name: .customLong("fault-path"),
             help: "Path prefix faults apply to; repeat for several (default /v1/, e.g. add /tsa).")
     var faultPaths: [String] = []
@@ -65,6 +72,8 @@ struct EvidenceSandbox: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         guard (0...1).contains(failRate) else { throw ValidationError("--fail-rate must be between 0 and 1") }
         guard (0...1).contains(dropRate) else { throw ValidationError("--drop-rate must be between 0 and 1") }
+        guard (0...1).contains(spikeRate) else { throw ValidationError("--spike-rate must be between 0 and 1") }
+        do { _ = try DurationText.seconds(spike) } catch { throw ValidationError("--spike: \(error)") }
         guard pendingSeconds >= 0 else { throw ValidationError("--pending-seconds must not be negative") }
         guard rateLimit >= 0 else { throw ValidationError("--rate-limit must not be negative") }
         guard faultPaths.allSatisfy({ $0.hasPrefix("/") }) else { throw ValidationError("--fault-path must start with /") }
@@ -86,6 +95,7 @@ struct EvidenceSandbox: AsyncParsableCommand {
             port: port, stateDirectory: stateDir, apiKey: apiKey, pendingSeconds: pendingSeconds,
             failRate: failRate, rateLimit: rateLimit, retryAfter: retryAfter,
             latency: try LatencySpec(parsing: latency), dropRate: dropRate,
+            spikeRate: spikeRate, spike: try DurationText.seconds(spike),
             faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed, tokenLifetime: tokenLifetime)
         let server: SandboxServer
         do {

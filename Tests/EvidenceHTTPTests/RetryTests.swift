@@ -54,6 +54,47 @@ extension Loopback {
             #expect(elapsed >= 0.95, "waited only \(elapsed)s")
         }
 
+        @Test func aPauseHoldsEveryRequestToThatOriginNotOnlyTheRetriedOne() async throws {
+            // One worker is told 429 + Retry-After: 2; another worker's request to the same
+            // server must wait too (no retry storm), one to another server must not.
+            let server = try TestServer(routes: [
+                "/limited": { _, hit in hit == 1 ? .respond(429, headers: [("Retry-After", "2")]) : .respond(200) },
+                "/other": { _, _ in .respond(200) },
+            ])
+            defer { server.stop() }
+            let elsewhere = try TestServer(routes: ["/free": { _, _ in .respond(200) }])
+            defer { elsewhere.stop() }
+            let client = makeClient()
+            let first = Task { try await client.execute(HTTPRequest(url: server.url("/limited"))) }
+            try await waitUntil { server.hits("/limited") == 1 }
+            try await Task.sleep(for: .milliseconds(100))   // the 429 has reached the client
+
+            let (free, quick) = try await timed { try await client.send(HTTPRequest(url: elsewhere.url("/free"))) }
+            #expect(free.status == 200)
+            #expect(quick < 1, "another origin is not paused: \(quick)s")
+            let (other, held) = try await timed { try await client.send(HTTPRequest(url: server.url("/other"))) }
+            #expect(other.status == 200)
+            #expect(held >= 1.5, "the other request went after \(held)s, inside the 2 s the server asked for")
+            #expect(try await first.value.status == 200)
+            #expect(server.hits("/limited") == 2)
+        }
+
+        @Test func aPauseLongerThanAllowedThrowsPausedWithoutSending() async throws {
+            let server = try TestServer(routes: [
+                "/later": { _, _ in .respond(503, headers: [("Retry-After", "3600")]) },
+                "/other": { _, _ in .respond(200) },
+            ])
+            defer { server.stop() }
+            let client = makeClient()
+            _ = await httpError { try await client.execute(HTTPRequest(url: server.url("/later"))) }
+            let error = await httpError { try await client.execute(HTTPRequest(url: server.url("/other"))) }
+            #expect(error?.kind == .paused)
+            #expect(error?.isRetryable == true)
+            #expect((error?.retryAfter ?? 0) > 3500)
+            #expect(error?.description.contains("not sent: the server asked us to wait") == true)
+            #expect(server.hits("/other") == 0)
+        }
+
         @Test func badRequestIsNotRetried() async throws {
             let server = try TestServer(routes: ["/v1/reports/": { _, _ in
                 .respond(400, body: Data(#"{"original_created_at":["This field is required."]}"#.utf8))

@@ -20,7 +20,7 @@ struct CountersTests {
             #expect(counters["submissions_by_hash"]?[a] == .int(2))
             #expect(counters["submissions_by_hash"]?[b] == .int(1))
             #expect(counters["requests"] == .int(4))
-            #expect(counters["faults"] == .object([("5xx", .int(0)), ("429", .int(0)), ("dropped", .int(0))]))
+            #expect(counters["faults"] == .object([("5xx", .int(0)), ("429", .int(0)), ("dropped", .int(0)), ("spikes", .int(0))]))
             #expect(counters["reports"] == .int(3))
 
             let reset = try await TestHTTP.send("POST", sandbox.baseURL.appendingPathComponent("_sandbox/reset"))
@@ -31,6 +31,24 @@ struct CountersTests {
 
             let wipe = try await TestHTTP.send("POST", URL(string: "/_sandbox/reset?reports=true", relativeTo: sandbox.baseURL)!.absoluteURL)
             #expect(wipe.json?["reports"] == .int(0))
+        }
+    }
+
+    @Test("a 429 or 503 line in requests.log carries its Retry-After; spikes hold a request and are counted")
+    func retryAfterAndSpikes() async throws {
+        try await withSandbox(["--rate-limit", "1", "--retry-after", "2", "--spike-rate", "1", "--spike", "300ms"]) { sandbox in
+            let start = Date()
+            _ = try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/")
+            #expect(Date().timeIntervalSince(start) >= 0.3, "the spike held the request")
+            let throttled = try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/")
+            #expect(throttled.status == 429)
+            let text = try String(contentsOfFile: sandbox.stateDirectory + "/requests.log", encoding: .utf8)
+            let lines = text.split(separator: "\n").map { try? JSONValue.parse(Data($0.utf8)) }
+            #expect(lines.first??["retry_after"] == nil)
+            #expect(lines.last??["status"] == .int(429))
+            #expect(lines.last??["retry_after"] == .int(2))
+            let counters = try #require(try await TestHTTP.send("GET", sandbox.baseURL.appendingPathComponent("_sandbox/counters")).json)
+            #expect(counters["faults"]?["spikes"] == .int(2))
         }
     }
 

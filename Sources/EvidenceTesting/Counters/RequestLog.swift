@@ -4,7 +4,8 @@ import Foundation
 /// `<state-dir>/requests.log`: one JSON object per line and request, appended with
 /// `O_APPEND` so lines from concurrent requests never interleave:
 /// `{"time":"2026-…Z","method":"POST","path":"/v1/reports/","status":201,"client":"127.0.0.1","ms":3}`
-/// where `status` is a number, or the string `"dropped"` for a closed connection.
+/// where `status` is a number, or the string `"dropped"` for a closed connection; answers that
+/// carry `Retry-After` add `"retry_after":SECONDS`, so a test can measure whether clients wait.
 public final class RequestLog: @unchecked Sendable {
     public let path: String
     private let lock = NSLock()
@@ -27,20 +28,23 @@ public final class RequestLog: @unchecked Sendable {
         case dropped
     }
 
-    public func append(time: Date, method: String, path: String, outcome: Outcome, client: String, milliseconds: Int) {
+    public func append(time: Date, method: String, path: String, outcome: Outcome, client: String, milliseconds: Int,
+                       retryAfter: Int? = nil) {
         let status: JSONValue
         switch outcome {
         case .status(let code): status = .int(Int64(code))
         case .dropped: status = .string("dropped")
         }
-        let line = JSONValue.object([
+        var fields: [(String, JSONValue)] = [
             ("time", .string(Timestamp.string(time))),
             ("method", .string(method)),
             ("path", .string(path)),
             ("status", status),
             ("client", .string(client)),
             ("ms", .int(Int64(milliseconds))),
-        ]).serialized() + Data("\n".utf8)
+        ]
+        if let retryAfter { fields.append(("retry_after", .int(Int64(retryAfter)))) }
+        let line = JSONValue.object(fields).serialized() + Data("\n".utf8)
         lock.lock()
         defer { lock.unlock() }
         // One write per line: O_APPEND keeps each line whole; a short write on a local file

@@ -62,6 +62,7 @@ struct SandboxControlRoutes: Sendable {
                 ("5xx", .int(Int64(s.faults5xx))),
                 ("429", .int(Int64(s.faults429))),
                 ("dropped", .int(Int64(s.dropped))),
+                ("spikes", .int(Int64(s.spikes))),
             ])),
             ("reports", .int(Int64(reports))),
             ("uploads_by_path", .object(s.uploadsByPath.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),

@@ -15,6 +15,8 @@ public final class SandboxCounters: @unchecked Sendable {
         public var faults429: Int
         /// Connections closed without a response.
         public var dropped: Int
+        /// Requests held for a latency spike.
+        public var spikes: Int = 0
         /// Files stored by the emulated providers, per `provider:/remote/path` (a count above
         /// 1 means the same path was written twice: a duplicate upload).
         public var uploadsByPath: [String: Int] = [:]
@@ -42,6 +44,7 @@ public final class SandboxCounters: @unchecked Sendable {
     public func recordServerError() { update { $0.faults5xx += 1 } }
     public func recordThrottle() { update { $0.faults429 += 1 } }
     public func recordDrop() { update { $0.dropped += 1 } }
+    public func recordSpike() { update { $0.spikes += 1 } }
     /// A provider emulation stored a file (new or replaced) at `path` (`/`-rooted).
     public func recordUpload(provider: String, path: String) { update { $0.uploadsByPath["\(provider):\(path)", default: 0] += 1 } }
 

@@ -22,6 +22,8 @@ public final class FaultInjector: Sendable {
 
     let failRate: Double
     let dropRate: Double
+    let spikeRate: Double
+    let spike: Double
     let retryAfter: Int
     let latency: LatencySpec
     let random: SandboxRandom
@@ -31,6 +33,8 @@ public final class FaultInjector: Sendable {
     public init(options: SandboxOptions, random: SandboxRandom, counters: SandboxCounters) {
         self.failRate = options.failRate
         self.dropRate = options.dropRate
+        self.spikeRate = options.spikeRate
+        self.spike = options.spike
         self.retryAfter = max(1, options.retryAfter)
         self.latency = options.latency
         self.random = random
@@ -44,7 +48,12 @@ public final class FaultInjector: Sendable {
         let dropDraw = random.unit()
         let failDraw = random.unit()
         let statusDraw = random.int(in: 0..<3)
-        let delay = latency.isZero ? 0 : latency.seconds(unit: latencyDraw)
+        let spikeDraw = random.unit()
+        var delay = latency.isZero ? 0 : latency.seconds(unit: latencyDraw)
+        if spikeDraw < spikeRate {
+            counters.recordSpike()
+            delay += spike
+        }
 
         if dropDraw < dropRate {
             counters.recordDrop()

@@ -36,15 +36,19 @@ public struct RequestRecorderMiddleware: RouterMiddleware {
             context.logger.error("request failed", metadata: ["path": "\(path)", "error": "\(error)"])
             response = .json(.object([("detail", .string("A server error occurred."))]), status: .internalServerError)
         }
-        if recorded { record(request, path: path, outcome: .status(response.status.code), context: context, start: start) }
+        if recorded {
+            record(request, path: path, outcome: .status(response.status.code), context: context, start: start,
+                   retryAfter: response.headers[.retryAfter].flatMap { Int($0) })
+        }
         return response
     }
 
-    private func record(_ request: Request, path: String, outcome: RequestLog.Outcome, context: Context, start: Date) {
+    private func record(_ request: Request, path: String, outcome: RequestLog.Outcome, context: Context, start: Date,
+                        retryAfter: Int? = nil) {
         counters.recordRequest()
         let ms = Int((Date().timeIntervalSince(start) * 1000).rounded())
         log?.append(time: start, method: request.method.rawValue, path: path, outcome: outcome,
-                    client: context.clientAddress, milliseconds: ms)
+                    client: context.clientAddress, milliseconds: ms, retryAfter: retryAfter)
         let status: String
         switch outcome {
         case .status(let code): status = String(code)

@@ -21,6 +21,10 @@ public struct SandboxOptions: Sendable {
     public var latency: LatencySpec
     /// Probability that a faulty-path request's connection is closed without any response.
     public var dropRate: Double
+    /// Probability that a faulty-path request is held `spike` seconds on top of `latency`: the
+    /// rare stall a loaded server or a congested link causes.
+    public var spikeRate: Double
+    public var spike: Double
     /// Path prefixes fault injection applies to (the emulated APIs, not the control routes).
     public var faultPathPrefixes: [String]
     /// Seconds an emulated provider's access token stays valid.
@@ -39,6 +43,8 @@ public struct SandboxOptions: Sendable {
         retryAfter: Int = 1,
         latency: LatencySpec = .none,
         dropRate: Double = 0,
+        spikeRate: Double = 0,
+        spike: Double = 0,
         faultPathPrefixes: [String] = ["/v1/"],
         seed: UInt64? = nil,
         tokenLifetime: Double = 3600
@@ -54,6 +60,8 @@ public struct SandboxOptions: Sendable {
         self.retryAfter = retryAfter
         self.latency = latency
         self.dropRate = dropRate
+        self.spikeRate = spikeRate
+        self.spike = spike
         self.faultPathPrefixes = faultPathPrefixes
         self.seed = seed
     }

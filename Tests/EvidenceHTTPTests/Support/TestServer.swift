@@ -1,3 +1,4 @@
+import EvidenceHTTP
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -91,6 +92,8 @@ final class TestServer: @unchecked Sendable {
         let open = sockets
         lock.unlock()
         if alreadyStopped { return }
+        // A later server may get this port: it must not inherit a pause this one asked for.
+        OriginPause.shared.reset()
         shutdown(listener, Int32(SHUT_RDWR))
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
