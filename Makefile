@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SWIFTFLAGS ?=
 
-.PHONY: deps build release test fuzz demo bench samples clean
+.PHONY: deps build release test soak fuzz demo bench samples clean
 
 deps:
 	@./scripts/deps.sh
@@ -22,6 +22,12 @@ test: deps
 	$(SWIFT) test --disable-xctest --skip EvidenceCLITests --skip EvidenceWatchTests $(SWIFTFLAGS)
 	$(SWIFT) test --disable-xctest --filter EvidenceWatchTests $(SWIFTFLAGS)
 	$(SWIFT) test --disable-xctest --filter EvidenceCLITests $(SWIFTFLAGS)
+
+# The long crash loop (500 files, 20 SIGKILLs) and fault soak (150 files) of SoakCLITests, with
+# a table: files, kills, faults injected, lost, duplicates, requests inside Retry-After, time.
+# SOAK_FILES, SOAK_KILLS, SOAK_FAULT_FILES, SOAK_PROVIDERS ("dropbox box"), SOAK_SEED change it.
+soak: deps
+	@./scripts/soak.sh
 
 # libFuzzer on every parser we own (Fuzz/, its own package: never part of build or test), each
 # target for FUZZ_SECONDS (default 60); a table of runs and crashes, exit 1 on any crash.

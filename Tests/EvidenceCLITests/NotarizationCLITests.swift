@@ -15,7 +15,9 @@ struct NotarizationCLITests {
         let list = notaries.map { "\"\($0)\"" }.joined(separator: ", ")
         let h = RunHarness(settle: "0s", extra: "notary = [\(list)]\n\(ruleExtra)")
         let ca = h.scratch.path + "/tsa-ca.pem"
-        #expect(CLI.exec(["curl", "-sf", "-o", ca, "\(sandbox.baseURL.absoluteString)/tsa/ca.pem"]).status == 0)
+        // Retried: the fault soak injects faults under /tsa too.
+        #expect(CLI.exec(["curl", "-sf", "--retry", "20", "--retry-all-errors", "--retry-delay", "0", "-o", ca,
+                          "\(sandbox.baseURL.absoluteString)/tsa/ca.pem"]).status == 0)
         let config = """
             [notaries.qed]
             kind = "qed"
