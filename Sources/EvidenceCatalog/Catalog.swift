@@ -153,6 +153,7 @@ public struct ChainReport: Sendable, Codable, Equatable {
         public var seq: Int64
         public var detail: String
         public var description: String { "custody event #\(seq): \(detail)" }
+        public init(seq: Int64, detail: String) { self.seq = seq; self.detail = detail }
     }
     public var events: Int
     public var headHash: String

@@ -143,6 +143,11 @@ extension SQLiteCatalog {
         }
     }
 
+    /// The newest custody event (the chain's head); nil for an empty log.
+    public func lastEvent() throws(CatalogError) -> CustodyEvent? {
+        try read { db in try CustodyRow.order(Column("seq").desc).fetchOne(db)?.model() }
+    }
+
     public func allEvents() throws(CatalogError) -> [CustodyEvent] {
         try read { db in try CustodyRow.order(Column("seq")).fetchAll(db).map { $0.model() } }
     }

@@ -1,6 +1,6 @@
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -33,6 +33,9 @@ enum ConfigFileParser {
         }
         if let t = try r.table(root, "metrics") {
             config.metrics = try metrics(r, t)
+        }
+        if let t = try r.table(root, "custody") {
+            config.custody = try custody(r, t, notaries: config.notaries)
         }
         return config
     }

@@ -21,6 +21,8 @@ public struct EvidenceConfig: Sendable, Equatable {
     public var serve: ServeConfig?
     /// `[metrics]`: `/metrics`, `/healthz`, `/readyz` from `evidence run`; nil when the file has no such table.
     public var metrics: MetricsConfig?
+    /// `[custody]`: time-stamped anchors of the custody chain; nil = none.
+    public var custody: CustodyConfig?
 
     public init(
         file: String? = nil, home: String? = nil, rulesDir: String? = nil,

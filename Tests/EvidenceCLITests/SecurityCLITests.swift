@@ -550,14 +550,14 @@ struct SecurityCLITests {
         #expect(doctor.status == 1 && doctor.stdout.contains("✗ custody: \(tamper.problems[0])"), "\(doctor.stdout)")
     }
 
-    @Test("known limit: an attacker who cuts off the newest events and rewrites custody.head to match is not detected (the anchor is on the same disk, unsigned)")
+    @Test("known limit without [custody] anchors: cutting off the newest events and rewriting custody.head to match goes unnoticed (CustodyAnchorCLITests: caught with them)")
     func truncationWithForgedAnchor() throws {
         let (s, cli, db) = try custodyHome()
         defer { withExtendedLifetime(s) {} }
         let second = sqlite(db, "SELECT seq || ' ' || hash FROM custody_event WHERE seq = 2").stdout
         #expect(sqlite(db, Self.dropTriggers + Tamper.truncate.sql).status == 0)
         try second.write(toFile: s.home + "/custody.head", atomically: true, encoding: .utf8)
-        withKnownIssue("custody.head is written by the same user as catalog.sqlite; only an external anchor (e.g. a time-stamped head) would catch this") {
+        withKnownIssue("custody.head is written by the same user as catalog.sqlite; only a time-stamped anchor ([custody] anchor_tsa) catches this") {
             #expect(cli.run(["log", "verify"]).status == 1)
         }
     }

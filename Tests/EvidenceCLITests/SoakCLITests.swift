@@ -144,7 +144,7 @@ struct SoakCLITests {
                 corpus.drop(i, into: h.drop)
                 usleep(100_000)
             }
-            let done = ProviderCLITests().waitDone(h, files, timeout: Double(max(240, files * 12)))
+            let done = ProviderCLITests().waitDone(h, files, timeout: Double(max(300, files * 30)))
             #expect(done, "not all done: \(h.cli.run(["status"]).stdout)\n\(h.log.suffix(3000))")
             var outcome = check(h, sandbox, corpus, provider)
             (outcome.early, outcome.requests) = Self.requestsInsideRetryAfter(sandbox.stateDirectory + "/requests.log")

@@ -9,7 +9,7 @@ public struct TSAClient: Sendable {
     public let urls: [String]
     public let caFile: String?
     let http: HTTPClient
-    let name: String
+    public let name: String
 
     public init(name: String = "rfc3161", urls: [String], caFile: String?, http: HTTPClient) {
         self.name = name; self.urls = urls; self.caFile = caFile; self.http = http

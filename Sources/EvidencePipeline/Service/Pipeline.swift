@@ -13,6 +13,8 @@ public struct Pipeline: Sendable {
     public let rules: [WatchRule]
     public let watchService: WatchService
     public let jobRunner: JobRunner
+    /// With `[custody]`: time-stamps the custody head periodically.
+    let anchorService: ChainAnchorService?
 
     /// `notaries` are built from the config by the caller (`Notaries.build`), so that a missing
     /// API key is a config error before the service starts. `metrics` receives the jobs',
@@ -39,6 +41,11 @@ public struct Pipeline: Sendable {
                                          ShareHandler(home: home, rules: byName, archives: archives),
                                          AfterActionHandler(home: home, rules: byName)],
                               owner: owner, workers: config.workers.jobs, metrics: metrics, logger: logger)
+        if let custody = config.custody, case .rfc3161(let tsa)? = notaries.entries[custody.anchorTSA]?.client {
+            anchorService = ChainAnchorService(home: home, tsa: tsa, every: custody.anchorEvery, logger: logger)
+        } else {
+            anchorService = nil
+        }
     }
 
     /// Runs until SIGTERM/SIGINT, then drains and returns. `alongside` (e.g. the metrics
@@ -46,9 +53,19 @@ public struct Pipeline: Sendable {
     /// and one of them failing stops the whole group.
     public func run(alongside: [any Service] = [], logger: Logger) async throws {
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: watchService), .init(service: jobRunner)] + alongside.map { .init(service: $0) },
+            services: [.init(service: watchService), .init(service: jobRunner)]
+                + (anchorService.map { [.init(service: $0)] } ?? []) + alongside.map { .init(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()
+        // The last events of the drain are covered too (bounded: a stopping service must not hang on a TSA).
+        if let anchorService {
+            await withTaskGroup(of: Void.self) { g in
+                g.addTask { await anchorService.anchorOnce() }
+                g.addTask { try? await Task.sleep(for: .seconds(15)) }
+                await g.next()
+                g.cancelAll()
+            }
+        }
     }
 }

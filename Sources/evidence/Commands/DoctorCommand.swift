@@ -102,7 +102,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
 
         // home, catalog, custody, store, queue
-        checkHome(home, add: add)
+        checkHome(home, anchorCA: LogCommand.anchorCAFile(config), add: add)
 
         // disk
         add(diskCheck(home))
@@ -196,7 +196,7 @@ struct DoctorCommand: AsyncParsableCommand {
         if checks.contains(where: { $0.status == .fail }) { throw ExitCode(1) }
     }
 
-    private func checkHome(_ home: String, add: (Check) -> Void) {
+    private func checkHome(_ home: String, anchorCA: String?, add: (Check) -> Void) {
         guard FileManager.default.fileExists(atPath: home + "/catalog.sqlite") else {
             add(Check(check: "home", status: .warn, detail: "\(home) has no catalog yet",
                       fix: "evidence run (or evidence ingest FILE) creates it"))
@@ -237,9 +237,10 @@ struct DoctorCommand: AsyncParsableCommand {
                       detail: problems.isEmpty ? "\(s.items) items, \(s.events) custody events, \(jobs.values.reduce(0, +)) jobs; quick_check ok"
                                                : "quick_check: " + problems.prefix(5).joined(separator: "; "),
                       fix: "stop evidence run, restore catalog.sqlite from a backup, then run evidence fsck"))
-            let chain = try h.catalog.verifyChain()
+            let (chain, anchors) = try h.verifyCustody(caFile: anchorCA)
             add(Check(check: "custody", status: chain.ok ? .ok : .fail,
-                      detail: chain.ok ? "\(chain.events) events chain to head \(chain.headHash.prefix(16))…"
+                      detail: chain.ok ? "\(chain.events) events chain to head \(chain.headHash.prefix(16))…; "
+                                         + LogCommand.anchorLine(anchors, events: chain.events).dropFirst(2)
                                        : chain.problems.prefix(3).map(\.description).joined(separator: "; "),
                       fix: "the custody log was altered outside evidence: keep this catalog as evidence of that, and restore from a backup"))
             let report = h.store.check(rehash: false)

@@ -139,6 +139,12 @@ struct InitCommand: ParsableCommand {
         # [metrics]
         # listen = "127.0.0.1:9464"                    # loopback; another address needs allow_remote = true
 
+        # Time-stamp the custody log's head with an rfc3161 notary above, so that even someone who
+        # can rewrite the catalog cannot cut the log unnoticed (`evidence log verify` checks).
+        # [custody]
+        # anchor_tsa = "tsa"                           # the name of an rfc3161 notary
+        # anchor_every = "1h"                          # and once more when evidence run stops
+
         """
 
     static func ruleText(drop: String) -> String {

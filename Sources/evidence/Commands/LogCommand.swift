@@ -1,37 +1,120 @@
 import ArgumentParser
 import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import EvidenceHTTP
+import EvidenceNotary
 import EvidencePipeline
 import Foundation
+import Logging
 
-struct LogCommand: ParsableCommand {
+struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "The custody log.",
-        subcommands: [Verify.self]
+        subcommands: [Verify.self, Anchor.self]
     )
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Verify the custody log's hash chain and head anchor.",
+            abstract: "Verify the custody log's hash chain, its head anchor and its time-stamped anchors.",
             discussion: """
             Each event's hash covers the previous event's hash and the event's canonical bytes;
             an edited, deleted, inserted or reordered event breaks the chain from that point.
+            custody.head records the newest event, so a cut-off tail shows too. With [custody]
+            in evidence.toml, every anchors/<seq>-<hash>.tsr must be a token of that TSA (checked
+            against its ca_file) over the hash event #seq still has: this catches a log cut or
+            rewritten together with custody.head.
             Exit codes: 0 intact · 1 broken · 2 usage error.
             """
         )
 
         @OptionGroup var global: GlobalOptions
 
-        func run() throws {
-            let home = try global.openHome(mustExist: true)
-            let report = try home.catalog.verifyChain()
-            if global.json {
-                Output.json(report)
-            } else {
-                Output.line("\(report.ok ? "✓" : "✗") custody chain: \(report.events) events, head \(report.headHash)")
-                for p in report.problems { Output.line("  ✗ \(p)") }
-            }
-            if !report.ok { throw ExitCode(1) }
+        struct Report: Encodable {
+            var ok: Bool
+            var events: Int
+            var headHash: String
+            var anchors: Int
+            var newestAnchor: ChainAnchors.Anchor?
+            var anchorSignaturesChecked: Bool
+            var problems: [ChainReport.Problem]
         }
+
+        func run() throws {
+            let config = try? global.loadConfig()
+            let home = try global.openHome(mustExist: true)
+            let (chain, anchors) = try home.verifyCustody(caFile: config.flatMap(LogCommand.anchorCAFile))
+            if global.json {
+                Output.json(Report(ok: chain.ok, events: chain.events, headHash: chain.headHash, anchors: anchors.anchors,
+                                   newestAnchor: anchors.newest, anchorSignaturesChecked: anchors.signaturesChecked,
+                                   problems: chain.problems))
+            } else {
+                Output.line("\(chain.ok ? "✓" : "✗") custody chain: \(chain.events) events, head \(chain.headHash)")
+                Output.line(LogCommand.anchorLine(anchors, events: chain.events))
+                for p in chain.problems { Output.line("  ✗ \(p)") }
+            }
+            if !chain.ok { throw ExitCode(1) }
+        }
+    }
+
+    struct Anchor: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Time-stamp the custody log's head now, with the TSA named in [custody].",
+            discussion: """
+            Writes anchors/<seq>-<hash>.tsr in the home: an RFC 3161 token over the hash of the
+            newest custody event, verified before it is kept. `evidence run` does this every
+            anchor_every while the log grows, and when it stops; this is for cron or before a
+            backup. Nothing is written when the newest anchor already covers the head.
+            Exit codes: 0 anchored or nothing new · 1 the TSA failed · 2 no [custody] in the config.
+            """
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        struct Result: Encodable {
+            var anchored: Bool
+            var anchor: ChainAnchors.Anchor?
+        }
+
+        func run() async throws {
+            let config = try global.loadConfig()
+            guard let custody = config.custody, let notary = config.notaries[custody.anchorTSA] else {
+                throw CLIError.config("\(config.file ?? "evidence.toml"): no [custody] table: add anchor_tsa = \"NAME\" naming an rfc3161 notary")
+            }
+            let home = try global.openHome(mustExist: true)
+            let logger = Logger(label: "evidence")
+            let http = HTTPClient(configuration: HTTPClientConfiguration(caFile: notary.tlsCAFile), logger: logger)
+            let tsa = TSAClient(name: notary.name, urls: notary.urls, caFile: notary.caFile, http: http)
+            do {
+                let made = try await ChainAnchors.anchor(home, tsa: tsa)
+                if global.json {
+                    Output.json(Result(anchored: made != nil, anchor: made ?? ChainAnchors.list(home).last))
+                } else if let made {
+                    Output.line("✓ anchored custody event #\(made.seq) (\(made.hash.prefix(16))…) at "
+                        + "\(made.genTime.map { Timestamp.string($0) } ?? "?") by \(notary.name): \(made.file)")
+                } else {
+                    Output.line("✓ nothing new: the newest anchor already covers the head")
+                }
+            } catch {
+                Output.err("\(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    /// The CA that anchor tokens must chain to: the `[custody]` TSA's `ca_file`.
+    static func anchorCAFile(_ config: EvidenceConfig) -> String? {
+        config.custody.flatMap { config.notaries[$0.anchorTSA]?.caFile }
+    }
+
+    static func anchorLine(_ a: ChainAnchors.Check, events: Int) -> String {
+        guard let newest = a.newest else {
+            return a.anchors == 0 ? "! no time-stamped anchors (add [custody] anchor_tsa to evidence.toml)" : "✗ no anchor verifies"
+        }
+        let when = newest.genTime.map { Timestamp.string($0) } ?? "?"
+        let behind = events > Int(newest.seq) ? "; \(events - Int(newest.seq)) newer event(s) not anchored yet" : ""
+        let sig = a.signaturesChecked ? "signatures checked" : "signatures NOT checked (no ca_file for the [custody] TSA)"
+        return "\(a.problems.isEmpty ? "✓" : "✗") anchors: \(a.anchors), newest #\(newest.seq) time-stamped \(when), \(sig)\(behind)"
     }
 }

@@ -1,0 +1,126 @@
+import EvidenceCatalog
+import EvidenceCore
+import EvidenceNotary
+import EvidenceStore
+import Foundation
+
+/// RFC 3161 time-stamps of the custody chain's head, kept as `anchors/<seq>-<hash>.tsr`.
+///
+/// The chain detects any edit inside it, and `custody.head` detects a cut-off tail — unless
+/// whoever cut it also rewrote `custody.head`, which sits on the same disk. A token signed by
+/// a TSA over the head's hash cannot be made afterwards: once event #seq is anchored, removing
+/// or rewriting it (or anything before it) shows in `log verify` and `fsck`. What was appended
+/// after the newest anchor is only as safe as the disk until the next one.
+public enum ChainAnchors {
+    public struct Anchor: Sendable, Codable, Equatable {
+        public var seq: Int64
+        /// The anchored event's hash: the token's message imprint.
+        public var hash: String
+        public var file: String
+        /// The TSA's signed time (set when the token was read).
+        public var genTime: Date?
+    }
+
+    public static func directory(_ home: EvidenceHome) -> String { home.path + "/anchors" }
+
+    /// The anchors on disk, oldest first (names that are not `<seq>-<64 hex>.tsr` are ignored).
+    public static func list(_ home: EvidenceHome) -> [Anchor] {
+        let dir = directory(home)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.compactMap { name -> Anchor? in
+            guard name.hasSuffix(".tsr") else { return nil }
+            let parts = name.dropLast(4).split(separator: "-")
+            guard parts.count == 2, let seq = Int64(parts[0]), parts[1].count == 64,
+                  SHA256Digest(hex: String(parts[1])) != nil else { return nil }
+            return Anchor(seq: seq, hash: String(parts[1]), file: dir + "/" + name)
+        }.sorted { $0.seq < $1.seq }
+    }
+
+    public enum AnchorError: Error, CustomStringConvertible {
+        case notary(NotaryError)
+        case catalog(CatalogError)
+        case write(String)
+        public var description: String {
+            switch self {
+            case .notary(let e): return "cannot time-stamp the custody head: \(e.message)"
+            case .catalog(let e): return "\(e)"
+            case .write(let s): return "cannot save the anchor: \(s)"
+            }
+        }
+    }
+
+    /// Time-stamps the current head unless the newest anchor already covers it; returns the
+    /// new anchor, or nil when there was nothing new. The token is verified before it is kept
+    /// (imprint, nonce, and signature when the notary has a `ca_file`).
+    public static func anchor(_ home: EvidenceHome, tsa: TSAClient) async throws(AnchorError) -> Anchor? {
+        let head: CustodyEvent?
+        do { head = try home.catalog.lastEvent() } catch { throw .catalog(error) }
+        guard let head, let digest = SHA256Digest(hex: head.hash) else { return nil }
+        if let newest = list(home).last, newest.seq >= head.seq { return nil }
+        let token: TimestampToken
+        do { token = try await tsa.timestamp(digest).token } catch { throw .notary(error) }
+        let dir = directory(home)
+        let path = dir + "/" + String(format: "%012lld", head.seq) + "-" + head.hash + ".tsr"
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            try AtomicFile.write(token.response, to: path, mode: 0o444)
+        } catch {
+            throw .write("\(error)")
+        }
+        return Anchor(seq: head.seq, hash: head.hash, file: path, genTime: token.genTime)
+    }
+
+    public struct Check: Sendable, Codable {
+        public var anchors: Int
+        public var newest: Anchor?
+        /// Whether the tokens' signatures were checked against a CA (the `[custody]` TSA's `ca_file`).
+        public var signaturesChecked: Bool
+        public var problems: [ChainReport.Problem]
+    }
+
+    /// Every anchor against the chain: its token must carry the anchored hash (and verify
+    /// against `caFile` when given), and event #seq must still exist with that hash.
+    public static func check(_ home: EvidenceHome, events: [CustodyEvent], caFile: String?) -> Check {
+        let anchors = list(home)
+        let bySeq = Dictionary(events.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        var problems: [ChainReport.Problem] = []
+        var newest: Anchor?
+        for var a in anchors {
+            let name = (a.file as NSString).lastPathComponent
+            guard let data = FileManager.default.contents(atPath: a.file) else {
+                problems.append(.init(seq: a.seq, detail: "anchor \(name) cannot be read"))
+                continue
+            }
+            do {
+                let token = try TimestampVerifier.verify(response: data, digest: SHA256Digest(hex: a.hash)!, caFile: caFile)
+                a.genTime = token.genTime
+            } catch {
+                problems.append(.init(seq: a.seq, detail: "anchor \(name) does not verify: \(error.message)"))
+                continue
+            }
+            let stamped = a.genTime.map { " (time-stamped \(Timestamp.string($0)))" } ?? ""
+            if let e = bySeq[a.seq] {
+                if e.hash != a.hash {
+                    problems.append(.init(seq: a.seq, detail: "differs from anchor \(name)\(stamped): the event or one before it was rewritten"))
+                }
+            } else {
+                problems.append(.init(seq: a.seq, detail: "missing, but anchor \(name)\(stamped) proves the log had it: the log was cut or rewritten"))
+            }
+            newest = a
+        }
+        return Check(anchors: anchors.count, newest: newest, signaturesChecked: caFile != nil, problems: problems)
+    }
+}
+
+extension EvidenceHome {
+    /// The custody chain checked, with its time-stamped anchors checked against it; the
+    /// anchors' problems are part of the returned report. `caFile` verifies the tokens'
+    /// signatures (the `[custody]` TSA's `ca_file`); without it only their imprints are checked.
+    public func verifyCustody(caFile: String?) throws(CatalogError) -> (chain: ChainReport, anchors: ChainAnchors.Check) {
+        var chain = try catalog.verifyChain()
+        let anchors = ChainAnchors.check(self, events: try catalog.allEvents(), caFile: caFile)
+        chain.problems += anchors.problems
+        return (chain, anchors)
+    }
+}

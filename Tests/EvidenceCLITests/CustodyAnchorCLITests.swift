@@ -1,0 +1,94 @@
+import EvidenceTesting
+import Foundation
+import Glibc
+import Testing
+
+/// `[custody]` anchors: the custody head time-stamped by the sandbox's RFC 3161 TSA (real
+/// `openssl ts` underneath), then the catalog attacked with the sqlite3 CLI.
+@Suite("Custody anchors: the chain head time-stamped by a TSA", .serialized)
+struct CustodyAnchorCLITests {
+    func sqlite(_ db: String, _ sql: String) -> CLI.Result { CLI.exec(["sqlite3", db, sql]) }
+
+    @Test("run anchors the head; a log cut with custody.head rewritten to match is caught by log verify, fsck and doctor")
+    func anchoredTruncation() async throws {
+        try await NotarizationCLITests().withSandbox { sandbox in
+            let h = try NotarizationCLITests().harness(sandbox)
+            let config = try String(contentsOfFile: h.configPath!, encoding: .utf8)
+            try (config + "\n\n[custody]\nanchor_tsa = \"tsa\"\nanchor_every = \"1s\"\n")
+                .write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+            var cli = h.cli
+            cli.environment["EVIDENCE_CONFIG"] = h.configPath!
+            try h.start()
+            h.write("a.bin", randomBytes(2_000))
+            h.write("b.bin", randomBytes(3_000))
+            #expect(ProviderCLITests().waitDone(h, 2, timeout: 60), "\(h.log.suffix(2000))")
+            #expect(h.stop() == 0)
+            #expect(h.log.contains("custody head time-stamped"))
+
+            // Stopped: the last anchor covers the whole log, its token checked against the TSA's CA.
+            let verify = cli.run(["log", "verify", "--json"])
+            #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+            let report = try #require(verify.json as? [String: Any])
+            let events = try #require(report["events"] as? Int)
+            #expect((report["anchors"] as? Int ?? 0) >= 1)
+            #expect((report["newestAnchor"] as? [String: Any])?["seq"] as? Int == events, "the shutdown anchor covers every event")
+            #expect(report["anchorSignaturesChecked"] as? Bool == true)
+            #expect(cli.run(["log", "anchor"]).stdout.contains("nothing new"))
+            // Without the config the imprints are checked but the signatures are not, and it says so.
+            #expect(h.cli.run(["log", "verify"]).stdout.contains("signatures NOT checked"))
+
+            // The attack the head file alone cannot catch: cut the log, rewrite custody.head to match.
+            let db = h.home + "/catalog.sqlite"
+            let keep = events / 2
+            let kept = sqlite(db, "SELECT seq || ' ' || hash FROM custody_event WHERE seq = \(keep)").stdout
+            #expect(sqlite(db, SecurityCLITests.dropTriggers + "DELETE FROM custody_event WHERE seq > \(keep);").status == 0)
+            try kept.write(toFile: h.home + "/custody.head", atomically: true, encoding: .utf8)
+            let cut = cli.run(["log", "verify"])
+            #expect(cut.status == 1)
+            #expect(cut.stdout.contains("custody event #\(events): missing, but anchor"), "\(cut.stdout)")
+            #expect(cut.stdout.contains("proves the log had it"))
+            let fsck = cli.run(["fsck", "--quick"])
+            #expect(fsck.status == 1 && fsck.stdout.contains("missing, but anchor"), "\(fsck.stdout)")
+            let doctor = cli.run(["doctor", "--offline"])
+            #expect(doctor.status == 1 && doctor.stdout.contains("✗ custody"), "\(doctor.stdout)")
+        }
+    }
+
+    @Test("log anchor time-stamps what ingest appended; a token renamed to another event's hash does not verify")
+    func manualAnchor() async throws {
+        try await NotarizationCLITests().withSandbox { sandbox in
+            let h = try NotarizationCLITests().harness(sandbox)
+            let config = try String(contentsOfFile: h.configPath!, encoding: .utf8)
+            try (config + "\n\n[custody]\nanchor_tsa = \"tsa\"\n").write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+            var cli = h.cli
+            cli.environment["EVIDENCE_CONFIG"] = h.configPath!
+            for name in ["note.txt", "memo.txt"] {
+                let file = h.scratch.path + "/" + name
+                FileManager.default.createFile(atPath: file, contents: Data(name.utf8))
+                #expect(cli.run(["ingest", file]).status == 0)
+            }
+            let first = cli.run(["log", "anchor", "--json"])
+            #expect(first.status == 0, "\(first.stderr)")
+            let anchor = try #require((first.json as? [String: Any])?["anchor"] as? [String: Any])
+            #expect((first.json as? [String: Any])?["anchored"] as? Bool == true)
+            let path = try #require(anchor["file"] as? String)
+            var st = stat()
+            #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o444, "anchors are read-only")
+            // The token is a plain RFC 3161 reply: openssl ts reads it.
+            #expect(CLI.exec(["openssl", "ts", "-reply", "-in", path, "-text"]).stdout.contains("Message data:"))
+
+            // Moved onto event #1's hash, the token's imprint no longer matches its name.
+            let db = h.home + "/catalog.sqlite"
+            let firstHash = sqlite(db, "SELECT hash FROM custody_event WHERE seq = 1").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let forged = (path as NSString).deletingLastPathComponent + "/000000000001-\(firstHash).tsr"
+            #expect(CLI.exec(["cp", path, forged]).status == 0)
+            let v = cli.run(["log", "verify"])
+            #expect(v.status == 1)
+            #expect(v.stdout.contains("custody event #1: anchor 000000000001-\(firstHash).tsr does not verify"), "\(v.stdout)")
+
+            // No [custody]: `log anchor` says what to add, exit 2.
+            let bare = h.cli.run(["log", "anchor"])
+            #expect(bare.status == 2 && bare.stderr.contains("[custody]"), "\(bare.stderr)")
+        }
+    }
+}
