@@ -23,11 +23,11 @@ test: deps
 	$(SWIFT) test --disable-xctest --filter EvidenceWatchTests $(SWIFTFLAGS)
 	$(SWIFT) test --disable-xctest --filter EvidenceCLITests $(SWIFTFLAGS)
 
-# The long crash loop (500 files, 20 SIGKILLs) and fault soak (150 files) of SoakCLITests, with
+# The long crash loop (500 files, 20 SIGKILLs) and fault soak (40 files) of SoakCLITests, with
 # a table: files, kills, faults injected, lost, duplicates, requests inside Retry-After, time.
 # SOAK_FILES, SOAK_KILLS, SOAK_FAULT_FILES, SOAK_PROVIDERS ("dropbox box"), SOAK_SEED change it.
 soak: deps
-	@./scripts/soak.sh
+	@./scripts/soak.sh $(SWIFTFLAGS)
 
 # libFuzzer on every parser we own (Fuzz/, its own package: never part of build or test), each
 # target for FUZZ_SECONDS (default 60); a table of runs and crashes, exit 1 on any crash.

@@ -5,28 +5,29 @@
 # Retry-After window / wall time. Exit 1 when a scenario failed (lost, duplicated, early or
 # anything else the test checks).
 #
-# env: SOAK_FILES (500), SOAK_KILLS (20), SOAK_FAULT_FILES (150), SOAK_PROVIDERS ("dropbox"),
+# usage: soak.sh [swift flags…]  (e.g. --scratch-path DIR, as make's SWIFTFLAGS)
+# env: SOAK_FILES (500), SOAK_KILLS (20), SOAK_FAULT_FILES (40), SOAK_PROVIDERS ("dropbox"),
 #      SOAK_SEED (random; printed, so a failure can be repeated)
 
 set -uo pipefail
 cd "$(dirname "$0")/.."
 files=${SOAK_FILES:-500}
 kills=${SOAK_KILLS:-20}
-fault_files=${SOAK_FAULT_FILES:-150}
+fault_files=${SOAK_FAULT_FILES:-40}
 providers=${SOAK_PROVIDERS:-dropbox}
 seed=${SOAK_SEED:-$((RANDOM * 3 + 1))}
 report=$(mktemp /tmp/evidence-soak.XXXXXX)
 trap 'rm -f "$report"' EXIT
 
-swift build --build-tests || exit 2
+swift build --build-tests "$@" || exit 2
 status=0
 started=$(date +%s)
 for provider in $providers; do
   echo "== soak: $files files, $kills SIGKILLs, then $fault_files files under faults; provider $provider; seed $seed"
   EVIDENCE_SOAK_FILES=$files EVIDENCE_SOAK_KILLS=$kills EVIDENCE_SOAK_FAULT_FILES=$fault_files \
   EVIDENCE_SOAK_PROVIDER=$provider EVIDENCE_SOAK_SEED=$seed EVIDENCE_SOAK_REPORT=$report \
-    swift test --disable-xctest --skip-build --filter SoakCLITests 2>&1 \
-    | grep -v -e '^soak	' -e '^\[' || true
+    swift test --disable-xctest --skip-build --filter SoakCLITests "$@" 2>&1 \
+    | grep --line-buffered -v -e '^soak	' -e '^\[' || true
   ((PIPESTATUS[0] == 0)) || status=1
 done
 
