@@ -113,7 +113,7 @@ struct SoakCLITests {
                 #expect(h.stop(SIGKILL) == -9)
                 try h.start(timeout: 60)
             }
-            let done = ProviderCLITests().waitDone(h, files, timeout: Double(max(180, files * 2)))
+            let done = ProviderCLITests().waitDone(h, files, timeout: Double(max(300, files * 5)))
             #expect(done, "not all done: \(h.cli.run(["status"]).stdout)\n\(killLog.joined(separator: "\n"))\n\(h.log.suffix(3000))")
             let outcome = check(h, sandbox, corpus, provider)
             let row = Row(scenario: "crash loop (\(provider.rawValue))", files: files, kills: kills, faults: "-",
