@@ -48,7 +48,8 @@ public final class FaultInjector: Sendable {
         let dropDraw = random.unit()
         let failDraw = random.unit()
         let statusDraw = random.int(in: 0..<3)
-        let spikeDraw = random.unit()
+        // Drawn only when spikes are on, so runs without them keep their seeded sequence.
+        let spikeDraw = spikeRate > 0 ? random.unit() : 1
         var delay = latency.isZero ? 0 : latency.seconds(unit: latencyDraw)
         if spikeDraw < spikeRate {
             counters.recordSpike()
