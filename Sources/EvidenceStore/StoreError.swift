@@ -30,7 +30,7 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case .insufficientSpace(let p, let store, let needed, let free, let margin):
             return "\(p): no space left on device for it in the store at \(store): needs \(needed) bytes"
                 + " (+ \(margin) kept free), \(free) free; nothing was copied"
-        case .changedDuringRead(let p, let d): return "\(p): changed while being read (\(d)); not stored, will be retried"
+        case .changedDuringRead(let p, let d): return "\(p): changed while being read (\(d)); not stored"
         case .vanished(let p): return "\(p): vanished while being read; not stored"
         case .objectCorrupt(let p, let d): return "\(p): store object is corrupt (\(d))"
         case .nameNotUTF8(let p): return "\(p): file name is not valid UTF-8"
