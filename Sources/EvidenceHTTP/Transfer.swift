@@ -272,6 +272,13 @@ final class Transfer {
             body.append(contentsOf: chunk.prefix(room))
             return chunk.count
         }
+        // A declared length over the limit is refused at the first byte, before anything is
+        // buffered: an oversized answer never costs its size in memory.
+        if body.isEmpty, let declared = headerLines.last(where: { $0.0 == "content-length" }).flatMap({ Int64($0.1) }),
+           declared > Int64(configuration.maxResponseBytes) {
+            tooLarge = true
+            return 0
+        }
         if body.count + chunk.count > configuration.maxResponseBytes {
             tooLarge = true
             return 0
