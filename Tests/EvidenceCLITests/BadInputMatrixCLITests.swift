@@ -170,7 +170,8 @@ struct BadInputMatrixCLITests {
 
     @Test("under evidence run a file that grows for a while is ingested once, complete, after it stops growing")
     func growingUnderRun() throws {
-        let h = RunHarness(settle: "300ms")
+        // A settle window well above the writer's 50 ms pauses, even on a loaded machine.
+        let h = RunHarness(settle: "1s")
         try h.start()
         let f = h.drop + "/recording.bin"
         // Appends 64 KiB every 50 ms for about 2 s, as a slow capture device would.
