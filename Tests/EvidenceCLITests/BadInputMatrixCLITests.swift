@@ -143,7 +143,7 @@ struct BadInputMatrixCLITests {
     func vanishingByIngest() throws {
         let s = Scratch()
         let f = s.path + "/vanishing.bin"
-        #expect(CLI.exec(["dd", "if=/dev/urandom", "of=\(f)", "bs=1M", "count=96", "status=none"]).status == 0)
+        #expect(CLI.exec(["dd", "if=/dev/urandom", "of=\(f)", "bs=1M", "count=64", "status=none"]).status == 0)
         let home = s.home
         // Unlink the source the moment the store's temp file appears, i.e. while it is copied.
         let removed = DispatchSemaphore(value: 0)
