@@ -114,13 +114,20 @@ public enum RemotePath {
             .joined(separator: "/")
     }
 
-    /// Common rules: control characters and `\` become `_`; `.`/`..` and names of only dots
-    /// get a `_` prefix; trailing spaces and dots go (Windows-backed shares refuse them);
-    /// cut to `maxBytes` UTF-8 bytes at a character boundary. `extra` characters also become `_`.
+    /// Common rules: control characters (C0, DEL, C1), bidirectional overrides and isolates
+    /// and `\` become `_`; `.`/`..` and names of only dots get a `_` prefix; trailing spaces and
+    /// dots go (Windows-backed shares refuse them); cut to `maxBytes` UTF-8 bytes at a character
+    /// boundary. `extra` characters also become `_`.
+    ///
+    /// Bidi controls go because they make a name display as another one in the provider's web
+    /// page (`invoice\u{202E}fdp.exe` shows as `invoiceexe.pdf`): an auditor must read the name
+    /// that is stored.
     public static func sanitize(_ name: String, forbidden extra: Set<Character> = [], maxBytes: Int = 255) -> String {
         var s = String(name.map { c -> Character in
             if c == "/" || c == "\\" || extra.contains(c) { return "_" }
-            if let a = c.asciiValue, a < 0x20 || a == 0x7F { return "_" }
+            if c.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || bidiControls.contains($0.value) }) {
+                return "_"
+            }
             return c
         })
         while let last = s.last, last == " " || last == "." { s.removeLast() }
@@ -135,6 +142,10 @@ public enum RemotePath {
         while s.utf8.count + ext.utf8.count > maxBytes { s.removeLast() }
         return s + ext
     }
+
+    /// LRM, RLM, ALM, the embeddings and overrides (U+202A…U+202E) and isolates (U+2066…U+2069).
+    static let bidiControls: Set<UInt32> = [0x200E, 0x200F, 0x061C, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+                                            0x2066, 0x2067, 0x2068, 0x2069]
 
     public static func parent(_ path: String) -> String {
         guard let i = path.lastIndex(of: "/") else { return "" }

@@ -37,6 +37,7 @@ public final class SQLiteCatalog: Catalog {
         do {
             pool = try DatabasePool(path: path, configuration: config)
         } catch {
+            if Self.isBusy(error) { throw .locked(path: path) }
             throw .open(path: path, detail: Self.describe(error))
         }
         try self.init(writer: pool, path: path,
@@ -61,6 +62,9 @@ public final class SQLiteCatalog: Catalog {
         do {
             try Schema.migrator.migrate(writer)
         } catch {
+            // Another process holding the write lock past the busy timeout is not a broken
+            // catalog: say so, so the operator waits instead of repairing.
+            if Self.isBusy(error) { throw .locked(path: path) }
             throw .open(path: path, detail: "migration failed: \(Self.describe(error))")
         }
     }
@@ -108,6 +112,11 @@ public final class SQLiteCatalog: Catalog {
         } catch {
             throw mapError(error)
         }
+    }
+
+    static func isBusy(_ error: any Error) -> Bool {
+        guard let e = error as? DatabaseError else { return false }
+        return e.resultCode == .SQLITE_BUSY || e.resultCode == .SQLITE_LOCKED
     }
 
     func mapError(_ error: any Error) -> CatalogError {

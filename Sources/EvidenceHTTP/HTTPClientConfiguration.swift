@@ -14,6 +14,9 @@ public struct HTTPClientConfiguration: Sendable {
     /// (Debian's libcurl also reads `/etc/ssl/certs`). Verification of peer and host name is
     /// always on; there is deliberately no switch to turn it off.
     public var caFile: String?
+    /// The config table these settings come from (`"notaries.qed"`, `"archives.vault"`), so a
+    /// TLS failure can say which `tls_ca_file` or URL to fix. nil: the message says only what failed.
+    public var settingsTable: String?
     /// In-memory bodies above this fail with `.tooLarge`; downloads to a file are unlimited.
     public var maxResponseBytes = 64 << 20
     public var userAgent = "evidence/0.1"
@@ -22,7 +25,7 @@ public struct HTTPClientConfiguration: Sendable {
     public init(connectTimeout: Double = 10.0, totalTimeout: Double = 300.0, lowSpeedLimit: Int = 1,
                 lowSpeedTime: Double = 60.0, maxConcurrentTransfers: Int = 4, caFile: String? = nil,
                 maxResponseBytes: Int = 64 << 20, userAgent: String = "evidence/0.1",
-                retry: RetryPolicy = RetryPolicy()) {
+                retry: RetryPolicy = RetryPolicy(), settingsTable: String? = nil) {
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
         self.lowSpeedLimit = lowSpeedLimit
@@ -32,5 +35,6 @@ public struct HTTPClientConfiguration: Sendable {
         self.maxResponseBytes = maxResponseBytes
         self.userAgent = userAgent
         self.retry = retry
+        self.settingsTable = settingsTable
     }
 }

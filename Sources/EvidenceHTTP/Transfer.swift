@@ -272,6 +272,13 @@ final class Transfer {
             body.append(contentsOf: chunk.prefix(room))
             return chunk.count
         }
+        // A declared length over the limit is refused at the first byte, before anything is
+        // buffered: an oversized answer never costs its size in memory.
+        if body.isEmpty, let declared = headerLines.last(where: { $0.0 == "content-length" }).flatMap({ Int64($0.1) }),
+           declared > Int64(configuration.maxResponseBytes) {
+            tooLarge = true
+            return 0
+        }
         if body.count + chunk.count > configuration.maxResponseBytes {
             tooLarge = true
             return 0
@@ -461,10 +468,27 @@ final class Transfer {
             return error(.timeout, text)
         }
         if CurlCode.tls.contains(code) {
-            return error(.tls, text)
+            return error(.tls, text + Self.tlsAdvice(text, configuration))
         }
         return error(.transport(code: code, name: CurlCode.name(code)), text,
                      retryable: !CurlCode.permanent.contains(code))
+    }
+
+    /// What to change in the config after a TLS failure: another host's certificate is not
+    /// fixed by trusting a CA, an unknown issuer is (verification itself is never switched off).
+    static func tlsAdvice(_ curlText: String, _ config: HTTPClientConfiguration) -> String {
+        guard let table = config.settingsTable else { return "" }
+        let lower = curlText.lowercased()
+        if lower.contains("subject name") || lower.contains("host name") || lower.contains("hostname") {
+            return " (the server's certificate is for another host name: check the URL in [\(table)]; a CA file does not change this)"
+        }
+        if lower.contains("certificate") || lower.contains("issuer") || lower.contains("self-signed") || lower.contains("self signed") {
+            if let ca = config.caFile {
+                return " (the server's certificate is not signed by a trusted CA, nor by \(ca) from [\(table)] tls_ca_file)"
+            }
+            return " (the server's certificate is not signed by a trusted CA: set tls_ca_file in [\(table)] to the CA's PEM file)"
+        }
+        return ""
     }
 
     private func localFailure(_ code: Int, _ message: String) -> HTTPError {

@@ -15,7 +15,11 @@ public struct NotaryError: Error, CustomStringConvertible, Sendable {
 
     public var description: String { message }
 
+    /// An answer too large to hold is retryable here (unlike in the HTTP client's own retry
+    /// loop, which would fetch it again at once): the job backs off and asks again later,
+    /// when the server may answer normally.
     init(_ notary: String, _ http: HTTPError) {
-        self.init("\(notary): \(http.description)", retryable: http.isRetryable, retryAfter: http.retryAfter)
+        self.init("\(notary): \(http.description)", retryable: http.isRetryable || http.kind == .tooLarge,
+                  retryAfter: http.retryAfter)
     }
 }

@@ -42,7 +42,7 @@ public struct Ingestor: Sendable {
             switch error {
             case .changedDuringRead:
                 return .retryLater(reason: error.description)
-            case .diskFull, .objectCorrupt, .ioError:
+            case .diskFull, .insufficientSpace, .objectCorrupt, .ioError:
                 return .failed(reason: error.description)
             case .notFound:
                 return .rejected(reason: error.description, quarantined: false)

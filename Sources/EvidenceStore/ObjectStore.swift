@@ -83,6 +83,7 @@ public final class ObjectStore: Sendable {
             throw .changedDuringRead(path: path, detail: opened.difference(from: before))
         }
 
+        try checkFreeSpace(for: opened.size, path: path)
         let tmp = try TempFile(directory: tmpDir, store: home, source: path)
         var keepTemp = false
         defer { if !keepTemp { tmp.discard() } }
@@ -147,6 +148,26 @@ public final class ObjectStore: Sendable {
     }
 
     // MARK: Internals
+
+    /// Refuses a file the store's file system cannot hold, before a byte is copied: a sparse
+    /// or huge file would otherwise fill the disk the catalog and every other item share.
+    /// Keeps a margin free (2% of the file system, at most 64 MiB) for the catalog's WAL and
+    /// the proofs, certificates and manifests still to come. Sizes come from `fstatvfs` of
+    /// `tmp/`, counted as an unprivileged writer sees them (`f_bavail`).
+    func checkFreeSpace(for size: Int64, path: String) throws(StoreError) {
+        guard size > 0 else { return }
+        var fs = statvfs()
+        let fd = open(tmpDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }   // the temp file's creation reports the real problem
+        defer { close(fd) }
+        guard fstatvfs(fd, &fs) == 0 else { return }
+        let unit = Int64(fs.f_frsize > 0 ? fs.f_frsize : fs.f_bsize)
+        let free = Int64(fs.f_bavail) * unit
+        let margin = min(Int64(64) << 20, Int64(fs.f_blocks) * unit / 50)
+        if size > free - margin {
+            throw .insufficientSpace(path: path, store: home, needed: size, free: free, margin: margin)
+        }
+    }
 
     private func copyAndHash(from src: Int32, to tmp: TempFile, path: String,
                              progress: ((Int64) -> Void)?) throws(StoreError) -> (SHA256Digest, Int64) {

@@ -9,6 +9,9 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     case isDirectory(path: String)
     case ioError(path: String, operation: String, errno: Int32)
     case diskFull(path: String, store: String)
+    /// Refused before copying: the store's file system has fewer free bytes than the file
+    /// needs plus a margin (`free` is what an unprivileged writer may use).
+    case insufficientSpace(path: String, store: String, needed: Int64, free: Int64, margin: Int64)
     /// The source changed while it was read: the bytes hashed may not be one version of the file.
     case changedDuringRead(path: String, detail: String)
     case vanished(path: String)
@@ -24,7 +27,10 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case .isDirectory(let p): return "\(p): is a directory"
         case .ioError(let p, let op, let e): return "\(p): \(op) failed: \(String(cString: strerror(e)))"
         case .diskFull(let p, let store): return "\(p): no space left on device while writing to the store at \(store); nothing was stored"
-        case .changedDuringRead(let p, let d): return "\(p): changed while being read (\(d)); not stored, will be retried"
+        case .insufficientSpace(let p, let store, let needed, let free, let margin):
+            return "\(p): no space left on device for it in the store at \(store): needs \(needed) bytes"
+                + " (+ \(margin) kept free), \(free) free; nothing was copied"
+        case .changedDuringRead(let p, let d): return "\(p): changed while being read (\(d)); not stored"
         case .vanished(let p): return "\(p): vanished while being read; not stored"
         case .objectCorrupt(let p, let d): return "\(p): store object is corrupt (\(d))"
         case .nameNotUTF8(let p): return "\(p): file name is not valid UTF-8"

@@ -54,10 +54,12 @@ enum FileKind: Equatable {
     var rejectionReason: String {
         switch self {
         case .symlink: return "symbolic link (not followed)"
-        case .fifo: return "FIFO (named pipe)"
-        case .socket: return "socket"
-        case .charDevice: return "character device"
-        case .blockDevice: return "block device"
+        // The same words as `evidence ingest` uses (StoreError.notRegularFile), so one grep
+        // finds a refused device whichever path met it.
+        case .fifo: return "not a regular file (FIFO)"
+        case .socket: return "not a regular file (socket)"
+        case .charDevice: return "not a regular file (character device)"
+        case .blockDevice: return "not a regular file (block device)"
         case .directory: return "directory"
         case .regular: return "regular file"
         case .other: return "not a regular file"
@@ -68,6 +70,8 @@ enum FileKind: Equatable {
 struct FileStat {
     var kind: FileKind
     var identity: FileIdentity
+    /// Names the inode has (`st_nlink`).
+    var links: UInt64 = 1
 }
 
 enum StatResult {
@@ -90,7 +94,8 @@ private func makeStat(_ st: stat) -> FileStat {
         kind: FileKind(mode: UInt32(st.st_mode)),
         identity: FileIdentity(
             device: UInt64(st.st_dev), inode: UInt64(st.st_ino),
-            size: Int64(st.st_size), mtimeNanos: mtime))
+            size: Int64(st.st_size), mtimeNanos: mtime),
+        links: UInt64(st.st_nlink))
 }
 
 /// `lstat(2)`: never follows a symbolic link.

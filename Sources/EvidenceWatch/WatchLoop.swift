@@ -602,8 +602,12 @@ final class WatchLoop {
             }
             return
         }
+        // `link(2)` gives an existing inode another name: IN_CREATE and nothing after it (no
+        // IN_CLOSE_WRITE will come for this name). A settle-0 rule would wait for the next
+        // rescan; treat the new name like a rename into the folder instead.
+        let observed = kind == .create && fileStat.links > 1 ? Observation.movedTo : kind
         for r in accepted {
-            consider(rule: r, key: Key(rule: r, path: pathBytes), path: path, identity: fileStat.identity, kind: kind)
+            consider(rule: r, key: Key(rule: r, path: pathBytes), path: path, identity: fileStat.identity, kind: observed)
         }
     }
 

@@ -17,7 +17,11 @@ struct EvidenceSandbox: AsyncParsableCommand {
         discussion: """
             Endpoints: /v1/reports/… (QED, header "Authorization: app-token KEY"), POST /tsa \
             (RFC 3161), GET /tsa/ca.pem, /tsa/tsa.pem and /tsa/chain.pem, /dropbox/…, /box/…, /sharefile/…, /owncloud/… (the archive providers, fixed sandbox credentials), \
-            GET /_sandbox/counters, POST /_sandbox/reset, POST /_sandbox/expire-tokens, POST /_sandbox/corrupt-next-upload?provider=NAME. \
+            GET /_sandbox/counters, POST /_sandbox/reset, POST /_sandbox/expire-tokens, POST /_sandbox/corrupt-next-upload?provider=NAME, \
+            POST /_sandbox/advance-clock?seconds=N, \
+            POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N (the next N requests under PREFIX answer 200 with MODE instead: \
+            garbage = not JSON, html = a login page, truncated = connection closed before Content-Length, oversized = a 65 MiB body \
+            streamed (over the client's 64 MiB limit), slow = headers then one byte every 2 s, wrong-type = a PNG). \
             Faults apply to /v1/ unless --fault-path says otherwise. Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failed to start (state folder, port); 64 usage error.
             """
     )

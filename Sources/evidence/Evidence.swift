@@ -32,6 +32,7 @@ struct Evidence: AsyncParsableCommand {
             }
         } catch let error as CLIError {
             for line in error.description.split(separator: "\n") { Output.err(String(line)) }
+            if case .busy = error { Foundation.exit(1) }
             Foundation.exit(2)
         } catch {
             let code = exitCode(for: error)

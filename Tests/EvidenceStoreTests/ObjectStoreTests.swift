@@ -134,7 +134,7 @@ struct ObjectStoreTests {
         #expect(try store.read(a.digest) == Data("receipt".utf8))
     }
 
-    @Test("disk full during the copy: clear error, temp removed, nothing stored",
+    @Test("a file bigger than the store's free space is refused before copying: clear error, temp removed, nothing stored",
           .enabled(if: getuid() == 0, "needs root to mount a small tmpfs"))
     func diskFull() throws {
         let dir = TempDir()
@@ -150,9 +150,32 @@ struct ObjectStoreTests {
         #expect {
             try store.ingest(path: src)
         } throws: { e in
-            guard case StoreError.diskFull(let p, _) = e else { return false }
-            return p == src && (e as! StoreError).description.contains("no space left")
+            guard case StoreError.insufficientSpace(let p, _, let needed, _, _) = e else { return false }
+            return p == src && needed == 3 << 20 && (e as! StoreError).description.contains("no space left")
         }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.tmpDir).isEmpty)
+        #expect(store.check().objects == 0)
+    }
+
+    @Test("a sparse file twice the size of the free space is refused at once, naming needed and free bytes; nothing is read")
+    func sparseBeyondFreeSpace() throws {
+        let dir = TempDir()
+        let store = try ObjectStore(home: dir.path + "/home")
+        var fs = statvfs()
+        #expect(statvfs(store.tmpDir, &fs) == 0)
+        let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
+        let src = dir.path + "/sparse.bin"
+        #expect(run(["truncate", "-s", String(2 * free), src]).status == 0)
+        let start = Date()
+        #expect {
+            try store.ingest(path: src)
+        } throws: { e in
+            guard case StoreError.insufficientSpace(let p, _, let needed, let reported, _) = e else { return false }
+            let text = (e as! StoreError).description
+            return p == src && needed == 2 * free && reported > 0 && text.contains("needs \(2 * free) bytes")
+                && text.contains("\(reported) free")
+        }
+        #expect(Date().timeIntervalSince(start) < 2, "refused before reading")
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.tmpDir).isEmpty)
         #expect(store.check().objects == 0)
     }

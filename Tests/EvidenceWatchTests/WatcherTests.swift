@@ -197,6 +197,19 @@ struct WatcherTests {
         #expect(h.log.settled.count == 3)
     }
 
+    @Test("settle 0: a hard link made while watching is settled at once under its new name (no IN_CLOSE_WRITE comes for it)")
+    func hardLinkSettleZero() async throws {
+        let tmp = try TempDir()
+        defer { tmp.cleanup() }
+        let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 0)])
+        writeFile(tmp.sub("first.mp4"), bytes: 100)
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("first.mp4") == 1 })
+        #expect(link(tmp.sub("first.mp4"), tmp.sub("second.mp4")) == 0)
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("second.mp4") == 1 })
+        await h.stop()
+        #expect(h.log.settled.count == 2)
+    }
+
     @Test("symlinks and FIFOs are rejected once, never settled, never block the watcher")
     func specialFiles() async throws {
         let tmp = try TempDir()

@@ -151,7 +151,13 @@ public actor OAuthSession {
             if code == "invalid_client" { hint = " (check client_id and the client secret)" }
             return .failure(ArchiveError(kind, "\(account): token endpoint \(Redact.url(tokenURL)) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)"))
         }
-        guard let json, let access = json["access_token"] as? String, !access.isEmpty else {
+        guard let json else {
+            // A 200 that is not JSON at all (a proxy's or captive portal's page, a cut body) says
+            // nothing about the credentials: try again later rather than give up on the item.
+            return .failure(ArchiveError(.transient, "\(account): token endpoint \(Redact.url(tokenURL)) answered HTTP \(response.status) "
+                                         + "with \(response.header("content-type") ?? "no content type"), \(response.body.count) bytes, not JSON"))
+        }
+        guard let access = json["access_token"] as? String, !access.isEmpty else {
             return .failure(ArchiveError(.permanent, "\(account): token endpoint \(Redact.url(tokenURL)) answered without access_token"))
         }
         let lifetime = (json["expires_in"] as? NSNumber)?.doubleValue ?? Double(json["expires_in"] as? String ?? "") ?? 3600

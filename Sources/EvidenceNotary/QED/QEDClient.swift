@@ -35,6 +35,7 @@ public struct QEDClient: Sendable {
         let response: HTTPResponse
         do { response = try await http.send(request("POST", "reports/", json: body)) } catch { throw NotaryError(name, error) }
         guard response.isSuccess else { throw statusError(response, doing: "submitting the report") }
+        try expectJSON(response, doing: "submitting the report")
         return try QEDReport.parse(answer: response.body, notary: name)
     }
 
@@ -42,6 +43,7 @@ public struct QEDClient: Sendable {
     public func report(slug: String) async throws(NotaryError) -> QEDReport {
         let slugPath = slug.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? slug
         let response = try await get("reports/\(slugPath)", doing: "polling report \(slug)")
+        try expectJSON(response, doing: "polling report \(slug)")
         return try QEDReport.parse(answer: response.body, notary: name)
     }
 
@@ -53,6 +55,7 @@ public struct QEDClient: Sendable {
         while let p = path, pages < 20 {
             pages += 1
             let response = try await get(p, doing: "looking up reports for \(hash.short)…")
+            try expectJSON(response, doing: "looking up reports for \(hash.short)…")
             let page = try QEDReport.parsePage(response.body, notary: name)
             all += page.reports
             path = page.next
@@ -92,6 +95,18 @@ public struct QEDClient: Sendable {
         }
         guard response.isSuccess else { throw statusError(response, doing: what) }
         return response
+    }
+
+    /// A 2xx answer that is not JSON at all (a proxy's HTML page, bytes cut short, an image) is
+    /// the way in between misbehaving, not QED's verdict on the report: retryable, and the
+    /// message says what came instead (content type, size, a printable excerpt).
+    private func expectJSON(_ response: HTTPResponse, doing what: String) throws(NotaryError) {
+        if (try? JSONSerialization.jsonObject(with: response.body)) != nil { return }
+        let type = response.header("content-type") ?? "none"
+        let excerpt = String(String(decoding: response.body.prefix(80), as: UTF8.self)
+            .map { $0.isASCII && ($0.isLetter || $0.isNumber || $0.isPunctuation || $0 == " ") ? $0 : "." })
+        throw NotaryError("\(name): \(what) failed: the answer is not JSON (HTTP \(response.status), content type \(type), "
+                          + "\(response.body.count) bytes: \(Redact.text(excerpt, secrets: [apiKey])))", retryable: true)
     }
 
     /// 429/5xx are retryable; any other status is permanent, with QED's own words (DRF's

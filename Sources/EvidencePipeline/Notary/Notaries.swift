@@ -26,7 +26,7 @@ public struct Notaries: Sendable {
         var entries: [String: Entry] = [:]
         let configFile = config.file ?? "(embedded defaults)"
         for (name, notary) in config.notaries {
-            let http = HTTPClient(configuration: HTTPClientConfiguration(caFile: notary.tlsCAFile), logger: logger)
+            let http = HTTPClient(configuration: HTTPClientConfiguration(caFile: notary.tlsCAFile, settingsTable: "notaries.\(name)"), logger: logger)
             switch notary.kind {
             case .qed:
                 guard let source = notary.apiKey else {

@@ -12,6 +12,12 @@ import Hummingbird
 ///   provider flips one byte of the next file it stores.
 /// - `POST /_sandbox/advance-clock?seconds=N` → the provider emulations' clock jumps N seconds
 ///   ahead (authorization codes and access tokens issued before may expire).
+/// - `POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N` → the next N requests (default 1)
+///   whose path starts with PREFIX are answered 200 with MODE instead of reaching the emulation:
+///   `garbage` (not JSON), `html` (a login page), `truncated` (the connection closes before
+///   `Content-Length` bytes), `oversized` (a 65 MiB JSON body, streamed), `slow` (headers, then
+///   one byte every 2 s) or `wrong-type` (a PNG). Counters show `"misbehaved":{mode:n}` and
+///   `"misbehave_pending":{prefix:n}`.
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
 ///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).
 struct SandboxControlRoutes: Sendable {
@@ -19,6 +25,7 @@ struct SandboxControlRoutes: Sendable {
     let store: QEDReportStore
     let injector: FaultInjector
     let providers: ProviderControl
+    let misbehaviour: Misbehaviour
 
     func add(to router: Router<SandboxRequestContext>) {
         router.get("_sandbox/counters") { _, _ in await self.countersJSON() }
@@ -41,11 +48,27 @@ struct SandboxControlRoutes: Sendable {
             providers.advanceClock(by: seconds)
             return Response.json(.object([("offset_seconds", .double(providers.clockOffset))]))
         }
+        router.post("_sandbox/misbehave") { request, _ in
+            let query = request.uri.queryParameters
+            let modes = Misbehaviour.Mode.allCases.map(\.rawValue).joined(separator: ", ")
+            guard let prefix = query.get("path"), prefix.hasPrefix("/") else {
+                return Response.json(.object([("detail", .string("path must be a path prefix starting with /"))]), status: .badRequest)
+            }
+            guard let mode = query.get("mode").flatMap(Misbehaviour.Mode.init(rawValue:)) else {
+                return Response.json(.object([("detail", .string("mode must be one of \(modes)"))]), status: .badRequest)
+            }
+            guard let count = Int(query.get("count") ?? "1"), count >= 0 else {
+                return Response.json(.object([("detail", .string("count must be a whole number, 0 or more"))]), status: .badRequest)
+            }
+            misbehaviour.arm(prefix: prefix, mode: mode, count: count)
+            return Response.json(.object([("path", .string(prefix)), ("mode", .string(mode.rawValue)), ("count", .int(Int64(count)))]))
+        }
         router.post("_sandbox/reset") { request, context in
             let dropReports = ["true", "1", "yes"].contains(request.uri.queryParameters.get("reports")?.lowercased() ?? "")
             if dropReports { try await store.removeAll() }
             counters.reset()
             injector.reset()
+            misbehaviour.reset()
             providers.reset()
             context.logger.info("sandbox reset", metadata: ["reports": "\(dropReports ? "deleted" : "kept")"])
             return await self.countersJSON()
@@ -66,6 +89,8 @@ struct SandboxControlRoutes: Sendable {
             ])),
             ("reports", .int(Int64(reports))),
             ("uploads_by_path", .object(s.uploadsByPath.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+            ("misbehaved", .object(misbehaviour.servedCounts.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+            ("misbehave_pending", .object(misbehaviour.pending.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
         ]))
     }
 }

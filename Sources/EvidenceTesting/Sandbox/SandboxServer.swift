@@ -17,7 +17,8 @@ import Logging
 ///   (`DropboxEmulator`), `/box/…` (`BoxEmulator`), `/sharefile/…` (`ShareFileEmulator`),
 ///   `/owncloud/…` (`OwnCloudEmulator`).
 /// - Control, no auth — see `SandboxControlRoutes`: `GET /_sandbox/counters`, `POST /_sandbox/reset`,
-///   `POST /_sandbox/expire-tokens`, `POST /_sandbox/corrupt-next-upload?provider=`.
+///   `POST /_sandbox/expire-tokens`, `POST /_sandbox/corrupt-next-upload?provider=`,
+///   `POST /_sandbox/misbehave?path=&mode=&count=` (see `Misbehaviour`).
 ///
 /// Faults (`FaultInjectionMiddleware`) apply to paths under `options.faultPathPrefixes`
 /// (`/v1/` by default), before authentication and routing.
@@ -30,6 +31,8 @@ public final class SandboxServer: Sendable {
     public let counters: SandboxCounters
     public let qed: QEDEmulator
     public let faults: FaultInjector
+    /// Malformed, oversized, slow or mistyped answers armed by `POST /_sandbox/misbehave`.
+    public let misbehaviour: Misbehaviour
     public let requestLog: RequestLog
     let tsa: TSAEndpoint
     public let providerControl: ProviderControl
@@ -59,6 +62,7 @@ public final class SandboxServer: Sendable {
         self.qed = QEDEmulator(store: store, apiKey: options.apiKey, pendingSeconds: options.pendingSeconds,
                                random: idRandom, counters: counters, clock: clock)
         self.faults = FaultInjector(options: options, random: faultRandom, counters: counters)
+        self.misbehaviour = Misbehaviour()
         self.tsa = TSAEndpoint(directory: (dir as NSString).appendingPathComponent("tsa"))
         let control = ProviderControl()
         self.providerControl = control
@@ -77,13 +81,15 @@ public final class SandboxServer: Sendable {
         self.owncloud = try OwnCloudEmulator(environment: env("owncloud"))
     }
 
-    /// All routes, in the order requests meet them: recorder, fault injection, then the
+    /// All routes, in the order requests meet them: recorder, misbehaviour, fault injection, then the
     /// emulations (QED adds its own token check).
     public func makeRouter() -> Router<SandboxRequestContext> {
         let router = Router(context: SandboxRequestContext.self)
         router.add(middleware: RequestRecorderMiddleware(counters: counters, log: requestLog))
+        router.add(middleware: MisbehaviourMiddleware(misbehaviour: misbehaviour))
         router.add(middleware: FaultInjectionMiddleware(injector: faults, prefixes: options.faultPathPrefixes))
-        SandboxControlRoutes(counters: counters, store: qed.store, injector: faults, providers: providerControl).add(to: router)
+        SandboxControlRoutes(counters: counters, store: qed.store, injector: faults, providers: providerControl,
+                             misbehaviour: misbehaviour).add(to: router)
         qed.addRoutes(to: router)
         tsa.addRoutes(to: router)
         dropbox.addRoutes(to: router)

@@ -110,8 +110,11 @@ struct IngestCommand: ParsableCommand {
                         Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
                     }
                 case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
-                    board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: reason)
-                    Output.err(reason)
+                    // Whoever reads this must know nothing will try again by itself.
+                    let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
+                    let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
+                    board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
+                    Output.err(told)
                 }
             }
         }

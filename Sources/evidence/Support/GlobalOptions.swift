@@ -68,6 +68,7 @@ struct GlobalOptions: ParsableArguments {
         do {
             return try EvidenceHome(path: try homePath(), mustExist: mustExist)
         } catch let e as EvidenceHome.OpenError {
+            if case .catalog(.locked) = e { throw CLIError.busy(e.description) }
             throw CLIError.home(e.description)
         }
     }
@@ -77,10 +78,12 @@ enum CLIError: Error, CustomStringConvertible {
     case config(String)
     case home(String)
     case usage(String)
+    /// The home is fine but another process holds it (a locked catalog): exit 1, try again.
+    case busy(String)
 
     var description: String {
         switch self {
-        case .config(let s), .home(let s), .usage(let s): return s
+        case .config(let s), .home(let s), .usage(let s), .busy(let s): return s
         }
     }
 }
