@@ -15,12 +15,12 @@ release: deps
 	$(SWIFT) build -c release $(SWIFTFLAGS)
 
 # Swift Testing only: --disable-xctest keeps XCTest from printing "Executed 0 tests".
-# Three passes: the timing-sensitive inotify tests and the end-to-end suites that start
-# evidence run / evidence-sandbox processes each get the 2-core machine to themselves.
+# Three passes: the timing-sensitive inotify and job-lease tests and the end-to-end suites that
+# start evidence run / evidence-sandbox processes each get the 2-core machine to themselves.
 test: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)
-	$(SWIFT) test --disable-xctest --skip EvidenceCLITests --skip EvidenceWatchTests $(SWIFTFLAGS)
-	$(SWIFT) test --disable-xctest --filter EvidenceWatchTests $(SWIFTFLAGS)
+	$(SWIFT) test --disable-xctest --skip EvidenceCLITests --skip EvidenceWatchTests --skip EvidencePipelineTests $(SWIFTFLAGS)
+	$(SWIFT) test --disable-xctest --filter EvidenceWatchTests --filter EvidencePipelineTests $(SWIFTFLAGS)
 	$(SWIFT) test --disable-xctest --filter EvidenceCLITests $(SWIFTFLAGS)
 
 # The long crash loop (500 files, 20 SIGKILLs) and fault soak (40 files) of SoakCLITests, with

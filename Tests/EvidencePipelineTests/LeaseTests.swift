@@ -25,10 +25,10 @@ struct LeaseTests {
     @Test("a job running three times longer than its lease is run once, by one worker of two")
     func renewedWhileRunning() async throws {
         let catalog = try SQLiteCatalog.inMemory()
-        let slow = Slow(seconds: 3)
+        let slow = Slow(seconds: 5)
         _ = try catalog.enqueue(JobSpec(kind: "slow"), itemID: nil, dedupeKey: "slow:1")
         let runner = JobRunner(catalog: catalog, handlers: [slow], owner: Lease.owner(role: "test"), workers: 2,
-                               lease: 1, idlePoll: 0.02, logger: Logger(label: "test"))
+                               lease: 2, idlePoll: 0.02, logger: Logger(label: "test"))
         let task = Task { try await runner.run() }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, try catalog.jobCounts()["done"] != 1 {

@@ -40,15 +40,19 @@ struct CountersTests {
             let start = Date()
             _ = try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/")
             #expect(Date().timeIntervalSince(start) >= 0.3, "the spike held the request")
-            let throttled = try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/")
-            #expect(throttled.status == 429)
+            // Four at once: at most one fits the 1-per-second window, however loaded the machine.
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 { group.addTask { try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/").status } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 429 }.count >= 3, "\(statuses)")
             let text = try String(contentsOfFile: sandbox.stateDirectory + "/requests.log", encoding: .utf8)
-            let lines = text.split(separator: "\n").map { try? JSONValue.parse(Data($0.utf8)) }
-            #expect(lines.first??["retry_after"] == nil)
-            #expect(lines.last??["status"] == .int(429))
-            #expect(lines.last??["retry_after"] == .int(2))
+            let lines = text.split(separator: "\n").compactMap { try? JSONValue.parse(Data($0.utf8)) }
+            #expect(lines.first?["retry_after"] == nil)
+            let throttled = lines.filter { $0["status"] == .int(429) }
+            #expect(throttled.count >= 3 && throttled.allSatisfy { $0["retry_after"] == .int(2) }, "\(text)")
             let counters = try #require(try await TestHTTP.send("GET", sandbox.baseURL.appendingPathComponent("_sandbox/counters")).json)
-            #expect(counters["faults"]?["spikes"] == .int(2))
+            #expect(counters["faults"]?["spikes"] == .int(5))
         }
     }
 
