@@ -200,7 +200,11 @@ extension SQLiteCatalog {
     }
 
     public func verifyChain() throws(CatalogError) -> ChainReport {
-        let events = try allEvents()
+        verifyChain(events: try allEvents())
+    }
+
+    /// `verifyChain()` over events already read (`allEvents()`), for a caller that checks them further.
+    public func verifyChain(events: [CustodyEvent]) -> ChainReport {
         var problems: [ChainReport.Problem] = []
         var prev = CustodyEvent.genesis
         var expectedSeq: Int64 = 1

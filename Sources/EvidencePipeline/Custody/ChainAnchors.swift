@@ -118,8 +118,9 @@ extension EvidenceHome {
     /// anchors' problems are part of the returned report. `caFile` verifies the tokens'
     /// signatures (the `[custody]` TSA's `ca_file`); without it only their imprints are checked.
     public func verifyCustody(caFile: String?) throws(CatalogError) -> (chain: ChainReport, anchors: ChainAnchors.Check) {
-        var chain = try catalog.verifyChain()
-        let anchors = ChainAnchors.check(self, events: try catalog.allEvents(), caFile: caFile)
+        let events = try catalog.allEvents()
+        var chain = catalog.verifyChain(events: events)
+        let anchors = ChainAnchors.check(self, events: events, caFile: caFile)
         chain.problems += anchors.problems
         return (chain, anchors)
     }
