@@ -91,8 +91,6 @@ public protocol Catalog: Sendable {
     @discardableResult
     func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob
     func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError)
-    /// Returns every running job to the queue; how many.
-    func releaseAllLeases() throws(CatalogError) -> Int
     /// Who holds the leases of running jobs.
     func leaseOwners() throws(CatalogError) -> [String]
     /// Returns the running jobs these owners hold to the queue (their processes are gone); how many.

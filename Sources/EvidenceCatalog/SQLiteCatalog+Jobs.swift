@@ -114,17 +114,6 @@ extension SQLiteCatalog {
         }
     }
 
-    /// Returns every running job to the queue. Returns how many.
-    public func releaseAllLeases() throws(CatalogError) -> Int {
-        try write { db in
-            try db.execute(sql: """
-                UPDATE job SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-                WHERE state = 'running'
-                """, arguments: [Date()])
-            return db.changesCount
-        }
-    }
-
     public func leaseOwners() throws(CatalogError) -> [String] {
         try read { db in
             try String.fetchAll(db.cachedStatement(sql: """
