@@ -26,7 +26,6 @@ public struct Notaries: Sendable {
         var entries: [String: Entry] = [:]
         let configFile = config.file ?? "(embedded defaults)"
         for (name, notary) in config.notaries {
-            let http = HTTPClient(configuration: HTTPClientConfiguration(caFile: notary.tlsCAFile, settingsTable: "notaries.\(name)"), logger: logger)
             switch notary.kind {
             case .qed:
                 guard let source = notary.apiKey else {
@@ -35,14 +34,26 @@ public struct Notaries: Sendable {
                 }
                 let key = try ConfigLoader.readSecret(source, field: "notaries.\(name).api_key_\(source.isEnv ? "env" : "file")",
                                                       configFile: configFile)
-                let client = QEDClient(name: name, baseURL: notary.baseURL ?? "https://api.qed.digital/v1/", apiKey: key, http: http)
+                let client = QEDClient(name: name, baseURL: notary.baseURL ?? "https://api.qed.digital/v1/", apiKey: key,
+                                       http: httpClient(for: notary, logger: logger))
                 entries[name] = Entry(config: notary, client: .qed(client))
             case .rfc3161:
-                entries[name] = Entry(config: notary, client: .rfc3161(
-                    TSAClient(name: name, urls: notary.urls, caFile: notary.caFile, http: http)))
+                entries[name] = Entry(config: notary, client: .rfc3161(tsaClient(notary, logger: logger)))
             }
         }
         return Notaries(entries: entries)
+    }
+
+    /// The HTTP client of one notary: its own `tls_ca_file`, and TLS errors that name its table.
+    static func httpClient(for notary: NotaryConfig, logger: Logger) -> HTTPClient {
+        HTTPClient(configuration: HTTPClientConfiguration(caFile: notary.tlsCAFile, settingsTable: "notaries.\(notary.name)"),
+                   logger: logger)
+    }
+
+    /// The client of an rfc3161 notary alone, without reading any other notary's secrets
+    /// (`evidence log anchor` needs only the `[custody]` TSA).
+    public static func tsaClient(_ notary: NotaryConfig, logger: Logger) -> TSAClient {
+        TSAClient(name: notary.name, urls: notary.urls, caFile: notary.caFile, http: httpClient(for: notary, logger: logger))
     }
 }
 

@@ -240,7 +240,7 @@ struct DoctorCommand: AsyncParsableCommand {
             let (chain, anchors) = try h.verifyCustody(caFile: anchorCA)
             add(Check(check: "custody", status: chain.ok ? .ok : .fail,
                       detail: chain.ok ? "\(chain.events) events chain to head \(chain.headHash.prefix(16))…; "
-                                         + LogCommand.anchorLine(anchors, events: chain.events).dropFirst(2)
+                                         + LogCommand.anchorSummary(anchors, events: chain.events).text
                                        : chain.problems.prefix(3).map(\.description).joined(separator: "; "),
                       fix: "the custody log was altered outside evidence: keep this catalog as evidence of that, and restore from a backup"))
             let report = h.store.check(rehash: false)

@@ -83,9 +83,7 @@ struct LogCommand: AsyncParsableCommand {
                 throw CLIError.config("\(config.file ?? "evidence.toml"): no [custody] table: add anchor_tsa = \"NAME\" naming an rfc3161 notary")
             }
             let home = try global.openHome(mustExist: true)
-            let logger = Logger(label: "evidence")
-            let http = HTTPClient(configuration: HTTPClientConfiguration(caFile: notary.tlsCAFile), logger: logger)
-            let tsa = TSAClient(name: notary.name, urls: notary.urls, caFile: notary.caFile, http: http)
+            let tsa = Notaries.tsaClient(notary, logger: Logger(label: "evidence"))
             do {
                 let made = try await ChainAnchors.anchor(home, tsa: tsa)
                 if global.json {
@@ -109,12 +107,18 @@ struct LogCommand: AsyncParsableCommand {
     }
 
     static func anchorLine(_ a: ChainAnchors.Check, events: Int) -> String {
+        let (mark, text) = anchorSummary(a, events: events)
+        return mark + " " + text
+    }
+
+    /// The anchors in one phrase, and its mark (✓, ! none at all, ✗).
+    static func anchorSummary(_ a: ChainAnchors.Check, events: Int) -> (mark: String, text: String) {
         guard let newest = a.newest else {
-            return a.anchors == 0 ? "! no time-stamped anchors (add [custody] anchor_tsa to evidence.toml)" : "✗ no anchor verifies"
+            return a.anchors == 0 ? ("!", "no time-stamped anchors (add [custody] anchor_tsa to evidence.toml)") : ("✗", "no anchor verifies")
         }
         let when = newest.genTime.map { Timestamp.string($0) } ?? "?"
         let behind = events > Int(newest.seq) ? "; \(events - Int(newest.seq)) newer event(s) not anchored yet" : ""
         let sig = a.signaturesChecked ? "signatures checked" : "signatures NOT checked (no ca_file for the [custody] TSA)"
-        return "\(a.problems.isEmpty ? "✓" : "✗") anchors: \(a.anchors), newest #\(newest.seq) time-stamped \(when), \(sig)\(behind)"
+        return (a.problems.isEmpty ? "✓" : "✗", "anchors: \(a.anchors), newest #\(newest.seq) time-stamped \(when), \(sig)\(behind)")
     }
 }
