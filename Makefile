@@ -15,13 +15,12 @@ release: deps
 	$(SWIFT) build -c release $(SWIFTFLAGS)
 
 # Swift Testing only: --disable-xctest keeps XCTest from printing "Executed 0 tests".
-# Three passes: the timing-sensitive inotify and job-lease tests and the end-to-end suites that
-# start evidence run / evidence-sandbox processes each get the 2-core machine to themselves.
+# Four passes, one after another (scripts/test.sh says why): local (store, catalog, config,
+# certificate, media, fuzz corpus replay), services (HTTP, notaries, sandbox, providers,
+# metrics, portal), watch (inotify, job leases) and cli (end-to-end processes). Every pass runs
+# even after a failure; the failures are repeated last, and logs are in .build/test-logs/.
 test: deps
-	$(SWIFT) build --build-tests $(SWIFTFLAGS)
-	$(SWIFT) test --disable-xctest --skip EvidenceCLITests --skip EvidenceWatchTests --skip EvidencePipelineTests $(SWIFTFLAGS)
-	$(SWIFT) test --disable-xctest --filter EvidenceWatchTests --filter EvidencePipelineTests $(SWIFTFLAGS)
-	$(SWIFT) test --disable-xctest --filter EvidenceCLITests $(SWIFTFLAGS)
+	@SWIFT=$(SWIFT) ./scripts/test.sh $(SWIFTFLAGS)
 
 # The long crash loop (500 files, 20 SIGKILLs) and fault soak (40 files) of SoakCLITests, with
 # a table: files, kills, faults injected, lost, duplicates, requests inside Retry-After, time.

@@ -47,10 +47,12 @@ public final class OriginPause: @unchecked Sendable {
         return max(0, left)
     }
 
-    /// Forgets every pause (tests).
-    public func reset() {
+    /// Forgets the pause of `url`'s origin (a test server that stops: a later one may get its
+    /// port). Only that origin: tests run in parallel, and another's pause must hold.
+    public func reset(origin url: String) {
+        guard let origin = Self.origin(of: url) else { return }
         lock.lock()
-        until.removeAll()
+        until[origin] = nil
         lock.unlock()
     }
 }

@@ -30,7 +30,7 @@ struct LeaseTests {
         let runner = JobRunner(catalog: catalog, handlers: [slow], owner: Lease.owner(role: "test"), workers: 2,
                                lease: 2, idlePoll: 0.02, logger: Logger(label: "test"))
         let task = Task { try await runner.run() }
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)   // ends as soon as the job is done (5 s)
         while Date() < deadline, try catalog.jobCounts()["done"] != 1 {
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -86,7 +86,7 @@ struct LeaseTests {
         let slow = Slow(seconds: 0)
         let runner = JobRunner(catalog: catalog, handlers: [slow], owner: me, workers: 1, idlePoll: 0.02, logger: Logger(label: "test"))
         let task = Task { try await runner.run() }
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)   // ends as soon as the job is done (5 s)
         while Date() < deadline, try catalog.jobCounts()["done"] != 1 {
             try await Task.sleep(for: .milliseconds(20))
         }

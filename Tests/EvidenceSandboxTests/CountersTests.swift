@@ -40,17 +40,18 @@ struct CountersTests {
             let start = Date()
             _ = try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/")
             #expect(Date().timeIntervalSince(start) >= 0.3, "the spike held the request")
-            // Four at once: at most one fits the 1-per-second window, however loaded the machine.
+            // Four at once: with one allowed per second, at least one is refused even if a
+            // loaded machine spreads them out (three would be if they all arrived together).
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<4 { group.addTask { try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/").status } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(statuses.filter { $0 == 429 }.count >= 3, "\(statuses)")
+            #expect(statuses.filter { $0 == 429 }.count >= 1, "\(statuses)")
             let text = try String(contentsOfFile: sandbox.stateDirectory + "/requests.log", encoding: .utf8)
             let lines = text.split(separator: "\n").compactMap { try? JSONValue.parse(Data($0.utf8)) }
             #expect(lines.first?["retry_after"] == nil)
             let throttled = lines.filter { $0["status"] == .int(429) }
-            #expect(throttled.count >= 3 && throttled.allSatisfy { $0["retry_after"] == .int(2) }, "\(text)")
+            #expect(throttled.count == statuses.filter { $0 == 429 }.count && throttled.allSatisfy { $0["retry_after"] == .int(2) }, "\(text)")
             let counters = try #require(try await TestHTTP.send("GET", sandbox.baseURL.appendingPathComponent("_sandbox/counters")).json)
             #expect(counters["faults"]?["spikes"] == .int(5))
         }

@@ -93,7 +93,8 @@ final class TestServer: @unchecked Sendable {
         lock.unlock()
         if alreadyStopped { return }
         // A later server may get this port: it must not inherit a pause this one asked for.
-        OriginPause.shared.reset()
+        // Only this origin's: the other tests, running in parallel, keep theirs.
+        OriginPause.shared.reset(origin: url("/"))
         shutdown(listener, Int32(SHUT_RDWR))
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# make test: builds the tests once, then runs them in four `swift test` processes, one after
+# another. Swift's cooperative pool has one thread per core (two here), and Swift Testing runs
+# synchronous tests on it: a test that waits for openssl, qpdf or its own CPU-bound loop holds
+# a thread, and with two of them held every async test beside it stalls. Time-bounded tests
+# (HTTP, notary, sandbox, job runner) once starved for 16 s that way, so they run apart:
+#   local      synchronous, tool- and CPU-bound: store, catalog, config, certificate, media,
+#              and the fuzz corpus replay (committed corpora and seeded mutations)
+#   services   async and time-bounded: HTTP client, notaries, sandbox emulations, providers,
+#              metrics, portal
+#   watch      real inotify and job leases (EvidenceWatchTests, EvidencePipelineTests)
+#   cli        end-to-end: evidence run / evidence-sandbox processes, SIGKILL, short soaks
+# Every pass runs even after one fails; the failures are repeated at the end, so the tail of
+# a CI log names them. Logs: .build/test-logs/PASS.txt. Extra arguments go to swift.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+swift=${SWIFT:-swift}
+logs=.build/test-logs
+
+passes=(
+  "local|EvidenceStoreTests EvidenceCatalogTests EvidenceConfigTests EvidenceCertificateTests EvidenceMediaTests EvidenceFuzzingTests"
+  "services|EvidenceHTTPTests EvidenceNotaryTests EvidenceSandboxTests EvidenceArchiveTests EvidenceMetricsTests EvidencePortalTests"
+  "watch|EvidenceWatchTests EvidencePipelineTests"
+  "cli|EvidenceCLITests"
+)
+# A new test target must be placed in a pass, or it would silently never run.
+for dir in Tests/*/; do
+  target=$(basename "$dir")
+  printf '%s\n' "${passes[@]}" | grep -qw "$target" || { echo "scripts/test.sh: Tests/$target is in no pass: add it to one" >&2; exit 2; }
+done
+
+"$swift" build --build-tests "$@" || exit 1
+mkdir -p "$logs"
+
+failed=()
+summary=()
+for pass in "${passes[@]}"; do
+  name=${pass%%|*}
+  filters=()
+  for target in ${pass#*|}; do filters+=(--filter "$target"); done
+  echo "== make test: pass $name (log: $logs/$name.txt)"
+  start=$(date +%s)
+  "$swift" test --skip-build --disable-xctest "${filters[@]}" "$@" 2>&1 | tee "$logs/$name.txt"
+  rc=${PIPESTATUS[0]}
+  result=$(grep "Test run with" "$logs/$name.txt" | tail -1)
+  summary+=("$name: ${result:-no result line (exit $rc)} [$(( $(date +%s) - start )) s]")
+  ((rc == 0)) || failed+=("$name")
+done
+
+echo
+echo "== make test: summary"
+printf '  %s\n' "${summary[@]}"
+if ((${#failed[@]})); then
+  echo "== make test: FAILED in ${failed[*]}; the issues (first 300 characters of each):"
+  for name in "${failed[@]}"; do
+    grep -E "^✘ Test .* (recorded an issue|failed after)|^error:|Fatal error|unexpected signal" "$logs/$name.txt" \
+      | grep -v "^✘ Test run with" | head -25 | cut -c1-300 | sed "s/^/  [$name] /"
+  done
+  exit 1
+fi
+echo "== make test: every pass passed"
