@@ -158,6 +158,7 @@ let package = Package(
         .testTarget(name: "EvidenceFuzzingTests", dependencies: ["EvidenceFuzzing", "EvidenceConfig"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidencePipelineTests", dependencies: ["EvidencePipeline", "EvidenceCatalog", "EvidenceCore",
+                                                                  "EvidenceConfig", "EvidenceNotary", "EvidenceTesting",
                                                                   .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceCore", "EvidenceTesting", "evidence", "evidence-sandbox",

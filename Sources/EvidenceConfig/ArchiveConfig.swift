@@ -8,11 +8,14 @@ public struct ArchiveConfig: Sendable, Equatable {
     public var name: String
     public var kind: ArchiveKind
     public var settings: [String: String]
+    /// `connect_timeout` and `stall_timeout` (kept out of `settings`: they are durations).
+    public var timeouts: HTTPTimeouts
 
-    public init(name: String, kind: ArchiveKind, settings: [String: String] = [:]) {
+    public init(name: String, kind: ArchiveKind, settings: [String: String] = [:], timeouts: HTTPTimeouts = HTTPTimeouts()) {
         self.name = name
         self.kind = kind
         self.settings = settings
+        self.timeouts = timeouts
     }
 
     public subscript(key: String) -> String? { settings[key] }
@@ -59,7 +62,7 @@ public struct ArchiveConfig: Sendable, Equatable {
 
     /// The keys an account of `kind` may set (besides `kind`).
     public static func allowedKeys(for kind: ArchiveKind) -> Set<String> {
-        let http: Set<String> = ["base_url", "auth_url", "upload_url", "tls_ca_file", "chunk_size"]
+        let http = HTTPTimeouts.keys.union(["base_url", "auth_url", "upload_url", "tls_ca_file", "chunk_size"])
         switch kind {
         case .local:
             return ["path"]

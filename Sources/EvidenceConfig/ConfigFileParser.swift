@@ -42,7 +42,7 @@ enum ConfigFileParser {
 
     static func notary(_ r: TOMLReader, _ t: TOMLTableRef, name: String) throws(ConfigError) -> NotaryConfig {
         let kind = try r.require(r.choice(t, "kind", NotaryKind.self), t, "kind", hint: " (qed | rfc3161)")
-        var allowed: Set<String> = ["kind", "poll_first", "poll_max", "tls_ca_file"]
+        var allowed: Set<String> = HTTPTimeouts.keys.union(["kind", "poll_first", "poll_max", "tls_ca_file"])
         switch kind {
         case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
         case .rfc3161: allowed.formUnion(["urls", "ca_file"])
@@ -60,6 +60,7 @@ enum ConfigFileParser {
         }
         n.caFile = try r.path(t, "ca_file")
         n.tlsCAFile = try r.path(t, "tls_ca_file")
+        n.timeouts = try timeouts(r, t)
         switch kind {
         case .qed:
             if n.apiKey == nil {
@@ -81,7 +82,7 @@ enum ConfigFileParser {
         let kind = try r.require(r.choice(t, "kind", ArchiveKind.self), t, "kind", hint: " (\(kinds))")
         try r.checkKeys(t, allowed: ArchiveConfig.allowedKeys(for: kind).union(["kind"]))
         var settings: [String: String] = [:]
-        for key in t.keys where key != "kind" {
+        for key in t.keys where key != "kind" && !HTTPTimeouts.keys.contains(key) {
             if key.hasSuffix("_env") {
                 settings[key] = try r.envName(t, key)
             } else if key.hasSuffix("_file") || key == "path" {
@@ -114,6 +115,6 @@ enum ConfigFileParser {
                 throw r.error(t.path + [missing], "`subject_type` and `subject_id` go together")
             }
         }
-        return ArchiveConfig(name: name, kind: kind, settings: settings)
+        return ArchiveConfig(name: name, kind: kind, settings: settings, timeouts: try timeouts(r, t))
     }
 }

@@ -1,7 +1,8 @@
 /// One `[notaries.NAME]` table.
 ///
 /// Keys by kind (anything else is rejected at load):
-/// - all: `kind`, `poll_first` (duration, default 10s), `poll_max` (default 10m), `tls_ca_file`
+/// - all: `kind`, `poll_first` (duration, default 10s), `poll_max` (default 10m), `tls_ca_file`,
+///   `connect_timeout` (default 10s), `stall_timeout` (default 60s; see `HTTPTimeouts`)
 /// - `qed`: `base_url` (http/https, optional), exactly one of `api_key_env` / `api_key_file`
 /// - `rfc3161`: `urls` (non-empty list of http/https URLs), `ca_file` (optional)
 /// File paths are absolute (resolved relative to the config file's directory).
@@ -20,6 +21,7 @@ public struct NotaryConfig: Sendable, Equatable {
     public var urls: [String]
     public var caFile: String?
     public var tlsCAFile: String?
+    public var timeouts = HTTPTimeouts()
 
     public init(
         name: String, kind: NotaryKind, baseURL: String? = nil, apiKeyEnv: String? = nil,

@@ -10,7 +10,7 @@ extension FuzzTargets {
     static let config = FuzzTarget(
         name: "config", summary: "evidence.toml: ConfigLoader (TOMLKit + validation)", tokens: tomlTokens + [
             "[notaries.", "kind = \"qed\"", "kind = \"rfc3161\"", "[archives.", "kind = \"owncloud\"", "[serve]", "[metrics]",
-            "listen = \"", "[workers]", "poll_first", "poll_max", "base_url = \"http://", "urls = [\"https://",
+            "listen = \"", "[workers]", "poll_first", "poll_max", "stall_timeout", "connect_timeout", "base_url = \"http://", "urls = [\"https://",
         ]
     ) { data throws(FuzzViolation) in
         guard let source = text(data) else { return }  // not UTF-8: refused before parsing (covered by the config tests)

@@ -45,7 +45,7 @@ public struct Archives: Sendable {
                 return v
             }
             let chunk = try chunkSize(account, file: file, field: field("chunk_size"))
-            let http = HTTPClient(configuration: HTTPClientConfiguration(caFile: account.tlsCAFile, settingsTable: "archives.\(name)"), logger: logger)
+            let http = HTTPClient(configuration: HTTPClientConfiguration(table: "archives.\(name)", caFile: account.tlsCAFile, timeouts: account.timeouts), logger: logger)
             let tokenFile = account.tokenFile ?? defaultTokenFile(home: home, account: name)
             let resume = resumeDirectory(home: home, account: name)
             switch account.kind {

@@ -44,9 +44,9 @@ public struct Notaries: Sendable {
         return Notaries(entries: entries)
     }
 
-    /// The HTTP client of one notary: its own `tls_ca_file`, and TLS errors that name its table.
+    /// The HTTP client of one notary: its own `tls_ca_file` and timeouts, and TLS errors that name its table.
     static func httpClient(for notary: NotaryConfig, logger: Logger) -> HTTPClient {
-        HTTPClient(configuration: HTTPClientConfiguration(caFile: notary.tlsCAFile, settingsTable: "notaries.\(notary.name)"),
+        HTTPClient(configuration: HTTPClientConfiguration(table: "notaries.\(notary.name)", caFile: notary.tlsCAFile, timeouts: notary.timeouts),
                    logger: logger)
     }
 

@@ -160,7 +160,7 @@ struct AccountsLogin: AsyncParsableCommand {
         }
         guard let password = Prompt.secret("App password for \(user) at \(url) (Settings → Security → create new app password; not shown): "),
               !password.isEmpty else { throw ArchiveError(.permanent, "no app password given") }
-        let http = HTTPClient(configuration: HTTPClientConfiguration(caFile: account.tlsCAFile, settingsTable: "archives.\(name)"), logger: Logger(label: "evidence"))
+        let http = HTTPClient(configuration: HTTPClientConfiguration(table: "archives.\(name)", caFile: account.tlsCAFile, timeouts: account.timeouts), logger: Logger(label: "evidence"))
         let provider = OwnCloudProvider(account: name, url: url, user: user, password: password, baseURL: account.baseURL, http: http)
         let identity = try await provider.whoami()
         let dir = (target as NSString).deletingLastPathComponent

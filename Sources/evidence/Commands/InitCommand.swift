@@ -90,6 +90,7 @@ struct InitCommand: ParsableCommand {
         # api_key_env = "EVIDENCE_QED_API_KEY"      # or api_key_file = "/etc/evidence/qed.key"
         # poll_first = "10s"
         # poll_max = "10m"
+        # stall_timeout = "60s"                     # raise on a slow uplink (any notary or account)
         #
         # [notaries.tsa]
         # kind = "rfc3161"
