@@ -28,6 +28,10 @@ import Hummingbird
 /// - `GET /box/api/2.0/files/{id}?fields`, `DELETE /box/api/2.0/files/{id}` → 204,
 ///   `PUT /box/api/2.0/files/{id}?fields=shared_link` `{"shared_link":{…}|null}`,
 ///   `GET /box/api/2.0/files/{id}/content` → 302 to `{S}/box/dl/<opaque>` (no auth, 15 min).
+/// - `OPTIONS /box/api/2.0/files/content` `{"name","parent":{"id"},"size"?}`: the upload
+///   preflight. 200 `{"upload_url","upload_token":null}` when an upload would be taken; 409
+///   `item_name_in_use` with the holder as one conflicts OBJECT (like an upload conflict); 404
+///   `not_found` for a missing parent; 400 for a bad name or a `size` that is not a number.
 /// - `POST /box/upload/api/2.0/files/content` (multipart, `attributes` then `file`).
 /// - Upload sessions: `POST /box/upload/api/2.0/files/upload_sessions`,
 ///   `PUT|GET|DELETE …/upload_sessions/{id}`, `GET …/{id}/parts`, `POST …/{id}/commit`.
@@ -141,6 +145,10 @@ public final class BoxEmulator: Sendable {
             return self.authed(request) { _ in self.contentRedirect(id, request) }
         }
         router.get("box/dl/:token") { _, context in self.download(try context.parameters.require("token")) }
+        router.on("box/api/2.0/files/content", method: .options) { request, _ in
+            guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
+            return try await self.preflight(request)
+        }
         addUploadRoutes(to: router)
     }
 

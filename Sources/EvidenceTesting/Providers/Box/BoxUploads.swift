@@ -93,6 +93,38 @@ extension BoxEmulator {
         }
     }
 
+    // MARK: Preflight
+
+    /// `OPTIONS /2.0/files/content`: would an upload of `name` into `parent.id` be taken? Nothing
+    /// is created; only the checks an upload makes before its bytes (auth, body, name, parent,
+    /// conflict).
+    func preflight(_ request: Request) async throws -> Response {
+        guard let data = try await BoxShareFileSupport.collect(request), let body = try? JSONValue.parse(data),
+              case .object = body else {
+            return error(.badRequest, "bad_request", "Invalid JSON body")
+        }
+        guard let name = body["name"]?.stringValue, let parentId = body["parent"]?["id"]?.stringValue else {
+            return error(.badRequest, "bad_request", "'name' and 'parent' are required")
+        }
+        if let size = body["size"] {
+            guard case .int = size else { return error(.badRequest, "bad_request", "'size' must be an integer") }
+        }
+        if let problem = BoxJSON.nameProblem(name) { return error(.badRequest, problem.code, problem.message) }
+        enum Outcome { case missing, conflict(BoxItem), free }
+        let outcome: Outcome = store.read { state in
+            guard let parent = state.items[parentId], parent.isFolder else { return .missing }
+            if let other = BoxJSON.sibling(named: name, in: parentId, state: state) { return .conflict(other) }
+            return .free
+        }
+        switch outcome {
+        case .missing: return notFound()
+        case .conflict(let other): return nameInUse(other)
+        case .free:
+            let url = BoxShareFileSupport.origin(request) + "/box/upload/api/2.0/files/content"
+            return .json(.object([("upload_url", .string(url)), ("upload_token", .null)]))
+        }
+    }
+
     // MARK: Direct upload
 
     func directUpload(_ request: Request) async throws -> Response {
