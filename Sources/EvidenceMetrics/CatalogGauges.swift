@@ -1,5 +1,6 @@
 import EvidenceCatalog
 import EvidenceCore
+import EvidencePipeline
 import Foundation
 import Prometheus
 
@@ -10,11 +11,14 @@ public struct CatalogGauges: Sendable {
     let registry: PrometheusCollectorRegistry
     /// Job kinds always exported (0 when none is queued), besides any kind the queue holds.
     let jobKinds: [String]
+    /// The home's `anchors/` when `[custody] anchor_tsa` is set: then the anchor gauges are exported.
+    let anchorDirectory: String?
 
-    public init(catalog: any Catalog, registry: PrometheusCollectorRegistry, jobKinds: [String]) {
+    public init(catalog: any Catalog, registry: PrometheusCollectorRegistry, jobKinds: [String], anchorDirectory: String? = nil) {
         self.catalog = catalog
         self.registry = registry
         self.jobKinds = jobKinds
+        self.anchorDirectory = anchorDirectory
     }
 
     func gauge(_ name: String, _ labels: [(String, String)] = []) -> Gauge {
@@ -39,5 +43,11 @@ public struct CatalogGauges: Sendable {
         }
         let age = summary.oldestPending.map { max(0, now.timeIntervalSince($0)) } ?? 0
         gauge(MetricDescriptions.oldestPendingAge).set(to: age)
+        if let anchorDirectory {
+            // Custody seqs run 1…n without gaps (the chain check enforces it): the head is the count.
+            let anchors = ChainAnchors.summary(directory: anchorDirectory, headSeq: Int64(summary.events), now: now)
+            gauge(MetricDescriptions.unanchoredEvents).set(to: Double(anchors.eventsSinceNewest))
+            if let age = anchors.newestAgeSeconds { gauge(MetricDescriptions.anchorAge).set(to: age) }
+        }
     }
 }

@@ -13,12 +13,19 @@ public enum MetricDescriptions {
     /// Gauge: seconds since the oldest item not yet in a final state (done, failed) was created; 0 when none.
     public static let oldestPendingAge = "evidence_oldest_pending_age_seconds"
 
+    /// Gauge (with `[custody] anchor_tsa`): custody events after the newest anchor.
+    public static let unanchoredEvents = "evidence_custody_unanchored_events"
+    /// Gauge (with `[custody] anchor_tsa`, once an anchor exists): seconds since the newest anchor was written.
+    public static let anchorAge = "evidence_custody_anchor_age_seconds"
+
     typealias P = PipelineMetrics.Name
 
     static let help: [String: String] = [
         items: "Items in the catalog by lifecycle state (quarantined: files not taken in, as evidence status counts them).",
         jobsQueued: "Jobs waiting in the catalog's queue by kind (due now or after a backoff or poll wait).",
         oldestPendingAge: "Age in seconds of the oldest item not yet done, failed or quarantined; 0 when there is none.",
+        unanchoredEvents: "Custody events after the newest time-stamped anchor ([custody] anchor_tsa): not yet covered.",
+        anchorAge: "Seconds since the newest custody anchor was written; rises past anchor_every when the TSA is unreachable.",
         P.jobsInFlight: "Jobs this process is executing now, by kind.",
         P.jobRetries: "Failed job attempts that were scheduled to run again, by kind.",
         P.jobFailures: "Jobs that failed for good (attempts spent or a permanent error), by kind.",

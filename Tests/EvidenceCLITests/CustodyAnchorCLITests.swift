@@ -67,6 +67,13 @@ struct CustodyAnchorCLITests {
                 FileManager.default.createFile(atPath: file, contents: Data(name.utf8))
                 #expect(cli.run(["ingest", file]).status == 0)
             }
+            let events = try #require(Int(sqlite(h.home + "/catalog.sqlite", "SELECT max(seq) FROM custody_event").stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)))
+            // status shows what the anchors cover: nothing yet.
+            #expect(cli.run(["status"]).stdout.contains("anchors  none: [custody] anchor_tsa"))
+            let before = try #require((cli.run(["status", "--json"]).json as? [String: Any])?["custodyAnchors"] as? [String: Any])
+            #expect(before["count"] as? Int == 0 && before["eventsSinceNewest"] as? Int == events, "\(before)")
+
             let first = cli.run(["log", "anchor", "--json"])
             #expect(first.status == 0, "\(first.stderr)")
             let anchor = try #require((first.json as? [String: Any])?["anchor"] as? [String: Any])
@@ -76,6 +83,14 @@ struct CustodyAnchorCLITests {
             #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o444, "anchors are read-only")
             // The token is a plain RFC 3161 reply: openssl ts reads it.
             #expect(CLI.exec(["openssl", "ts", "-reply", "-in", path, "-text"]).stdout.contains("Message data:"))
+            // The anchor covers every event; one more ingest is one event not yet covered.
+            #expect(cli.run(["status"]).stdout.contains("anchors  1, the newest covers event #\(events), written "))
+            let extra = h.scratch.path + "/extra.txt"
+            FileManager.default.createFile(atPath: extra, contents: Data("extra".utf8))
+            #expect(cli.run(["ingest", extra]).status == 0)
+            let after = try #require((cli.run(["status", "--json"]).json as? [String: Any])?["custodyAnchors"] as? [String: Any])
+            #expect(after["count"] as? Int == 1 && after["newestSeq"] as? Int == events, "\(after)")
+            #expect((after["eventsSinceNewest"] as? Int ?? 0) >= 1 && (after["newestAgeSeconds"] as? Double ?? -1) >= 0, "\(after)")
 
             // Moved onto event #1's hash, the token's imprint no longer matches its name.
             let db = h.home + "/catalog.sqlite"

@@ -96,4 +96,33 @@ struct RenderingTests {
         #expect(registry.lines.contains(#"evidence_items{state="done"} 2.0"#))
         #expect(registry.lines.contains(#"evidence_items{state="ingested"} 0.0"#))
     }
+    @Test("with [custody] anchors: unanchored events and the newest anchor's age; without: neither gauge")
+    func anchorGauges() throws {
+        let f = try MetricsFixture()
+        try f.ingest("a.bin", Data(repeating: 1, count: 100))
+        let events = try f.home.catalog.summary().events
+        let dir = f.dir + "/anchors"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+
+        let plain = PrometheusCollectorRegistry()
+        try CatalogGauges(catalog: f.home.catalog, registry: plain, jobKinds: []).update()
+        #expect(!plain.emitToString().contains("evidence_custody_"))
+
+        let registry = PrometheusCollectorRegistry()
+        let gauges = CatalogGauges(catalog: f.home.catalog, registry: registry, jobKinds: [], anchorDirectory: dir)
+        try gauges.update()
+        #expect(registry.lines.contains("evidence_custody_unanchored_events \(Double(events))"), "\(registry.emitToString())")
+        #expect(!registry.emitToString().contains("evidence_custody_anchor_age_seconds "), "no anchor, no age")
+
+        // An anchor of event #1 written 5 minutes ago (the gauges read names and times, not tokens).
+        let file = dir + "/000000000001-" + String(repeating: "ab", count: 32) + ".tsr"
+        FileManager.default.createFile(atPath: file, contents: Data("token".utf8))
+        let written = Date().addingTimeInterval(-300)
+        try FileManager.default.setAttributes([.modificationDate: written], ofItemAtPath: file)
+        try gauges.update(now: written.addingTimeInterval(300))
+        #expect(registry.lines.contains("evidence_custody_unanchored_events \(Double(events - 1))"), "\(registry.emitToString())")
+        let age = registry.lines.first { $0.hasPrefix("evidence_custody_anchor_age_seconds ") }
+            .flatMap { Double($0.split(separator: " ")[1]) }
+        #expect(age.map { abs($0 - 300) < 1 } == true, "\(registry.emitToString())")
+    }
 }

@@ -24,8 +24,10 @@ public enum ChainAnchors {
     public static func directory(_ home: EvidenceHome) -> String { home.path + "/anchors" }
 
     /// The anchors on disk, oldest first (names that are not `<seq>-<64 hex>.tsr` are ignored).
-    public static func list(_ home: EvidenceHome) -> [Anchor] {
-        let dir = directory(home)
+    public static func list(_ home: EvidenceHome) -> [Anchor] { list(directory: directory(home)) }
+
+    /// The anchors in `dir`, oldest first.
+    public static func list(directory dir: String) -> [Anchor] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         return names.compactMap { name -> Anchor? in
             guard name.hasSuffix(".tsr") else { return nil }
@@ -34,6 +36,26 @@ public enum ChainAnchors {
                   SHA256Digest(hex: String(parts[1])) != nil else { return nil }
             return Anchor(seq: seq, hash: String(parts[1]), file: dir + "/" + name)
         }.sorted { $0.seq < $1.seq }
+    }
+
+    /// What `evidence status` and `/metrics` show of the anchors.
+    public struct Summary: Sendable, Codable, Equatable {
+        public var count: Int
+        /// The custody event the newest anchor covers; nil without anchors.
+        public var newestSeq: Int64?
+        /// Seconds since the newest anchor was written (its file, saved as the TSA answered).
+        public var newestAgeSeconds: Double?
+        /// Custody events after the newest anchor: not yet covered by a time-stamp.
+        public var eventsSinceNewest: Int64
+    }
+
+    /// The anchors in `dir` against a custody log whose newest event is `headSeq`.
+    public static func summary(directory dir: String, headSeq: Int64, now: Date = Date()) -> Summary {
+        let all = list(directory: dir)
+        guard let newest = all.last else { return Summary(count: 0, eventsSinceNewest: max(0, headSeq)) }
+        let written = (try? FileManager.default.attributesOfItem(atPath: newest.file))?[.modificationDate] as? Date
+        return Summary(count: all.count, newestSeq: newest.seq, newestAgeSeconds: written.map { max(0, now.timeIntervalSince($0)) },
+                       eventsSinceNewest: max(0, headSeq - newest.seq))
     }
 
     public enum AnchorError: Error, CustomStringConvertible {

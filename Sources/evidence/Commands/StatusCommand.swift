@@ -45,6 +45,7 @@ struct StatusCommand: ParsableCommand {
         var bytes: Int64
         var sources: Int
         var custodyEvents: Int
+        var custodyAnchors: ChainAnchors.Summary
         var states: [String: Int]
         var rules: [String: [String: Int]]
         var oldestPendingAgeSeconds: Double?
@@ -84,6 +85,16 @@ struct StatusCommand: ParsableCommand {
         }
     }
 
+    /// "12, the newest covers event #345, written 2m ago; 3 events since" (or why there are none).
+    static func anchorLine(_ a: ChainAnchors.Summary) -> String {
+        guard let seq = a.newestSeq else {
+            return "none: [custody] anchor_tsa time-stamps the custody log (see evidence help log)"
+        }
+        let age = a.newestAgeSeconds.map { ", written \(DurationText.format(seconds: $0)) ago" } ?? ""
+        let since = a.eventsSinceNewest == 0 ? "every event covered" : "\(a.eventsSinceNewest) event(s) since, not yet covered"
+        return "\(a.count), the newest covers event #\(seq)\(age); \(since)"
+    }
+
     func validate() throws {
         if olderThan != nil && !pending { throw ValidationError("--older-than goes with --pending") }
         if let o = olderThan {
@@ -111,10 +122,11 @@ struct StatusCommand: ParsableCommand {
         }
         let oldestAge = s.oldestPending.map { -$0.timeIntervalSinceNow }
         let proofs = ProofSummary.of(try c.allProofs())
+        let anchors = ChainAnchors.summary(directory: ChainAnchors.directory(home), headSeq: try c.lastEvent()?.seq ?? 0)
 
         if global.json {
             Output.json(Report(home: home.path, items: s.items, bytes: s.bytes, sources: s.sources,
-                               custodyEvents: s.events, states: s.byState, rules: s.byRule,
+                               custodyEvents: s.events, custodyAnchors: anchors, states: s.byState, rules: s.byRule,
                                oldestPendingAgeSeconds: oldestAge, jobs: jobs, failingJobs: troubled,
                                quarantined: q, pending: pendingItems, proofs: proofs, links: try c.allSharedLinks()))
         } else if let pendingItems {
@@ -126,6 +138,7 @@ struct StatusCommand: ParsableCommand {
         } else {
             Output.line("home     \(home.path)")
             Output.line("items    \(s.items) (\(Output.bytes(s.bytes))), \(s.sources) sources, \(s.events) custody events")
+            Output.line("anchors  " + Self.anchorLine(anchors))
             Output.line("pending  " + (oldestAge.map { "oldest \(DurationText.format(seconds: $0)) old" } ?? "none"))
             Output.line("jobs     " + (jobs.isEmpty ? "none" : JobStateOrder.all.compactMap { k in jobs[k].map { "\(k) \($0)" } }.joined(separator: ", ")))
             Output.line()
