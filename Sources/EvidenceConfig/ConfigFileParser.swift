@@ -35,7 +35,7 @@ enum ConfigFileParser {
             config.metrics = try metrics(r, t)
         }
         if let t = try r.table(root, "custody") {
-            config.custody = try custody(r, t, notaries: config.notaries)
+            config.custody = try custody(r, t, notaries: config.notaries, archives: config.archives)
         }
         return config
     }

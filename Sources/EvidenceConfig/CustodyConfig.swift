@@ -4,25 +4,33 @@
 /// [custody]
 /// anchor_tsa = "tsa"        # an rfc3161 notary of [notaries]: it time-stamps the chain head
 /// anchor_every = "1h"       # how often `evidence run` anchors a moved head (and at shutdown)
+/// anchor_archive = "vault"  # optional: an archive account each new anchor is copied to
 /// ```
 ///
 /// `custody.head` sits on the same disk as the catalog, so whoever can rewrite the catalog can
 /// rewrite it too. A TSA's signed token over the head's hash cannot be made after the fact.
 public struct CustodyConfig: Sendable, Equatable {
-    public static let allowedKeys: Set<String> = ["anchor_tsa", "anchor_every"]
+    public static let allowedKeys: Set<String> = ["anchor_tsa", "anchor_every", "anchor_archive"]
+    /// The folder of the `anchor_archive` account the anchors are copied into.
+    public static let archiveFolder = "evidence-anchors"
     /// The rfc3161 notary whose TSA signs the anchors.
     public var anchorTSA: String
     /// Seconds between anchors while the head moves.
     public var anchorEvery: Double
+    /// The archive account every new anchor is copied to (into `evidence-anchors/`), so that
+    /// deleting `anchors/` on this machine does not delete the proof; nil: anchors stay local.
+    public var anchorArchive: String?
 
-    public init(anchorTSA: String, anchorEvery: Double = 3600) {
+    public init(anchorTSA: String, anchorEvery: Double = 3600, anchorArchive: String? = nil) {
         self.anchorTSA = anchorTSA
         self.anchorEvery = anchorEvery
+        self.anchorArchive = anchorArchive
     }
 }
 
 extension ConfigFileParser {
-    static func custody(_ r: TOMLReader, _ t: TOMLTableRef, notaries: [String: NotaryConfig]) throws(ConfigError) -> CustodyConfig {
+    static func custody(_ r: TOMLReader, _ t: TOMLTableRef, notaries: [String: NotaryConfig],
+                        archives: [String: ArchiveConfig]) throws(ConfigError) -> CustodyConfig {
         try r.checkKeys(t, allowed: CustodyConfig.allowedKeys)
         let tsa = try r.require(r.string(t, "anchor_tsa"), t, "anchor_tsa", hint: " (the name of an rfc3161 notary)")
         guard let notary = notaries[tsa] else {
@@ -34,6 +42,13 @@ extension ConfigFileParser {
         }
         var c = CustodyConfig(anchorTSA: tsa)
         c.anchorEvery = try r.duration(t, "anchor_every") ?? c.anchorEvery
+        if let account = try r.string(t, "anchor_archive") {
+            guard archives[account] != nil else {
+                throw r.error(t.path + ["anchor_archive"], "no account \"\(account)\" in [archives]"
+                    + (archives.isEmpty ? "" : " (have: \(archives.keys.sorted().joined(separator: ", ")))"))
+            }
+            c.anchorArchive = account
+        }
         return c
     }
 }

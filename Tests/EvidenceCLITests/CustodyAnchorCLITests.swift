@@ -9,12 +9,15 @@ import Testing
 struct CustodyAnchorCLITests {
     func sqlite(_ db: String, _ sql: String) -> CLI.Result { CLI.exec(["sqlite3", db, sql]) }
 
-    @Test("run anchors the head; a log cut with custody.head rewritten to match is caught by log verify, fsck and doctor")
+    @Test("run anchors the head and copies the anchors to an account; a log cut with custody.head rewritten to match is caught by log verify, fsck and doctor, and by the copies once anchors/ is deleted")
     func anchoredTruncation() async throws {
         try await NotarizationCLITests().withSandbox { sandbox in
             let h = try NotarizationCLITests().harness(sandbox)
             let config = try String(contentsOfFile: h.configPath!, encoding: .utf8)
-            try (config + "\n\n[custody]\nanchor_tsa = \"tsa\"\nanchor_every = \"1s\"\n")
+            let vault = h.scratch.path + "/vault"   // a local account's root exists (a mount point, say)
+            try FileManager.default.createDirectory(atPath: vault, withIntermediateDirectories: true)
+            try (config + "\n\n[archives.vault]\nkind = \"local\"\npath = \"\(vault)\"\n"
+                 + "\n[custody]\nanchor_tsa = \"tsa\"\nanchor_every = \"1s\"\nanchor_archive = \"vault\"\n")
                 .write(toFile: h.configPath!, atomically: true, encoding: .utf8)
             var cli = h.cli
             cli.environment["EVIDENCE_CONFIG"] = h.configPath!
@@ -33,7 +36,18 @@ struct CustodyAnchorCLITests {
             #expect((report["anchors"] as? Int ?? 0) >= 1)
             #expect((report["newestAnchor"] as? [String: Any])?["seq"] as? Int == events, "the shutdown anchor covers every event")
             #expect(report["anchorSignaturesChecked"] as? Bool == true)
-            #expect(cli.run(["log", "anchor"]).stdout.contains("nothing new"))
+            // Copies: the run's job runner copied what it anchored; `log anchor` copies the shutdown anchor.
+            let copies = vault + "/evidence-anchors"
+            let copiedDuringRun = (try? FileManager.default.contentsOfDirectory(atPath: copies)) ?? []
+            #expect(!copiedDuringRun.isEmpty, "no anchor copied during the run: \(h.log.suffix(1500))")
+            let again = cli.run(["log", "anchor"])
+            #expect(again.status == 0 && again.stdout.contains("nothing new"), "\(again.stdout)\(again.stderr)")
+            #expect(again.stdout.contains("copied to vault:evidence-anchors/") || again.stdout.contains("already at vault:evidence-anchors/"))
+            #expect(cli.run(["log", "anchor"]).stdout.contains("✓ already at vault:evidence-anchors/"))
+            let anchorsDir = h.home + "/anchors"
+            let local = try FileManager.default.contentsOfDirectory(atPath: anchorsDir).sorted()
+            let newest = try #require(local.last)
+            #expect(FileManager.default.contents(atPath: copies + "/" + newest) == FileManager.default.contents(atPath: anchorsDir + "/" + newest))
             // Without the config the imprints are checked but the signatures are not, and it says so.
             #expect(h.cli.run(["log", "verify"]).stdout.contains("signatures NOT checked"))
 
@@ -51,6 +65,14 @@ struct CustodyAnchorCLITests {
             #expect(fsck.status == 1 && fsck.stdout.contains("missing, but anchor"), "\(fsck.stdout)")
             let doctor = cli.run(["doctor", "--offline"])
             #expect(doctor.status == 1 && doctor.stdout.contains("✗ custody"), "\(doctor.stdout)")
+
+            // Whoever cut the log deletes anchors/ too: the log alone looks intact again, the copies still catch it.
+            #expect(CLI.exec(["rm", "-rf", anchorsDir]).status == 0)
+            #expect(cli.run(["log", "verify"]).status == 0, "without any anchor the cut is the known limit")
+            let withCopies = cli.run(["log", "verify", "--anchors", copies])
+            #expect(withCopies.status == 1 && withCopies.stdout.contains("custody event #\(events): missing, but anchor"), "\(withCopies.stdout)")
+            let noFolder = cli.run(["log", "verify", "--anchors", h.scratch.path + "/nowhere"])
+            #expect(noFolder.status == 2 && noFolder.stderr.contains("--anchors \(h.scratch.path)/nowhere: no such folder"), "\(noFolder.stderr)")
         }
     }
 

@@ -37,4 +37,13 @@ struct CustodyConfigTests {
         let extra = configError { try loadConfigText(notaries + "[custody]\nanchor_tsa = \"tsa\"\nanchor_evry = \"1h\"\n") }
         #expect(extra?.field == "custody.anchor_evry", "\(String(describing: extra))")
     }
+    @Test("anchor_archive names an archive account; an unknown one is refused naming the field and the accounts")
+    func anchorArchive() throws {
+        let vault = notaries + "[archives.vault]\nkind = \"local\"\npath = \"/srv/vault\"\n\n"
+        #expect(try loadConfigText(vault + "[custody]\nanchor_tsa = \"tsa\"\n").custody?.anchorArchive == nil)
+        #expect(try loadConfigText(vault + "[custody]\nanchor_tsa = \"tsa\"\nanchor_archive = \"vault\"\n").custody?.anchorArchive == "vault")
+        let unknown = configError { try loadConfigText(vault + "[custody]\nanchor_tsa = \"tsa\"\nanchor_archive = \"valt\"\n") }
+        #expect(unknown?.field == "custody.anchor_archive" && unknown?.message.contains("no account \"valt\" in [archives] (have: vault)") == true,
+                "\(String(describing: unknown))")
+    }
 }

@@ -11,9 +11,13 @@ struct ChainAnchorService: Service {
     let home: EvidenceHome
     let tsa: TSAClient
     let every: Double
+    /// `[custody] anchor_archive`: each new anchor (and, at start, the newest) is queued for copying there.
+    let copyTo: String?
     let logger: Logger
 
     func run() async throws {
+        // The shutdown anchor of the previous run was made after its job runner stopped.
+        if let newest = ChainAnchors.list(home).last { queueCopy(newest) }
         var wait = 0.0
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             if wait > 0 {
@@ -22,6 +26,15 @@ struct ChainAnchorService: Service {
                 if Task.isShuttingDownGracefully || Task.isCancelled { return }
             }
             wait = await anchorOnce() ? every : min(every, 60)
+        }
+    }
+
+    /// Queues the copy of `anchor` to the `anchor_archive` account, if one is set.
+    func queueCopy(_ anchor: ChainAnchors.Anchor) {
+        guard let copyTo else { return }
+        let name = (anchor.file as NSString).lastPathComponent
+        do { try ChainAnchors.enqueueCopy(name, account: copyTo, catalog: home.catalog) } catch {
+            logger.warning("cannot queue the copy of anchor \(name) to \(copyTo): \(error)")
         }
     }
 
@@ -34,6 +47,7 @@ struct ChainAnchorService: Service {
                     "seq": "\(a.seq)", "hash": "\(a.hash)", "tsa": "\(tsa.name)",
                     "gen_time": "\(a.genTime.map { Timestamp.string($0) } ?? "")",
                 ])
+                queueCopy(a)
             }
             return true
         } catch {

@@ -103,8 +103,13 @@ public enum ChainAnchors {
 
     /// Every anchor against the chain: its token must carry the anchored hash (and verify
     /// against `caFile` when given), and event #seq must still exist with that hash.
-    public static func check(_ home: EvidenceHome, events: [CustodyEvent], caFile: String?) -> Check {
-        let anchors = list(home)
+    /// `more` are folders of copies (`evidence-anchors/` fetched from the `anchor_archive`
+    /// account): their anchors count as well, so deleting `anchors/` here hides nothing.
+    public static func check(_ home: EvidenceHome, events: [CustodyEvent], caFile: String?, more: [String] = []) -> Check {
+        var seen = Set<String>()
+        let anchors = ([directory(home)] + more).flatMap { list(directory: $0) }
+            .filter { seen.insert(($0.file as NSString).lastPathComponent).inserted }
+            .sorted { $0.seq < $1.seq }
         let bySeq = Dictionary(events.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
         var problems: [ChainReport.Problem] = []
         var newest: Anchor?
@@ -139,10 +144,11 @@ extension EvidenceHome {
     /// The custody chain checked, with its time-stamped anchors checked against it; the
     /// anchors' problems are part of the returned report. `caFile` verifies the tokens'
     /// signatures (the `[custody]` TSA's `ca_file`); without it only their imprints are checked.
-    public func verifyCustody(caFile: String?) throws(CatalogError) -> (chain: ChainReport, anchors: ChainAnchors.Check) {
+    public func verifyCustody(caFile: String?, moreAnchors: [String] = []) throws(CatalogError)
+        -> (chain: ChainReport, anchors: ChainAnchors.Check) {
         let events = try catalog.allEvents()
         var chain = catalog.verifyChain(events: events)
-        let anchors = ChainAnchors.check(self, events: events, caFile: caFile)
+        let anchors = ChainAnchors.check(self, events: events, caFile: caFile, more: moreAnchors)
         chain.problems += anchors.problems
         return (chain, anchors)
     }

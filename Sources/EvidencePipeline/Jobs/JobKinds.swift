@@ -16,6 +16,8 @@ public enum JobKind {
     public static let share = "share"
     /// The rule's `after` action (move/delete) on one source, once the item is final.
     public static let afterAction = "after-action"
+    /// Copy one custody anchor to the `[custody] anchor_archive` account (no item).
+    public static let anchorCopy = "anchor-copy"
 }
 
 /// What happens to items of a rule, stage by stage:

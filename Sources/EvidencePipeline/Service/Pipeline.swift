@@ -33,8 +33,10 @@ public struct Pipeline: Sendable {
         let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: rules, ingestor: ingestor,
                                     workers: config.workers.ingest, logger: logger, metrics: metrics)
+        let copyTo = config.custody?.anchorArchive.flatMap { archives.providers[$0] }
         jobRunner = JobRunner(catalog: home.catalog,
-                              handlers: [VerifyHandler(home: home, rules: byName),
+                              handlers: (copyTo.map { [AnchorCopyHandler(home: home, provider: $0, logger: logger)] } ?? [])
+                                + [VerifyHandler(home: home, rules: byName),
                                          NotarizeHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
                                          CertificateHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
                                          ArchiveHandler(home: home, rules: byName, archives: archives),
@@ -42,7 +44,8 @@ public struct Pipeline: Sendable {
                                          AfterActionHandler(home: home, rules: byName)],
                               owner: owner, workers: config.workers.jobs, metrics: metrics, logger: logger)
         if let custody = config.custody, case .rfc3161(let tsa)? = notaries.entries[custody.anchorTSA]?.client {
-            anchorService = ChainAnchorService(home: home, tsa: tsa, every: custody.anchorEvery, logger: logger)
+            anchorService = ChainAnchorService(home: home, tsa: tsa, every: custody.anchorEvery,
+                                               copyTo: copyTo?.account, logger: logger)
         } else {
             anchorService = nil
         }

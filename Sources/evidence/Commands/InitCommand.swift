@@ -145,6 +145,7 @@ struct InitCommand: ParsableCommand {
         # [custody]
         # anchor_tsa = "tsa"                           # the name of an rfc3161 notary
         # anchor_every = "1h"                          # and once more when evidence run stops
+        # anchor_archive = "vault"                     # copy each anchor to an [archives] account
 
         """
 

@@ -24,12 +24,26 @@ struct LogCommand: AsyncParsableCommand {
             custody.head records the newest event, so a cut-off tail shows too. With [custody]
             in evidence.toml, every anchors/<seq>-<hash>.tsr must be a token of that TSA (checked
             against its ca_file) over the hash event #seq still has: this catches a log cut or
-            rewritten together with custody.head.
+            rewritten together with custody.head. --anchors DIR adds the copies that
+            [custody] anchor_archive keeps (the account's evidence-anchors/ folder, fetched), so
+            a deleted anchors/ folder hides nothing.
             Exit codes: 0 intact · 1 broken · 2 usage error.
             """
         )
 
         @OptionGroup var global: GlobalOptions
+
+        @Option(name: .customLong("anchors"), help: ArgumentHelp("A folder of anchor copies to check too (repeatable).", valueName: "DIR"))
+        var anchorFolders: [String] = []
+
+        func validate() throws {
+            for dir in anchorFolders {
+                var isDir: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                    throw ValidationError("--anchors \(dir): no such folder")
+                }
+            }
+        }
 
         struct Report: Encodable {
             var ok: Bool
@@ -44,7 +58,7 @@ struct LogCommand: AsyncParsableCommand {
         func run() throws {
             let config = try? global.loadConfig()
             let home = try global.openHome(mustExist: true)
-            let (chain, anchors) = try home.verifyCustody(caFile: config.flatMap(LogCommand.anchorCAFile))
+            let (chain, anchors) = try home.verifyCustody(caFile: config.flatMap(LogCommand.anchorCAFile), moreAnchors: anchorFolders)
             if global.json {
                 Output.json(Report(ok: chain.ok, events: chain.events, headHash: chain.headHash, anchors: anchors.anchors,
                                    newestAnchor: anchors.newest, anchorSignaturesChecked: anchors.signaturesChecked,
@@ -65,8 +79,10 @@ struct LogCommand: AsyncParsableCommand {
             Writes anchors/<seq>-<hash>.tsr in the home: an RFC 3161 token over the hash of the
             newest custody event, verified before it is kept. `evidence run` does this every
             anchor_every while the log grows, and when it stops; this is for cron or before a
-            backup. Nothing is written when the newest anchor already covers the head.
-            Exit codes: 0 anchored or nothing new · 1 the TSA failed · 2 no [custody] in the config.
+            backup. Nothing is written when the newest anchor already covers the head. With
+            [custody] anchor_archive, the newest anchor is then copied to that account's
+            evidence-anchors/ folder (unless it is there already).
+            Exit codes: 0 anchored or nothing new · 1 the TSA or the copy failed · 2 no [custody] in the config.
             """
         )
 
@@ -75,6 +91,9 @@ struct LogCommand: AsyncParsableCommand {
         struct Result: Encodable {
             var anchored: Bool
             var anchor: ChainAnchors.Anchor?
+            /// `ACCOUNT:evidence-anchors/NAME` when `anchor_archive` is set.
+            var copy: String?
+            var copied: Bool?
         }
 
         func run() async throws {
@@ -83,17 +102,42 @@ struct LogCommand: AsyncParsableCommand {
                 throw CLIError.config("\(config.file ?? "evidence.toml"): no [custody] table: add anchor_tsa = \"NAME\" naming an rfc3161 notary")
             }
             let home = try global.openHome(mustExist: true)
-            let tsa = Notaries.tsaClient(notary, logger: Logger(label: "evidence"))
+            let logger = Logger(label: "evidence")
+            let tsa = Notaries.tsaClient(notary, logger: logger)
+            let archives: Archives?
+            do {
+                archives = try custody.anchorArchive.map {
+                    try Archives.build(config: config, used: [$0], home: home.path, logger: logger)
+                }
+            } catch let error as ConfigError {
+                throw CLIError.config(error.description)
+            }
             do {
                 let made = try await ChainAnchors.anchor(home, tsa: tsa)
+                var copy: String?
+                var copied: Bool?
+                if let account = custody.anchorArchive, let provider = archives?.providers[account], let newest = ChainAnchors.list(home).last {
+                    let name = (newest.file as NSString).lastPathComponent
+                    copy = "\(account):\(CustodyConfig.archiveFolder)/\(name)"
+                    do { copied = try await ChainAnchors.copy(newest, to: provider, scratch: home.store.tmpDir) } catch {
+                        if !global.json { Output.line(made.map { "✓ anchored custody event #\($0.seq)" } ?? "✓ nothing new to anchor") }
+                        Output.err("cannot copy \(name) to \(copy!): \(error.message)")
+                        throw ExitCode(1)
+                    }
+                }
                 if global.json {
-                    Output.json(Result(anchored: made != nil, anchor: made ?? ChainAnchors.list(home).last))
+                    Output.json(Result(anchored: made != nil, anchor: made ?? ChainAnchors.list(home).last, copy: copy, copied: copied))
                 } else if let made {
                     Output.line("✓ anchored custody event #\(made.seq) (\(made.hash.prefix(16))…) at "
                         + "\(made.genTime.map { Timestamp.string($0) } ?? "?") by \(notary.name): \(made.file)")
                 } else {
                     Output.line("✓ nothing new: the newest anchor already covers the head")
                 }
+                if let copy, let copied, !global.json {
+                    Output.line(copied ? "✓ copied to \(copy)" : "✓ already at \(copy)")
+                }
+            } catch let exit as ExitCode {
+                throw exit
             } catch {
                 Output.err("\(error)")
                 throw ExitCode(1)

@@ -81,7 +81,8 @@ struct RunCommand: AsyncParsableCommand {
         let notaries: Notaries
         do { notaries = try Notaries.build(config: config, logger: logger) } catch { throw CLIError.config(error.description) }
         let archives: Archives
-        do { archives = try Archives.build(config: config, used: Set(rules.compactMap(\.archive)), home: homePath, logger: logger) } catch {
+        do { archives = try Archives.build(config: config, used: Set(rules.compactMap(\.archive) + (config.custody?.anchorArchive.map { [$0] } ?? [])),
+                                                home: homePath, logger: logger) } catch {
             throw CLIError.config(error.description)
         }
         // The registry exists only when metrics are served: without them nothing is measured.

@@ -1,0 +1,77 @@
+import EvidenceArchive
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+import Foundation
+import Logging
+
+/// `[custody] anchor_archive`: each anchor is copied to an archive account, into
+/// `evidence-anchors/`, so that deleting `anchors/` on this machine does not delete the proof.
+/// An auditor checks the log against the copies with `evidence log verify --anchors DIR`.
+extension ChainAnchors {
+    /// Copies `anchor` to `provider` as `evidence-anchors/<name>` unless those bytes are already
+    /// there. Proven by the provider's digest, or read back where it reports none; another file
+    /// at that path is never replaced. Returns whether it uploaded.
+    public static func copy(_ anchor: Anchor, to provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> Bool {
+        let name = (anchor.file as NSString).lastPathComponent
+        let path = CustodyConfig.archiveFolder + "/" + name
+        guard let bytes = FileManager.default.contents(atPath: anchor.file) else {
+            throw ArchiveError(.local, "cannot read the anchor \(anchor.file)")
+        }
+        let expected: String
+        do { expected = try provider.hashKind.digest(of: anchor.file) } catch {
+            throw ArchiveError(.local, "cannot hash the anchor \(anchor.file): \(error)")
+        }
+        func matches(_ remote: RemoteFile) async throws(ArchiveError) -> Bool {
+            if remote.size >= 0 && remote.size != Int64(bytes.count) { return false }
+            if let hash = remote.hash { return hash == expected }
+            let temp = scratch + "/\(getpid()).anchor-readback-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: temp) }
+            try await provider.download(path, to: temp)
+            return FileManager.default.contents(atPath: temp) == bytes
+        }
+        if let existing = try await provider.stat(path) {
+            guard try await matches(existing) else {
+                throw ArchiveError(.conflict, "\(provider.account): \(path) holds another file; the anchor is not copied over it")
+            }
+            return false
+        }
+        try await provider.makeFolders(CustodyConfig.archiveFolder)
+        _ = try await provider.upload(local: anchor.file, size: Int64(bytes.count), hash: expected, to: path, progress: nil)
+        guard let stored = try await provider.stat(path), try await matches(stored) else {
+            try? await provider.delete(path)
+            throw ArchiveError(.transient, "\(provider.account): \(path): the copied anchor does not match (removed; copied again later)")
+        }
+        return true
+    }
+
+    /// Queues the copy of anchor `name` (one job per anchor and account, however often asked).
+    public static func enqueueCopy(_ name: String, account: String, catalog: any Catalog) throws(CatalogError) {
+        _ = try catalog.enqueue(JobSpec(kind: JobKind.anchorCopy, payload: ["file": name, "account": account], maxAttempts: 50),
+                                itemID: nil, dedupeKey: "anchor-copy:\(account):\(name)")
+    }
+}
+
+/// The `anchor-copy` job: one anchor to the `[custody] anchor_archive` account.
+struct AnchorCopyHandler: JobHandler {
+    let kind = JobKind.anchorCopy
+    let home: EvidenceHome
+    let provider: any ArchiveProvider
+    let logger: Logger
+
+    func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+        let name = job.payload["file"] ?? ""
+        guard let anchor = ChainAnchors.list(home).first(where: { ($0.file as NSString).lastPathComponent == name }) else {
+            throw JobError("anchor \(name) is no longer in \(ChainAnchors.directory(home)); nothing to copy", retryable: false)
+        }
+        do {
+            if try await ChainAnchors.copy(anchor, to: provider, scratch: home.store.tmpDir) {
+                logger.info("custody anchor copied", metadata: ["anchor": "\(name)", "account": "\(provider.account)",
+                                                              "path": "\(CustodyConfig.archiveFolder)/\(name)"])
+            }
+        } catch {
+            throw ArchiveHandler.jobError(error)
+        }
+        return .done(nil)
+    }
+}
