@@ -48,6 +48,10 @@ struct CustodyAnchorCLITests {
             let local = try FileManager.default.contentsOfDirectory(atPath: anchorsDir).sorted()
             let newest = try #require(local.last)
             #expect(FileManager.default.contents(atPath: copies + "/" + newest) == FileManager.default.contents(atPath: anchorsDir + "/" + newest))
+            let doctor0 = cli.run(["doctor", "--json"], timeout: 60)
+            let copyCheck = (doctor0.json as? [[String: Any]])?.first { $0["check"] as? String == "anchor copies" }
+            #expect(copyCheck?["status"] as? String == "ok", "\(doctor0.stdout)")
+            #expect((copyCheck?["detail"] as? String)?.contains("is at vault:evidence-anchors/\(newest)") == true, "\(doctor0.stdout)")
             // Without the config the imprints are checked but the signatures are not, and it says so.
             #expect(h.cli.run(["log", "verify"]).stdout.contains("signatures NOT checked"))
 

@@ -30,6 +30,8 @@ struct DoctorCommand: AsyncParsableCommand {
           notary N    each notary answers with our credentials (QED: a report lookup;
                       RFC 3161: a real time-stamp, verified)
           account N   each archive account signs in, writes, hash-checks and deletes a probe
+          anchor copies  with [custody] anchor_archive: the newest anchor is in that account's
+                      evidence-anchors/ with the same size (! when not copied yet)
 
         --offline skips the network checks (clock, notaries, accounts).
 
@@ -193,7 +195,39 @@ struct DoctorCommand: AsyncParsableCommand {
             add(c)
         }
 
+        // anchor copies
+        if let account = config.custody?.anchorArchive { add(await anchorCopiesCheck(home: home, account: account, config: config)) }
+
         if checks.contains(where: { $0.status == .fail }) { throw ExitCode(1) }
+    }
+
+    /// Whether the newest custody anchor has its copy in the `anchor_archive` account.
+    private func anchorCopiesCheck(home: String, account: String, config: EvidenceConfig) async -> Check {
+        guard let newest = ChainAnchors.list(directory: home + "/anchors").last else {
+            return Check(check: "anchor copies", status: .warn, detail: "no anchor yet to copy to \(account)",
+                         fix: "evidence log anchor (or let evidence run anchor the log)")
+        }
+        let name = (newest.file as NSString).lastPathComponent
+        let remote = "\(CustodyConfig.archiveFolder)/\(name)"
+        do {
+            let archives = try Archives.build(config: config, used: [account], home: home, logger: Logger(label: "evidence"))
+            guard let p = archives.providers[account] else { throw CLIError.config("account \(account) was not built") }
+            let size = (try? FileManager.default.attributesOfItem(atPath: newest.file))?[.size] as? Int64
+            guard let found = try await p.stat(remote) else {
+                return Check(check: "anchor copies", status: .warn, detail: "anchor #\(newest.seq) is not at \(account):\(remote) yet",
+                             fix: "evidence log anchor copies it now (evidence run copies each new anchor as a job)")
+            }
+            if let size, found.size >= 0, found.size != size {
+                return Check(check: "anchor copies", status: .fail,
+                             detail: "\(account):\(remote) is \(found.size) bytes, the anchor \(size)",
+                             fix: "keep that file for inspection; evidence log verify --anchors on a fetched copy names what differs")
+            }
+            return Check(check: "anchor copies", status: .ok, detail: "the newest anchor (#\(newest.seq)) is at \(account):\(remote)")
+        } catch let e as ArchiveError {
+            return Check(check: "anchor copies", status: .fail, detail: e.message, fix: "see the check of account \(account) above")
+        } catch {
+            return Check(check: "anchor copies", status: .fail, detail: "\(error)", fix: "fix the field named in evidence.toml")
+        }
     }
 
     private func checkHome(_ home: String, anchorCA: String?, add: (Check) -> Void) {
