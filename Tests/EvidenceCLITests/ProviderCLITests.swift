@@ -103,7 +103,9 @@ struct ProviderCLITests {
         }
     }
 
-    func harness(_ provider: Provider, _ sandbox: SandboxProcess) throws -> RunHarness {
+    /// `ownOrigin`: the account reaches the sandbox as `localhost`, the notaries as `127.0.0.1`:
+    /// two origins, as the real services are, so a pause one asks for does not hold the other.
+    func harness(_ provider: Provider, _ sandbox: SandboxProcess, ownOrigin: Bool = false) throws -> RunHarness {
         let h = try NotarizationCLITests().harness(sandbox, ruleExtra: """
             archive = "vault"
             remote_path = "evidence/{rule}/{sha8}-{name}"
@@ -112,7 +114,8 @@ struct ProviderCLITests {
             access = "open"
             expires_in = "30d"
             """)
-        try provider.add(to: h, as: "vault", url: sandbox.baseURL.absoluteString)
+        let base = sandbox.baseURL.absoluteString
+        try provider.add(to: h, as: "vault", url: ownOrigin ? base.replacingOccurrences(of: "//127.0.0.1:", with: "//localhost:") : base)
         return h
     }
 

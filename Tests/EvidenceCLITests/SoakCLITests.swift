@@ -137,7 +137,7 @@ struct SoakCLITests {
                       "--latency", "2ms..60ms", "--spike-rate", "0.02", "--spike", "3s",
                       "--fault-path", "/v1/", "--fault-path", "/tsa", "--fault-path", "/\(provider.rawValue)/", "--seed", String(seed)]
         try await ProviderCLITests().withSandbox(faults) { sandbox in
-            let h = try ProviderCLITests().harness(provider, sandbox)
+            let h = try ProviderCLITests().harness(provider, sandbox, ownOrigin: true)
             let corpus = Corpus(count: files, in: h.scratch, seed: seed)
             try h.start()
             for i in 0..<files {
@@ -147,7 +147,9 @@ struct SoakCLITests {
             let done = ProviderCLITests().waitDone(h, files, timeout: Double(max(300, files * 30)))
             #expect(done, "not all done: \(h.cli.run(["status"]).stdout)\n\(h.log.suffix(3000))")
             var outcome = check(h, sandbox, corpus, provider)
-            (outcome.early, outcome.requests) = Self.requestsInsideRetryAfter(sandbox.stateDirectory + "/requests.log")
+            (outcome.early, outcome.requests) = Self.requestsInsideRetryAfter(sandbox.stateDirectory + "/requests.log") {
+                $0.hasPrefix("/\(provider.rawValue)/") ? "account" : "notaries"   // the two origins of the harness
+            }
             let injected = ["5xx", "429", "dropped", "spikes"].map { "\(outcome.faults[$0] ?? 0) \($0)" }.joined(separator: ", ")
             Self.report(Row(scenario: "fault soak (\(provider.rawValue))", files: files, kills: 0, faults: injected,
                             lost: outcome.lost.count, duplicates: outcome.duplicates.count, early: outcome.early,
@@ -164,21 +166,38 @@ struct SoakCLITests {
     }
 
     /// From the sandbox's `requests.log`: how many requests arrived while an earlier answer's
-    /// `Retry-After` (429, 503) was still running — a client that honors it sends none. The
-    /// sandbox is one origin, so any request counts, whichever API it is for. A request may
-    /// arrive up to `grace` after the answer left (it was on its way already).
-    static func requestsInsideRetryAfter(_ path: String, grace: Double = 0.25) -> (early: Int, total: Int) {
-        struct Line { var start: Double; var end: Double; var wait: Double? }
+    /// `Retry-After` (429, 503) to the same origin was still running — a client that honors it
+    /// sends none. `origin` names a request path's origin (the harness reaches the account and
+    /// the notaries under two host names). A request may arrive up to `grace` after the answer
+    /// left (it was on its way already).
+    static func requestsInsideRetryAfter(_ path: String, grace: Double = 0.25,
+                                         origin: (String) -> String = { _ in "" }) -> (early: Int, total: Int) {
+        var early = 0, total = 0
+        for (_, lines) in Dictionary(grouping: readRequestLog(path), by: { origin($0.path) }) {
+            early += earlyRequests(lines, grace: grace)
+            total += lines.count
+        }
+        return (early, total)
+    }
+
+    struct LoggedRequest { var path: String; var start: Double; var end: Double; var wait: Double? }
+
+    static func readRequestLog(_ path: String) -> [LoggedRequest] {
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        var lines: [Line] = []
+        var lines: [LoggedRequest] = []
         for raw in text.split(separator: "\n") {
             guard let j = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any],
                   let time = (j["time"] as? String).flatMap(Self.parseTime) else { continue }
             let ms = Double(j["ms"] as? Int ?? 0) / 1000
             let status = j["status"] as? Int
             let wait = (status == 429 || status == 503) ? (j["retry_after"] as? Int).map(Double.init) : nil
-            lines.append(Line(start: time, end: time + ms, wait: wait))
+            lines.append(LoggedRequest(path: j["path"] as? String ?? "", start: time, end: time + ms, wait: wait))
         }
+        return lines
+    }
+
+    /// Of `lines` (one origin's), those that started inside an earlier answer's Retry-After window.
+    static func earlyRequests(_ lines: [LoggedRequest], grace: Double) -> Int {
         // The windows, merged into disjoint sorted intervals; each request is looked up by bisection.
         var merged: [(from: Double, to: Double)] = []
         for w in lines.compactMap({ l in l.wait.map { (from: l.end + grace, to: l.end + $0 - grace) } })
@@ -190,7 +209,7 @@ struct SoakCLITests {
             while lo < hi { let mid = (lo + hi) / 2; if merged[mid].from < t { lo = mid + 1 } else { hi = mid } }
             return lo > 0 && t < merged[lo - 1].to
         }
-        return (lines.filter { inside($0.start) }.count, lines.count)
+        return lines.filter { inside($0.start) }.count
     }
 
     static func parseTime(_ s: String) -> Double? {
