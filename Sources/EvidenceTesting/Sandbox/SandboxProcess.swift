@@ -41,37 +41,53 @@ public final class SandboxProcess: @unchecked Sendable {
         if !FileManager.default.fileExists(atPath: stderrPath) {
             _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         }
+        // stdout goes to a file, not a pipe read by `readabilityHandler`: that handler is a
+        // dispatch source on the pipe's descriptor, and on Linux a descriptor closed (the Pipe
+        // released) while its source is armed is later reused and crashes libdispatch in
+        // _dispatch_event_loop_drain — seen once in the services test pass. A file needs no
+        // source; the listening line is read from where this start began writing.
+        let stdoutPath = (stateDirectory as NSString).appendingPathComponent("sandbox-stdout.log")
+        if !FileManager.default.fileExists(atPath: stdoutPath) {
+            _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        }
         let process = Process()
         process.executableURL = executable
         process.arguments = ["--port", "0", "--state-dir", stateDirectory] + arguments
-        let stdout = Pipe()
+        let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        let from = stdout.seekToEndOfFile()  // a restart on the same folder appends
         process.standardOutput = stdout
         let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        stderr.seekToEndOfFile()  // a restart on the same folder appends
+        stderr.seekToEndOfFile()
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
-        let buffer = LineBuffer()
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil } else { buffer.append(data) }
-        }
         do {
             try process.run()
         } catch {
             throw StartError.launch("\(executable.path): \(error)")
         }
+        try? stdout.close()   // the child has its own copy
+        try? stderr.close()
+        func written() -> String {
+            guard let h = FileHandle(forReadingAtPath: stdoutPath) else { return "" }
+            defer { try? h.close() }
+            try? h.seek(toOffset: from)
+            return String(decoding: (try? h.readToEnd()) ?? Data(), as: UTF8.self)
+        }
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let line = buffer.firstLine, let port = Int(line.split(separator: ":").last ?? ""),
-               line.hasPrefix("listening on http://127.0.0.1:") {
-                return SandboxProcess(process: process, port: port, stateDirectory: stateDirectory, stderrPath: stderrPath)
+            let text = written()
+            if let end = text.firstIndex(of: "\n") {
+                let line = String(text[..<end])
+                if let port = Int(line.split(separator: ":").last ?? ""), line.hasPrefix("listening on http://127.0.0.1:") {
+                    return SandboxProcess(process: process, port: port, stateDirectory: stateDirectory, stderrPath: stderrPath)
+                }
             }
             if !process.isRunning { break }
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-        throw StartError.notReady(stdout: buffer.text, stderr: err)
+        throw StartError.notReady(stdout: written(), stderr: err)
     }
 
     public var processIdentifier: Int32 { process.processIdentifier }
@@ -97,30 +113,5 @@ public final class SandboxProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-}
-
-/// Bytes from the child's stdout, collected on Foundation's reader thread.
-private final class LineBuffer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-
-    func append(_ chunk: Data) {
-        lock.lock()
-        data.append(chunk)
-        lock.unlock()
-    }
-
-    var text: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The first complete line, once it has arrived.
-    var firstLine: String? {
-        let t = text
-        guard let end = t.firstIndex(of: "\n") else { return nil }
-        return String(t[..<end])
     }
 }
