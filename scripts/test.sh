@@ -53,8 +53,12 @@ printf '  %s\n' "${summary[@]}"
 if ((${#failed[@]})); then
   echo "== make test: FAILED in ${failed[*]}; the issues (first 300 characters of each):"
   for name in "${failed[@]}"; do
-    grep -E "^✘ Test .* (recorded an issue|failed after)|^error:|Fatal error|unexpected signal" "$logs/$name.txt" \
-      | grep -v "^✘ Test run with" | head -25 | cut -c1-300 | sed "s/^/  [$name] /"
+    # Failed expectations, and for a crash its message and the top of the crashed thread.
+    awk '/^✘ Test run with/ { next }
+         /^✘ Test .* (recorded an issue|failed after)/ || /Program crashed|Fatal error|unexpected signal/ { print; next }
+         /error: Process .* (exited|signal)/ { print; next }
+         / crashed:$/ { c = 6 } c > 0 { print; c-- }' "$logs/$name.txt" \
+      | head -25 | cut -c1-300 | sed "s/^/  [$name] /"
   done
   exit 1
 fi
