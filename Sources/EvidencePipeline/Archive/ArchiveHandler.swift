@@ -145,14 +145,31 @@ public struct ArchiveHandler: JobHandler {
     /// nil when the remote file is not our content; else how it was proven to be.
     func verify(_ remote: RemoteFile, path: String, upload: Upload, expected: String,
                 provider: any ArchiveProvider) async throws(JobError) -> String? {
-        if remote.size >= 0 && remote.size != upload.size { return nil }
+        do {
+            return try await Self.proof(of: remote, at: path, size: upload.size, expected: expected, sha256: upload.object,
+                                        provider: provider, scratch: home.store.tmpDir)
+        } catch {
+            throw Self.jobError(error)
+        }
+    }
+
+    /// How `remote` (at `path`) was proven to hold the bytes of a local file of `size` bytes,
+    /// or nil when it does not: the size first, then the provider's digest (`expected`), or —
+    /// where the provider reports none — the SHA-256 of a read-back copy against `sha256`.
+    /// Item uploads and custody-anchor copies are proven the same way.
+    static func proof(of remote: RemoteFile, at path: String, size: Int64, expected: String, sha256: SHA256Digest,
+                      provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> String? {
+        if remote.size >= 0 && remote.size != size { return nil }
         if let h = remote.hash { return h == expected ? "\(provider.hashKind.rawValue):\(h)" : nil }
         // No digest from the provider: read it back and re-hash.
-        let temp = home.store.tmpDir + "/\(getpid()).readback-\(UUID().uuidString)"  // pid first: other processes leave it alone
+        let temp = scratch + "/\(getpid()).readback-\(UUID().uuidString)"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
-        do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
-        let back = try await blockingJobWork { try FileHasher.hash(path: temp).digest }
-        return back == upload.object ? "read-back sha256" : nil
+        try await provider.download(path, to: temp)
+        let back = await onIOThread { Result { try FileHasher.hash(path: temp).digest } }
+        switch back {
+        case .success(let digest): return digest == sha256 ? "read-back sha256" : nil
+        case .failure(let error): throw ArchiveError(.local, "\(error)")
+        }
     }
 
     /// `a/b/clip.mp4` → `a/b/clip-1a2b3c4d.mp4`.

@@ -2,6 +2,7 @@ import EvidenceArchive
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
+import EvidenceStore
 import Foundation
 import Logging
 
@@ -13,22 +14,18 @@ extension ChainAnchors {
     /// there. Proven by the provider's digest, or read back where it reports none; another file
     /// at that path is never replaced. Returns whether it uploaded.
     public static func copy(_ anchor: Anchor, to provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> Bool {
-        let name = (anchor.file as NSString).lastPathComponent
-        let path = CustodyConfig.archiveFolder + "/" + name
-        guard let bytes = FileManager.default.contents(atPath: anchor.file) else {
-            throw ArchiveError(.local, "cannot read the anchor \(anchor.file)")
-        }
+        let path = CustodyConfig.archiveFolder + "/" + anchor.name
         let expected: String
-        do { expected = try provider.hashKind.digest(of: anchor.file) } catch {
-            throw ArchiveError(.local, "cannot hash the anchor \(anchor.file): \(error)")
+        let local: FileHasher.Result
+        do {
+            expected = try provider.hashKind.digest(of: anchor.file)
+            local = try FileHasher.hash(path: anchor.file)   // a few KB: no need to leave this thread
+        } catch {
+            throw ArchiveError(.local, "cannot read the anchor \(anchor.file): \(error)")
         }
         func matches(_ remote: RemoteFile) async throws(ArchiveError) -> Bool {
-            if remote.size >= 0 && remote.size != Int64(bytes.count) { return false }
-            if let hash = remote.hash { return hash == expected }
-            let temp = scratch + "/\(getpid()).anchor-readback-\(UUID().uuidString)"
-            defer { try? FileManager.default.removeItem(atPath: temp) }
-            try await provider.download(path, to: temp)
-            return FileManager.default.contents(atPath: temp) == bytes
+            try await ArchiveHandler.proof(of: remote, at: path, size: local.size, expected: expected, sha256: local.digest,
+                                           provider: provider, scratch: scratch) != nil
         }
         if let existing = try await provider.stat(path) {
             guard try await matches(existing) else {
@@ -37,7 +34,7 @@ extension ChainAnchors {
             return false
         }
         try await provider.makeFolders(CustodyConfig.archiveFolder)
-        _ = try await provider.upload(local: anchor.file, size: Int64(bytes.count), hash: expected, to: path, progress: nil)
+        _ = try await provider.upload(local: anchor.file, size: local.size, hash: expected, to: path, progress: nil)
         guard let stored = try await provider.stat(path), try await matches(stored) else {
             try? await provider.delete(path)
             throw ArchiveError(.transient, "\(provider.account): \(path): the copied anchor does not match (removed; copied again later)")
@@ -61,7 +58,7 @@ struct AnchorCopyHandler: JobHandler {
 
     func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         let name = job.payload["file"] ?? ""
-        guard let anchor = ChainAnchors.list(home).first(where: { ($0.file as NSString).lastPathComponent == name }) else {
+        guard let anchor = ChainAnchors.list(home).first(where: { $0.name == name }) else {
             throw JobError("anchor \(name) is no longer in \(ChainAnchors.directory(home)); nothing to copy", retryable: false)
         }
         do {

@@ -32,9 +32,8 @@ struct ChainAnchorService: Service {
     /// Queues the copy of `anchor` to the `anchor_archive` account, if one is set.
     func queueCopy(_ anchor: ChainAnchors.Anchor) {
         guard let copyTo else { return }
-        let name = (anchor.file as NSString).lastPathComponent
-        do { try ChainAnchors.enqueueCopy(name, account: copyTo, catalog: home.catalog) } catch {
-            logger.warning("cannot queue the copy of anchor \(name) to \(copyTo): \(error)")
+        do { try ChainAnchors.enqueueCopy(anchor.name, account: copyTo, catalog: home.catalog) } catch {
+            logger.warning("cannot queue the copy of anchor \(anchor.name) to \(copyTo): \(error)")
         }
     }
 

@@ -19,6 +19,9 @@ public enum ChainAnchors {
         public var file: String
         /// The TSA's signed time (set when the token was read).
         public var genTime: Date?
+
+        /// `<seq>-<hash>.tsr`: the file's name, the same in `anchors/` and in every copy.
+        public var name: String { (file as NSString).lastPathComponent }
     }
 
     public static func directory(_ home: EvidenceHome) -> String { home.path + "/anchors" }
@@ -108,13 +111,13 @@ public enum ChainAnchors {
     public static func check(_ home: EvidenceHome, events: [CustodyEvent], caFile: String?, more: [String] = []) -> Check {
         var seen = Set<String>()
         let anchors = ([directory(home)] + more).flatMap { list(directory: $0) }
-            .filter { seen.insert(($0.file as NSString).lastPathComponent).inserted }
+            .filter { seen.insert($0.name).inserted }
             .sorted { $0.seq < $1.seq }
         let bySeq = Dictionary(events.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
         var problems: [ChainReport.Problem] = []
         var newest: Anchor?
         for var a in anchors {
-            let name = (a.file as NSString).lastPathComponent
+            let name = a.name
             guard let data = FileManager.default.contents(atPath: a.file) else {
                 problems.append(.init(seq: a.seq, detail: "anchor \(name) cannot be read"))
                 continue

@@ -207,8 +207,7 @@ struct DoctorCommand: AsyncParsableCommand {
             return Check(check: "anchor copies", status: .warn, detail: "no anchor yet to copy to \(account)",
                          fix: "evidence log anchor (or let evidence run anchor the log)")
         }
-        let name = (newest.file as NSString).lastPathComponent
-        let remote = "\(CustodyConfig.archiveFolder)/\(name)"
+        let remote = "\(CustodyConfig.archiveFolder)/\(newest.name)"
         do {
             let archives = try Archives.build(config: config, used: [account], home: home, logger: Logger(label: "evidence"))
             guard let p = archives.providers[account] else { throw CLIError.config("account \(account) was not built") }

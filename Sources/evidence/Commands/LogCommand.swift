@@ -117,11 +117,10 @@ struct LogCommand: AsyncParsableCommand {
                 var copy: String?
                 var copied: Bool?
                 if let account = custody.anchorArchive, let provider = archives?.providers[account], let newest = ChainAnchors.list(home).last {
-                    let name = (newest.file as NSString).lastPathComponent
-                    copy = "\(account):\(CustodyConfig.archiveFolder)/\(name)"
+                    copy = "\(account):\(CustodyConfig.archiveFolder)/\(newest.name)"
                     do { copied = try await ChainAnchors.copy(newest, to: provider, scratch: home.store.tmpDir) } catch {
                         if !global.json { Output.line(made.map { "✓ anchored custody event #\($0.seq)" } ?? "✓ nothing new to anchor") }
-                        Output.err("cannot copy \(name) to \(copy!): \(error.message)")
+                        Output.err("cannot copy \(newest.name) to \(copy!): \(error.message)")
                         throw ExitCode(1)
                     }
                 }
