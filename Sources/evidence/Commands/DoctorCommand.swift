@@ -171,13 +171,15 @@ struct DoctorCommand: AsyncParsableCommand {
                       fix: "synchronize the clock (timedatectl set-ntp true, or chrony): custody times and report dates come from it"))
         }
 
-        // accounts
+        // accounts (the providers built here serve the anchor-copies check too)
+        var providers: [String: any ArchiveProvider] = [:]
         for name in config.archives.keys.sorted() {
             let started = Date()
             var c = Check(check: "account \(name)", status: .ok, detail: "")
             do {
                 let archives = try Archives.build(config: config, used: [name], home: home, logger: Logger(label: "evidence"))
                 guard let p = archives.providers[name] else { throw CLIError.config("account \(name) was not built") }
+                providers[name] = p
                 let who = try await p.whoami()
                 try await AccountsCheck.probe(p)
                 c.detail = "\(config.archives[name]!.kind.rawValue): \(who); write, hash and delete work"
@@ -196,21 +198,26 @@ struct DoctorCommand: AsyncParsableCommand {
         }
 
         // anchor copies
-        if let account = config.custody?.anchorArchive { add(await anchorCopiesCheck(home: home, account: account, config: config)) }
+        if let account = config.custody?.anchorArchive {
+            add(await anchorCopiesCheck(home: home, account: account, provider: providers[account]))
+        }
 
         if checks.contains(where: { $0.status == .fail }) { throw ExitCode(1) }
     }
 
     /// Whether the newest custody anchor has its copy in the `anchor_archive` account.
-    private func anchorCopiesCheck(home: String, account: String, config: EvidenceConfig) async -> Check {
+    /// `provider`: the account as the accounts check built it; nil when that failed.
+    private func anchorCopiesCheck(home: String, account: String, provider: (any ArchiveProvider)?) async -> Check {
         guard let newest = ChainAnchors.list(directory: home + "/anchors").last else {
             return Check(check: "anchor copies", status: .warn, detail: "no anchor yet to copy to \(account)",
                          fix: "evidence log anchor (or let evidence run anchor the log)")
         }
         let remote = "\(CustodyConfig.archiveFolder)/\(newest.name)"
+        guard let p = provider else {
+            return Check(check: "anchor copies", status: .fail, detail: "account \(account) could not be set up",
+                         fix: "see the check of account \(account) above")
+        }
         do {
-            let archives = try Archives.build(config: config, used: [account], home: home, logger: Logger(label: "evidence"))
-            guard let p = archives.providers[account] else { throw CLIError.config("account \(account) was not built") }
             let size = (try? FileManager.default.attributesOfItem(atPath: newest.file))?[.size] as? Int64
             guard let found = try await p.stat(remote) else {
                 return Check(check: "anchor copies", status: .warn, detail: "anchor #\(newest.seq) is not at \(account):\(remote) yet",
@@ -222,10 +229,8 @@ struct DoctorCommand: AsyncParsableCommand {
                              fix: "keep that file for inspection; evidence log verify --anchors on a fetched copy names what differs")
             }
             return Check(check: "anchor copies", status: .ok, detail: "the newest anchor (#\(newest.seq)) is at \(account):\(remote)")
-        } catch let e as ArchiveError {
-            return Check(check: "anchor copies", status: .fail, detail: e.message, fix: "see the check of account \(account) above")
         } catch {
-            return Check(check: "anchor copies", status: .fail, detail: "\(error)", fix: "fix the field named in evidence.toml")
+            return Check(check: "anchor copies", status: .fail, detail: error.message, fix: "see the check of account \(account) above")
         }
     }
 
