@@ -146,7 +146,9 @@ echo "== evidence rules check"
 ev rules check
 echo
 echo "== evidence run (logs: $work/run.log)"
-ev run 2>"$work/run.log" &
+# Started directly, not through ev(): a backgrounded function is a subshell, and $! would be
+# its PID, so the SIGTERM below would leave evidence itself running.
+"$bin" --config "$work/evidence.toml" run 2>"$work/run.log" &
 run=$!
 pids+=("$run")
 for _ in $(seq 100); do grep -q "initial scan" "$work/run.log" && break; sleep 0.1; done
@@ -201,7 +203,7 @@ echo "== evidence fsck"
 ev fsck
 echo
 echo "== evidence serve   (the auditor portal, read-only; bearer token from \$EVIDENCE_DEMO_PORTAL_TOKEN)"
-ev serve >"$work/serve.out" 2>"$work/serve.log" &
+"$bin" --config "$work/evidence.toml" serve >"$work/serve.out" 2>"$work/serve.log" &
 serve=$!; pids+=("$serve")
 for _ in $(seq 100); do grep -q "listening on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
 portal=$(sed -n 's/^listening on //p' "$work/serve.out" | head -1)
