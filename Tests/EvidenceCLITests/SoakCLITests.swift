@@ -1,3 +1,4 @@
+import EvidenceCore
 import EvidenceTesting
 import Foundation
 import Glibc
@@ -144,8 +145,15 @@ struct SoakCLITests {
                 corpus.drop(i, into: h.drop)
                 usleep(100_000)
             }
-            let done = ProviderCLITests().waitDone(h, files, timeout: Double(max(300, files * 30)))
-            #expect(done, "not all done: \(h.cli.run(["status"]).stdout)\n\(h.log.suffix(3000))")
+            // A job failed by several injected faults in a row waits out the product's own
+            // exponential backoff (2 s doubling, capped at Backoff().cap): one run took 308 s
+            // where most take ~100 s, and every item was done by then. The deadline leaves room
+            // for one capped wait, so it fails on a stuck job, not on an unlucky sequence.
+            let deadline = Double(max(300, files * 30)) + Backoff().cap
+            let done = ProviderCLITests().waitDone(h, files, timeout: deadline)
+            let jobs = CLI.exec(["sqlite3", "-readonly", h.home + "/catalog.sqlite",
+                                 "SELECT kind, state, attempts, next_run_at, last_error FROM job WHERE state != 'done'"]).stdout
+            #expect(done, "not all done after \(Int(deadline)) s; seed \(seed)\njobs not done:\n\(jobs)\n\(h.cli.run(["status"]).stdout)\n\(h.log.suffix(3000))")
             var outcome = check(h, sandbox, corpus, provider)
             (outcome.early, outcome.requests) = Self.requestsInsideRetryAfter(sandbox.stateDirectory + "/requests.log") {
                 $0.hasPrefix("/\(provider.rawValue)/") ? "account" : "notaries"   // the two origins of the harness
