@@ -40,16 +40,29 @@ public final class HTTPClient: Sendable {
         let outcome: TransferJob.Outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 guard job.attach(continuation) else { return }
-                pool.submit { easy in
+                pool.submit { [configuration] easy in
+                    // A pause noted while this request waited for a transfer slot holds it too:
+                    // `waitForOrigin` ran before the queue, and the queue can be seconds long.
+                    // The job stays queued while it waits, so cancelling it still answers at once.
+                    let left = OriginPause.shared.remaining(for: request.url)
+                    if left > configuration.retry.maxRetryAfter {
+                        guard job.start() else { return }
+                        job.finish(.failure(Self.pausedError(request, left: left)))
+                        return
+                    }
+                    if left > 0 { Thread.sleep(forTimeInterval: Self.jittered(left)) }
                     guard job.start() else { return }
-                    job.finish(Transfer.run(job, on: easy))
+                    let outcome = Transfer.run(job, on: easy)
+                    // Noted here, on the transfer thread, before it takes the next queued job
+                    // (noting it after `send` resumes would be too late for that one).
+                    if case .success(let response) = outcome { OriginPause.shared.note(response, url: request.url) }
+                    job.finish(outcome)
                 }
             }
         } onCancel: {
             job.cancel()
         }
         log(request, outcome, elapsed: ContinuousClock.now - started)
-        if case .success(let response) = outcome { OriginPause.shared.note(response, url: request.url) }
         return try outcome.get()
     }
 
@@ -61,18 +74,26 @@ public final class HTTPClient: Sendable {
         var left = OriginPause.shared.remaining(for: request.url)
         guard left > 0 else { return }
         if left > configuration.retry.maxRetryAfter {
-            throw HTTPError(kind: .paused, method: request.method, url: Redact.url(request.url), retryAfter: left.rounded(.up))
+            throw Self.pausedError(request, left: left)
         }
         logger.debug("HTTP \(request.method) \(Redact.url(request.url)) waits \(String(format: "%.2f", left)) s: the server asked to wait")
         while left > 0 {
             do {
-                try await Task.sleep(for: .seconds(left + Double.random(in: 0...min(1, left / 10))))
+                try await Task.sleep(for: .seconds(Self.jittered(left)))
             } catch {
                 throw HTTPError(kind: .cancelled, method: request.method, url: Redact.url(request.url))
             }
             // Another answer may have extended the pause meanwhile.
             left = OriginPause.shared.remaining(for: request.url)
         }
+    }
+
+    /// `left` seconds of pause plus up to a tenth of it (at most 1 s), so held requests spread out.
+    private static func jittered(_ left: Double) -> Double { left + Double.random(in: 0...min(1, left / 10)) }
+
+    /// Not sent: the origin is paused for longer than the retry policy waits.
+    private static func pausedError(_ request: HTTPRequest, left: Double) -> HTTPError {
+        HTTPError(kind: .paused, method: request.method, url: Redact.url(request.url), retryAfter: left.rounded(.up))
     }
 
     private func log(_ request: HTTPRequest, _ outcome: TransferJob.Outcome, elapsed: Duration) {

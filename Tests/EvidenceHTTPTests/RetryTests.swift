@@ -82,6 +82,27 @@ extension Loopback {
             #expect(server.hits("/limited") == 2)
         }
 
+        @Test func aRequestQueuedForATransferSlotWaitsOutAPauseNotedMeanwhile() async throws {
+            // One transfer slot: /other passes the pause check (none yet) and queues behind
+            // /limited, whose 429 + Retry-After: 2 arrives while /other waits for the slot.
+            let arrivals = ArrivalTimes()
+            let server = try TestServer(routes: [
+                "/limited": { _, _ in .delay(0.5, .respond(429, headers: [("Retry-After", "2")])) },
+                "/other": { _, _ in arrivals.note(); return .respond(200) },
+            ])
+            defer { server.stop() }
+            let client = makeClient { $0.maxConcurrentTransfers = 1 }
+            let first = Task { try await client.send(HTTPRequest(url: server.url("/limited"))) }
+            try await waitUntil { server.hits("/limited") == 1 }
+            let second = Task { try await client.send(HTTPRequest(url: server.url("/other"))) }
+            let limited = try await first.value
+            let answered = Date()
+            #expect(limited.status == 429)
+            #expect(try await second.value.status == 200)
+            let sent = try #require(arrivals.first)
+            #expect(sent.timeIntervalSince(answered) >= 1.5, "the queued request went \(sent.timeIntervalSince(answered)) s after the 429, inside its 2 s")
+        }
+
         @Test func aPauseLongerThanAllowedThrowsPausedWithoutSending() async throws {
             let server = try TestServer(routes: [
                 "/later": { _, _ in .respond(503, headers: [("Retry-After", "3600")]) },
@@ -180,4 +201,12 @@ extension Loopback {
             #expect(server.hits("/slow") == 2)
         }
     }
+}
+
+/// When a test server's route was reached, for checks against the client's own clock.
+final class ArrivalTimes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var times: [Date] = []
+    func note() { lock.lock(); times.append(Date()); lock.unlock() }
+    var first: Date? { lock.lock(); defer { lock.unlock() }; return times.first }
 }
