@@ -42,7 +42,7 @@ struct BadInputMatrixCLITests {
             process.standardInput = stdin
             process.standardOutput = stdout ?? FileHandle.nullDevice
             process.standardError = stdout ?? FileHandle.nullDevice
-            try process.run()
+            try startSerialized(process)
         }
         func send(_ text: String) { stdin.fileHandleForWriting.write(Data(text.utf8)) }
         func stop() {

@@ -1,3 +1,4 @@
+import EvidenceTesting
 import Foundation
 import Glibc
 
@@ -43,7 +44,7 @@ struct CLI {
         p.standardOutput = out
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
-        try! p.run()
+        try! startSerialized(p)
         let killer = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
         // Read both pipes concurrently so a chatty child cannot block on a full pipe.

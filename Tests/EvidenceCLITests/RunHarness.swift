@@ -1,3 +1,4 @@
+import EvidenceTesting
 import Foundation
 import Glibc
 import Testing
@@ -40,7 +41,7 @@ final class RunHarness {
         p.standardError = log
         p.standardOutput = log
         p.standardInput = FileHandle.nullDevice
-        try p.run()
+        try startSerialized(p)
         process = p
         let ready = waitUntil(timeout: timeout) { self.log.contains("initial scan") || !p.isRunning }
         guard ready, p.isRunning else { throw HarnessError.notReady(self.log) }

@@ -34,7 +34,7 @@ struct ServeCLITests {
             process.standardOutput = FileHandle(forWritingAtPath: outPath)
             process.standardError = FileHandle(forWritingAtPath: logPath)
             process.standardInput = FileHandle.nullDevice
-            try process.run()
+            try startSerialized(process)
             let ready = waitUntil(timeout: 20) { self.stdout.contains("listening on ") || !self.process.isRunning }
             guard ready, process.isRunning, let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
                 throw ServeError.notReady(stdout + log)

@@ -61,7 +61,7 @@ public final class SandboxProcess: @unchecked Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         do {
-            try process.run()
+            try startSerialized(process)
         } catch {
             throw StartError.launch("\(executable.path): \(error)")
         }

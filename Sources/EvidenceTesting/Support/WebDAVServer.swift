@@ -21,7 +21,7 @@ public final class WebDAVServer: @unchecked Sendable {
                            "--user", Self.user, "--pass", Self.password, "--config", "/dev/null"]
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
-            try p.run()
+            try startSerialized(p)
             // Ready when it answers (401 without credentials).
             for _ in 0..<100 {
                 let r = Process()
@@ -30,7 +30,7 @@ public final class WebDAVServer: @unchecked Sendable {
                 let out = Pipe()
                 r.standardOutput = out
                 r.standardError = FileHandle.nullDevice
-                try r.run(); r.waitUntilExit()
+                try startSerialized(r); r.waitUntilExit()
                 let code = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 if code == "401" { chosen = candidate; break }
                 if !p.isRunning { break }

@@ -20,7 +20,7 @@ public enum OpenSSLCLI {
         process.standardOutput = pipe
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try startSerialized(process)
         // Read to EOF before waiting so a chatty child can never block on a full pipe.
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
