@@ -31,7 +31,7 @@ final class RunHarness {
         let arguments = (configPath.map { ["--config", $0] } ?? []) + ["--home", home, "run", "--rules", rules, "--log-format", "json"]
         let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
         let p = try ChildProcess(CLI.binary, arguments, environment: env, directory: scratch.path,
-                                 stdout: .file(logPath), stderr: .stdout)
+                                 stdout: .file(logPath, append: false), stderr: .stdout)
         process = p
         let ready = waitUntil(timeout: timeout) { self.log.contains("initial scan") || !p.isRunning }
         guard ready, p.isRunning else { throw HarnessError.notReady(self.log) }
