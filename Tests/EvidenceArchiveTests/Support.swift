@@ -4,7 +4,7 @@ import EvidenceStore
 import Foundation
 import Glibc
 import Logging
-import EvidenceTesting
+import EvidenceSandbox
 import Testing
 
 /// A fresh folder, removed on `cleanup()`.

@@ -1,4 +1,5 @@
 import EvidenceProcess
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc

@@ -1,5 +1,5 @@
 import EvidenceProcess
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Glibc
 

@@ -1,4 +1,5 @@
 import EvidenceCore
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc

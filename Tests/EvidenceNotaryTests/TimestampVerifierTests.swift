@@ -1,6 +1,6 @@
 import EvidenceCore
 import EvidenceNotary
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Testing
 
