@@ -3,6 +3,7 @@ import EvidenceHTTP
 import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("OAuth accounts against the sandbox's authorization servers", .serialized)
 struct OAuthTests {

@@ -2,6 +2,7 @@ import EvidenceProcess
 import EvidenceSandbox
 import Foundation
 import Glibc
+import EvidenceTesting
 
 /// Runs the built `evidence` binary (next to the test bundle) as a real process.
 struct CLI {
@@ -49,23 +50,13 @@ struct CLI {
     }
 }
 
+/// A test's folder (see `TempDirectory`), with the CLI tests' conventions: `home` inside it.
 final class Scratch {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "/evidence-cli-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit {
-        _ = CLI.exec(["chmod", "-R", "u+rwX", path])
-        try? FileManager.default.removeItem(atPath: path)
-    }
+    private let directory = TempDirectory("cli")
+    var path: String { directory.path }
+
     var home: String { path + "/home" }
 
     @discardableResult
-    func file(_ name: String, _ text: String) -> String {
-        let p = path + "/" + name
-        try! FileManager.default.createDirectory(atPath: (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        _ = FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
-        return p
-    }
+    func file(_ name: String, _ text: String) -> String { directory.write(name, text) }
 }

@@ -2,6 +2,7 @@ import EvidenceSandbox
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 /// `evidence run` serving `/metrics`, `/healthz` and `/readyz` while it notarizes (QED + a real
 /// `openssl ts` TSA) and archives to the sandbox's ownCloud; the scrape is compared with

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 @Suite("evidence run: real inotify, real processes", .serialized)
 struct RunCLITests {

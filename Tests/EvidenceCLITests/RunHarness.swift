@@ -3,6 +3,7 @@ import EvidenceSandbox
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 /// `evidence run` as a real process on a temp home, rules folder and watched folder.
 final class RunHarness {
@@ -66,16 +67,6 @@ final class RunHarness {
     enum HarnessError: Error { case notReady(String) }
 }
 
-/// Polls `condition` every 50 ms until true or `timeout` seconds pass.
-@discardableResult
-func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(50_000)
-    }
-    return condition()
-}
 
 func randomBytes(_ n: Int) -> Data {
     var g = SystemRandomNumberGenerator()

@@ -3,6 +3,7 @@ import EvidenceSandbox
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 /// `evidence serve` as a real process over a home that `evidence run` filled against the
 /// sandbox (QED + a real `openssl ts` TSA): HTTP with curl, downloads checked with standard

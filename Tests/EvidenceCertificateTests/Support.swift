@@ -4,22 +4,9 @@ import EvidenceCore
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
-/// A temp folder removed when the value goes away.
-final class TempDir {
-    let path: String
-    init() {
-        var template = Array((NSTemporaryDirectory() + "/evidence-cert-test.XXXXXX").utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    }
-    deinit { _ = try? FileManager.default.removeItem(atPath: path) }
-
-    func write(_ name: String, _ data: Data) -> String {
-        let p = path + "/" + name
-        _ = FileManager.default.createFile(atPath: p, contents: data)
-        return p
-    }
-}
+typealias TempDir = TempDirectory
 
 struct ToolResult {
     var out: String

@@ -1,6 +1,7 @@
 @testable import EvidenceHTTP
 import Foundation
 import Testing
+import EvidenceTesting
 
 extension Loopback {
     /// The client leaves no descriptor behind: once it is released, no socket of this process
@@ -36,7 +37,7 @@ extension Loopback {
             let idle = OpenSockets.touching(port: server.port)
             #expect(idle <= 1 + 2 * 4, "\(idle) sockets on the server's port with the client idle")
             client = nil
-            try await waitUntil(seconds: 10) { OpenSockets.touching(port: server.port) == 1 }
+            #expect(await waitUntil(timeout: 10) { OpenSockets.touching(port: server.port) == 1 })
             #expect(OpenSockets.touching(port: server.port) == 1, "a socket outlived the client")
         }
     }

@@ -1,6 +1,7 @@
 import EvidenceHTTP
 import Foundation
 import Testing
+import EvidenceTesting
 
 extension Loopback {
     @Suite struct Retries {
@@ -69,7 +70,7 @@ extension Loopback {
             let client = makeClient()
             let first = Task { try await client.execute(HTTPRequest(url: server.url("/limited"))) }
             // The 429 has reached the client (a fixed sleep was too short on a loaded machine).
-            try await waitUntil { OriginPause.shared.remaining(for: server.url("/")) > 0 }
+            #expect(await waitUntil(timeout: 5) { OriginPause.shared.remaining(for: server.url("/")) > 0 })
             let pauseEnds = Date().addingTimeInterval(OriginPause.shared.remaining(for: server.url("/")))
 
             let free = try await client.send(HTTPRequest(url: elsewhere.url("/free")))
@@ -93,7 +94,7 @@ extension Loopback {
             defer { server.stop() }
             let client = makeClient { $0.maxConcurrentTransfers = 1 }
             let first = Task { try await client.send(HTTPRequest(url: server.url("/limited"))) }
-            try await waitUntil { server.hits("/limited") == 1 }
+            #expect(await waitUntil(timeout: 5) { server.hits("/limited") == 1 })
             let second = Task { try await client.send(HTTPRequest(url: server.url("/other"))) }
             let limited = try await first.value
             let answered = Date()
@@ -122,7 +123,7 @@ extension Loopback {
                 extended.note()
                 return r
             }
-            try await waitUntil { server.hits("/first") == 1 && server.hits("/second") == 1 }
+            #expect(await waitUntil(timeout: 5) { server.hits("/first") == 1 && server.hits("/second") == 1 })
             let queued = Task { try await client.send(HTTPRequest(url: server.url("/queued"))) }
             #expect(try await first.value.status == 429)
             #expect(try await second.value.status == 429)

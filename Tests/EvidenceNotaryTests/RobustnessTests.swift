@@ -3,6 +3,7 @@ import EvidenceNotary
 import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("RFC 3161 robustness")
 struct RobustnessTests {

@@ -3,6 +3,7 @@ import EvidenceNotary
 import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 /// A fresh temporary directory, removed when the value is discarded by `withTempDirectory`.
 func withTempDirectory<T>(_ body: (String) throws -> T) throws -> T {

@@ -3,6 +3,7 @@ import EvidenceNotary
 import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("TestTSA")
 struct TestTSATests {

@@ -3,6 +3,7 @@ import EvidenceNotary
 import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("RFC 3161 replies against a real openssl TSA")
 struct TimestampVerifierTests {

@@ -3,6 +3,7 @@ import EvidenceStore
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 @Suite("Content-addressed store")
 struct ObjectStoreTests {

@@ -1,21 +1,12 @@
 import EvidenceProcess
 import Foundation
 import Glibc
+import EvidenceTesting
 
-/// A temp folder removed at the end of the test.
-final class TempDir {
-    let path: String
-    init() {
-        var template = Array((NSTemporaryDirectory() + "/evidence-test.XXXXXX").utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    }
-    deinit { _ = try? FileManager.default.removeItem(atPath: path) }
+typealias TempDir = TempDirectory
 
-    func file(_ name: String, _ data: Data) -> String {
-        let p = path + "/" + name
-        _ = FileManager.default.createFile(atPath: p, contents: data)
-        return p
-    }
+extension TempDirectory {
+    func file(_ name: String, _ data: Data) -> String { write(name, data) }
 }
 
 func randomData(_ n: Int) -> Data {

@@ -1,6 +1,7 @@
 import EvidenceProcess
 import Foundation
 import Glibc
+import EvidenceTesting
 
 /// `openssl s_server -www` with a certificate issued by a throw-away CA, both made with the
 /// `openssl` CLI in a temporary directory. The server certificate names only IP 127.0.0.1.
@@ -16,7 +17,7 @@ final class TLSServer: @unchecked Sendable {
     func url(host: String = "127.0.0.1") -> String { "https://\(host):\(port)/" }
 
     init() throws {
-        let dir = try TempDirectory()
+        let dir = TempDirectory("http")
         directory = dir
         do {
             try Self.makeCertificates(in: dir)
@@ -47,7 +48,7 @@ final class TLSServer: @unchecked Sendable {
     }
 
     private static func makeCertificates(in directory: TempDirectory) throws {
-        try directory.write("server.ext", """
+        directory.write("server.ext", """
             subjectAltName = IP:127.0.0.1
             basicConstraints = CA:FALSE
             keyUsage = digitalSignature
@@ -93,8 +94,3 @@ final class TLSServer: @unchecked Sendable {
     }
 }
 
-extension TempDirectory {
-    func write(_ name: String, _ text: String) throws {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: file(name)))
-    }
-}
