@@ -60,12 +60,12 @@ public protocol Catalog: Sendable {
     func proofs(itemID: Int64) throws(CatalogError) -> [Proof]
     func allProofs() throws(CatalogError) -> [Proof]
     /// Stores what a notary said (insert or replace for the item and notary) with a custody event
-    /// `notary-<state>`, and moves the item in the same transaction: a pending proof moves it to
-    /// `submitted` (if it was before that), a failed one to `failed` with the notary's reason, and
-    /// once every notary in `required` has a confirmed proof the item moves to `confirmed` and
-    /// `whenAllConfirmed` jobs are created. Returns the item afterwards.
+    /// `notary-<state>`, then asks `decide` (the item's lifecycle) with the item's state and the
+    /// notaries whose proofs are now confirmed, and applies the transition it returns, all in one
+    /// transaction. The catalog decides nothing itself. Returns the item afterwards.
     @discardableResult
-    func saveProof(_ proof: Proof, required: [String], whenAllConfirmed: [JobSpec]) throws(CatalogError) -> Item
+    func saveProof(_ proof: Proof, then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
+        throws(CatalogError) -> Item
     func certificates(itemID: Int64) throws(CatalogError) -> [Certificate]
     /// Records a certificate kept in the store (insert or replace per item and origin), event `certificate`.
     func saveCertificate(_ certificate: Certificate) throws(CatalogError)
@@ -86,7 +86,7 @@ public protocol Catalog: Sendable {
     func enqueue(_ spec: JobSpec, itemID: Int64?, dedupeKey: String) throws(CatalogError) -> QueuedJob
     /// Leases the most overdue runnable job of these kinds (queued and due, or running with
     /// an expired lease), counting an attempt. Nil when none is due.
-    func claimJob(kinds: [String], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
+    func claimJob(kinds: [JobKind], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
     func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError)
     @discardableResult
     func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob
@@ -98,7 +98,7 @@ public protocol Catalog: Sendable {
     /// Moves the job's lease end to `now + lease` while `owner` still holds it; false when it
     /// does not (the lease expired and another runner took the job, or it finished).
     func renewLease(_ id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> Bool
-    func nextJobDue(kinds: [String]) throws(CatalogError) -> Date?
+    func nextJobDue(kinds: [JobKind]) throws(CatalogError) -> Date?
     func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob]
     func troubledJobs(limit: Int) throws(CatalogError) -> [QueuedJob]
     func jobCounts() throws(CatalogError) -> [String: Int]

@@ -117,12 +117,21 @@ struct JobRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
-    func model() -> QueuedJob {
-        let p = (try? CanonicalJSON.decoder().decode([String: String].self, from: Data(payload.utf8))) ?? [:]
-        return QueuedJob(id: id ?? 0, kind: kind, itemID: itemId, state: QueuedJob.State(rawValue: state) ?? .failed,
-                   attempts: attempts, maxAttempts: maxAttempts, nextRunAt: nextRunAt, leaseOwner: leaseOwner,
-                   leaseExpiresAt: leaseExpiresAt, lastError: lastError, payload: p, createdAt: createdAt,
-                   updatedAt: updatedAt)
+    /// The job, or an error naming it when its kind or parameters cannot be read (a catalog
+    /// written by hand or by a newer version).
+    func model() throws -> QueuedJob {
+        guard let jobKind = JobKind(rawValue: kind) else {
+            throw CatalogError.notFound("job \(id ?? 0): unknown kind \"\(kind)\"")
+        }
+        let fields = (try? CanonicalJSON.decoder().decode([String: String].self, from: Data(payload.utf8))) ?? [:]
+        let typed: JobPayload
+        do { typed = try JobPayload(kind: jobKind, fields: fields) } catch {
+            throw CatalogError.notFound("job \(id ?? 0): \(error)")
+        }
+        return QueuedJob(id: id ?? 0, itemID: itemId, state: QueuedJob.State(rawValue: state) ?? .failed,
+                         attempts: attempts, maxAttempts: maxAttempts, nextRunAt: nextRunAt, leaseOwner: leaseOwner,
+                         leaseExpiresAt: leaseExpiresAt, lastError: lastError, payload: typed, createdAt: createdAt,
+                         updatedAt: updatedAt)
     }
 }
 
@@ -146,13 +155,16 @@ struct ProofRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     var updatedAt: Date
 
     init(_ p: Proof) {
-        itemId = p.itemID; notary = p.notary; kind = p.kind; state = p.state.rawValue; remoteId = p.remoteID
+        itemId = p.itemID; notary = p.notary; kind = p.kind.rawValue; state = p.state.rawValue; remoteId = p.remoteID
         receipt = p.receipt?.hex; txHash = p.txHash; blockHeight = p.blockHeight; network = p.network; link = p.link
         provenAt = p.provenAt; error = p.error; submittedAt = p.submittedAt; updatedAt = p.updatedAt
     }
 
-    func model() -> Proof {
-        Proof(itemID: itemId, notary: notary, kind: kind, state: Proof.State(rawValue: state) ?? .failed,
+    func model() throws -> Proof {
+        guard let proofKind = ProofKind(rawValue: kind) else {
+            throw CatalogError.notFound("proof of item \(itemId) by \(notary): unknown kind \"\(kind)\"")
+        }
+        return Proof(itemID: itemId, notary: notary, kind: proofKind, state: Proof.State(rawValue: state) ?? .failed,
               remoteID: remoteId, receipt: receipt.flatMap { SHA256Digest(hex: $0) }, txHash: txHash,
               blockHeight: blockHeight, network: network, link: link, provenAt: provenAt, error: error,
               submittedAt: submittedAt, updatedAt: updatedAt)
@@ -193,12 +205,15 @@ struct ArchivedFileRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     var verifiedAt: Date
 
     init(_ f: ArchivedFile) {
-        itemId = f.itemID; account = f.account; remotePath = f.remotePath; role = f.role; sha256 = f.sha256.hex
+        itemId = f.itemID; account = f.account; remotePath = f.remotePath; role = f.role.rawValue; sha256 = f.sha256.hex
         size = f.size; verifiedBy = f.verifiedBy; remoteId = f.remoteID; verifiedAt = f.verifiedAt
     }
 
-    func model() -> ArchivedFile {
-        ArchivedFile(itemID: itemId, account: account, remotePath: remotePath, role: role, sha256: SHA256Digest(hex: sha256)!,
+    func model() throws -> ArchivedFile {
+        guard let archiveRole = ArchiveRole(rawValue: role) else {
+            throw CatalogError.notFound("archived file \(remotePath) of item \(itemId): unknown role \"\(role)\"")
+        }
+        return ArchivedFile(itemID: itemId, account: account, remotePath: remotePath, role: archiveRole, sha256: SHA256Digest(hex: sha256)!,
                      size: size, verifiedBy: verifiedBy, remoteID: remoteId, verifiedAt: verifiedAt)
     }
 }

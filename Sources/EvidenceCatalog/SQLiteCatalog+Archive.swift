@@ -5,7 +5,7 @@ import GRDB
 extension SQLiteCatalog {
     public func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile] {
         try read { db in
-            try ArchivedFileRow.filter(Column("item_id") == itemID).order(Column("remote_path")).fetchAll(db).map { $0.model() }
+            try ArchivedFileRow.filter(Column("item_id") == itemID).order(Column("remote_path")).fetchAll(db).map { try $0.model() }
         }
     }
 
@@ -13,7 +13,7 @@ extension SQLiteCatalog {
         try write { db in
             try ArchivedFileRow(file).save(db)
             _ = try Self.appendEvent(db, itemID: file.itemID, kind: "archived-file", actor: "evidence", details: [
-                "account": file.account, "remote_path": file.remotePath, "role": file.role, "sha256": file.sha256.hex,
+                "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
                 "size": String(file.size), "verified_by": file.verifiedBy,
             ])
         }

@@ -47,12 +47,11 @@ extension SQLiteCatalog {
                 _ = try Self.appendEvent(db, itemID: row.id, kind: "seen-again", actor: r.actor, details: details)
             }
             for spec in r.jobsForNewSource {
-                var p = spec.payload
-                p["source_id"] = String(source.id!)
-                p["path"] = r.path
                 var sp = spec
-                sp.payload = p
-                _ = try Self.insertJob(db, sp, itemID: row.id, dedupeKey: "\(spec.kind):source:\(source.id!)", now: now)
+                if case .afterAction(let rule, let action, _) = spec.payload {
+                    sp.payload = .afterAction(rule: rule, action: action, source: SourceRef(id: source.id!, path: r.path))
+                }
+                _ = try Self.insertJob(db, sp, itemID: row.id, dedupeKey: "\(spec.kind.rawValue):source:\(source.id!)", now: now)
             }
             if created {
                 for spec in r.jobsForNewItem {

@@ -5,38 +5,56 @@ import GRDB
 extension SQLiteCatalog {
     static func insertJob(_ db: Database, _ spec: JobSpec, itemID: Int64?, dedupeKey: String, now: Date) throws -> QueuedJob {
         if let existing = try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE dedupe_key = ?"),
-                                              arguments: [dedupeKey]) { return existing.model() }
-        var row = JobRow(id: nil, kind: spec.kind, itemId: itemID, state: QueuedJob.State.queued.rawValue, attempts: 0,
+                                              arguments: [dedupeKey]) { return try existing.model() }
+        var row = JobRow(id: nil, kind: spec.kind.rawValue, itemId: itemID, state: QueuedJob.State.queued.rawValue, attempts: 0,
                          maxAttempts: spec.maxAttempts, nextRunAt: spec.runAt ?? now, leaseOwner: nil,
                          leaseExpiresAt: nil, lastError: nil,
-                         payload: String(decoding: try CanonicalJSON.encode(spec.payload), as: UTF8.self),
+                         payload: String(decoding: try CanonicalJSON.encode(spec.payload.fields), as: UTF8.self),
                          dedupeKey: dedupeKey, createdAt: now, updatedAt: now)
         try row.insert(db)
-        return row.model()
+        return try row.model()
     }
 
     public func enqueue(_ spec: JobSpec, itemID: Int64?, dedupeKey: String) throws(CatalogError) -> QueuedJob {
         try write { db in try Self.insertJob(db, spec, itemID: itemID, dedupeKey: dedupeKey, now: Date()) }
     }
 
-    public func claimJob(kinds: [String], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
+    public func claimJob(kinds: [JobKind], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
         guard !kinds.isEmpty else { return nil }
         return try write(durable: false) { db in
             let marks = kinds.map { _ in "?" }.joined(separator: ",")
-            var args: [any DatabaseValueConvertible] = kinds
+            var args: [any DatabaseValueConvertible] = kinds.map(\.rawValue)
             args += [now, now]
-            guard var row = try JobRow.fetchOne(db.cachedStatement(sql: """
+            while var row = try JobRow.fetchOne(db.cachedStatement(sql: """
                 SELECT * FROM job WHERE kind IN (\(marks)) AND
                   ((state = 'queued' AND next_run_at <= ?) OR (state = 'running' AND lease_expires_at < ?))
                 ORDER BY next_run_at, id LIMIT 1
-                """), arguments: StatementArguments(args)) else { return nil }
-            row.state = QueuedJob.State.running.rawValue
-            row.leaseOwner = owner
-            row.leaseExpiresAt = now.addingTimeInterval(lease)
-            row.attempts += 1
-            row.updatedAt = now
-            try row.update(db)
-            return row.model()
+                """), arguments: StatementArguments(args)) {
+                row.updatedAt = now
+                let job: QueuedJob
+                do {
+                    job = try row.model()
+                } catch {
+                    // Unreadable parameters: fail it for good, visibly, and take the next one.
+                    row.state = QueuedJob.State.failed.rawValue
+                    row.lastError = "\(error)"
+                    try row.update(db)
+                    continue
+                }
+                row.state = QueuedJob.State.running.rawValue
+                row.leaseOwner = owner
+                row.leaseExpiresAt = now.addingTimeInterval(lease)
+                row.attempts += 1
+                try row.update(db)
+                var claimed = job
+                claimed.state = .running
+                claimed.leaseOwner = owner
+                claimed.leaseExpiresAt = row.leaseExpiresAt
+                claimed.attempts = row.attempts
+                claimed.updatedAt = now
+                return claimed
+            }
+            return nil
         }
     }
 
@@ -55,7 +73,7 @@ extension SQLiteCatalog {
             row.maxAttempts = max(row.maxAttempts, row.attempts)
             row.updatedAt = now
             try row.update(db)
-            return row.model()
+            return try row.model()
         }
     }
 
@@ -95,7 +113,7 @@ extension SQLiteCatalog {
                 if let t = onGiveUp, let itemID = row.itemId { try Self.applyTransition(db, itemID: itemID, t) }
             }
             try row.update(db)
-            return row.model()
+            return try row.model()
         }
     }
 
@@ -146,16 +164,18 @@ extension SQLiteCatalog {
     }
 
     /// When the next queued job of these kinds is due (nil: none queued).
-    public func nextJobDue(kinds: [String]) throws(CatalogError) -> Date? {
+    public func nextJobDue(kinds: [JobKind]) throws(CatalogError) -> Date? {
         try read { db in
             let marks = kinds.map { _ in "?" }.joined(separator: ",")
             return try Date.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_run_at) FROM job WHERE state = 'queued' AND kind IN (\(marks))"),
-                                     arguments: StatementArguments(kinds))
+                                     arguments: StatementArguments(kinds.map(\.rawValue)))
         }
     }
 
     public func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob] {
-        try read { db in try JobRow.filter(Column("item_id") == itemID).order(Column("id")).fetchAll(db).map { $0.model() } }
+        // A job whose parameters cannot be read was failed when it was claimed; it still counts
+        // in `jobCounts`, but cannot be shown as a job.
+        try read { db in try JobRow.filter(Column("item_id") == itemID).order(Column("id")).fetchAll(db).compactMap { try? $0.model() } }
     }
 
     /// Jobs that failed for good, or are retrying after an error; newest first.
@@ -164,7 +184,7 @@ extension SQLiteCatalog {
             try JobRow.fetchAll(db, sql: """
                 SELECT * FROM job WHERE state = 'failed' OR (state IN ('queued', 'running') AND last_error IS NOT NULL)
                 ORDER BY updated_at DESC LIMIT ?
-                """, arguments: [limit]).map { $0.model() }
+                """, arguments: [limit]).compactMap { try? $0.model() }
         }
     }
 
@@ -251,7 +271,7 @@ extension SQLiteCatalog {
 
 /// A custody event, and optionally an item state change, made together with a job's
 /// completion or failure. `state: nil` records the event only.
-public struct JobTransition: Sendable {
+public struct JobTransition: Sendable, Equatable {
     public var state: ItemState?
     public var event: String
     public var reason: String?

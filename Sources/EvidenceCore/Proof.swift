@@ -1,5 +1,24 @@
 import Foundation
 
+/// How a notary proves: a QED report (anchored in a blockchain) or an RFC 3161 time-stamp token.
+/// Raw values are stored in the catalog and shown in `show --json`: never rename them.
+public enum ProofKind: String, Codable, Sendable, CaseIterable {
+    case qed
+    case rfc3161
+}
+
+/// What one archived file of an item is. Raw values are stored in the catalog: never rename them.
+public enum ArchiveRole: String, Codable, Sendable, CaseIterable {
+    /// The evidence file itself.
+    case original
+    /// A notary's receipt: the QED report JSON or the `.tsr` token.
+    case receipt
+    /// A certificate PDF (ours or the notary's).
+    case certificate
+    /// The manifest listing the item's archived files.
+    case manifest
+}
+
 /// What one notary said about one item. Kept per (item, notary name of the config).
 public struct Proof: Codable, Sendable, Equatable {
     public enum State: String, Codable, Sendable, CaseIterable {
@@ -13,8 +32,7 @@ public struct Proof: Codable, Sendable, Equatable {
     public var itemID: Int64
     /// The `[notaries.NAME]` of the config that produced it.
     public var notary: String
-    /// `qed` or `rfc3161`.
-    public var kind: String
+    public var kind: ProofKind
     public var state: State
     /// QED report slug; TSA serial number (hex).
     public var remoteID: String?
@@ -31,7 +49,7 @@ public struct Proof: Codable, Sendable, Equatable {
     public var submittedAt: Date?
     public var updatedAt: Date
 
-    public init(itemID: Int64, notary: String, kind: String, state: State, remoteID: String? = nil,
+    public init(itemID: Int64, notary: String, kind: ProofKind, state: State, remoteID: String? = nil,
                 receipt: SHA256Digest? = nil, txHash: String? = nil, blockHeight: Int64? = nil, network: String? = nil,
                 link: String? = nil, provenAt: Date? = nil, error: String? = nil, submittedAt: Date? = nil,
                 updatedAt: Date = Date()) {
@@ -62,8 +80,7 @@ public struct ArchivedFile: Codable, Sendable, Equatable {
     public var itemID: Int64
     public var account: String
     public var remotePath: String
-    /// `original`, `receipt`, `certificate`, `manifest`.
-    public var role: String
+    public var role: ArchiveRole
     /// Store object the file came from.
     public var sha256: SHA256Digest
     public var size: Int64
@@ -72,7 +89,7 @@ public struct ArchivedFile: Codable, Sendable, Equatable {
     public var remoteID: String?
     public var verifiedAt: Date
 
-    public init(itemID: Int64, account: String, remotePath: String, role: String, sha256: SHA256Digest, size: Int64,
+    public init(itemID: Int64, account: String, remotePath: String, role: ArchiveRole, sha256: SHA256Digest, size: Int64,
                 verifiedBy: String, remoteID: String? = nil, verifiedAt: Date = Date()) {
         self.itemID = itemID; self.account = account; self.remotePath = remotePath; self.role = role
         self.sha256 = sha256; self.size = size; self.verifiedBy = verifiedBy; self.remoteID = remoteID

@@ -31,9 +31,9 @@ public struct Ingestor: Sendable {
 
     /// Ingests `path`. Never throws: every outcome is a value with a one-line reason that
     /// names the path.
-    /// - Parameter plan: the rule's plan; its jobs are queued in the same transaction as the
+    /// - Parameter lifecycle: the rule's lifecycle; its jobs are queued in the same transaction as the
     ///   catalog record (manual ingests pass none and queue nothing).
-    public func ingest(path: String, rule: String? = nil, plan: PipelinePlan? = nil, followSymlinks: Bool = false,
+    public func ingest(path: String, rule: String? = nil, lifecycle: ItemLifecycle? = nil, followSymlinks: Bool = false,
                        progress: ((Int64) -> Void)? = nil) -> Outcome {
         let result: ObjectStore.IngestResult
         do {
@@ -57,7 +57,7 @@ public struct Ingestor: Sendable {
                                   device: result.source.device, inode: result.source.inode,
                                   mtimeNanos: result.source.mtimeNanos, media: media,
                                   newObject: result.newObject, actor: actor,
-                                  jobsForNewItem: plan?.jobsForNewItem ?? [], jobsForNewSource: plan?.jobsForNewSource ?? [])
+                                  jobsForNewItem: lifecycle?.jobsForNewItem ?? [], jobsForNewSource: lifecycle?.jobsForNewSource ?? [])
         do {
             return .ingested(try home.catalog.recordIngest(record))
         } catch {

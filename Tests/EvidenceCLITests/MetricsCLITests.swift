@@ -63,7 +63,7 @@ struct MetricsCLITests {
             let status = h.status()
             let states = try #require(status["states"] as? [String: Int])
             let quarantined = (status["quarantined"] as? [Any])?.count ?? -1
-            for state in ["detected", "settled", "ingested", "submitted", "confirmed", "certified", "archived", "shared", "done", "failed"] {
+            for state in ["ingested", "submitted", "confirmed", "certified", "archived", "done", "failed"] {
                 #expect(value(scrape, #"evidence_items{state="\#(state)"}"#) == Double(states[state] ?? 0), "\(state)")
             }
             #expect(value(scrape, #"evidence_items{state="quarantined"}"#) == Double(quarantined))

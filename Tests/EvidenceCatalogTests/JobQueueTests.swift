@@ -1,6 +1,8 @@
 import EvidenceCatalog
 import EvidenceCore
 import Foundation
+import EvidenceTesting
+import GRDB
 import Testing
 
 @Suite("Job queue")
@@ -15,23 +17,27 @@ struct JobQueueTests {
     func queuedWithIngest() throws {
         let c = try SQLiteCatalog.inMemory()
         var r = record("a", path: "/drop/a.mp4")
-        r.jobsForNewItem = [JobSpec(kind: "verify")]
-        r.jobsForNewSource = [JobSpec(kind: "after-action", payload: ["action": "delete"])]
+        r.jobsForNewItem = [JobSpec(.verify(rule: "cam"))]
+        r.jobsForNewSource = [JobSpec(.afterAction(rule: "cam", action: .delete, source: nil))]
         let item = try c.recordIngest(r).item
         var again = record("a", path: "/drop/copy.mp4", inode: 9)
         again.jobsForNewItem = r.jobsForNewItem
         again.jobsForNewSource = r.jobsForNewSource
         _ = try c.recordIngest(again)
         let jobs = try c.jobs(itemID: item.id)
-        #expect(jobs.map(\.kind).sorted() == ["after-action", "after-action", "verify"])
-        #expect(jobs.filter { $0.kind == "after-action" }.compactMap { $0.payload["path"] }.sorted() == ["/drop/a.mp4", "/drop/copy.mp4"])
+        #expect(jobs.map(\.kind.rawValue).sorted() == ["after-action", "after-action", "verify"])
+        let sources = jobs.compactMap { job -> String? in
+            if case .afterAction(_, .delete, let source?) = job.payload { return source.path }
+            return nil
+        }
+        #expect(sources.sorted() == ["/drop/a.mp4", "/drop/copy.mp4"], "the catalog fills in each after-action's source")
     }
 
     @Test("enqueue is idempotent by dedupe key")
     func dedupe() throws {
         let (c, id) = try catalogWithItem()
-        let a = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "verify:item:\(id)")
-        let b = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "verify:item:\(id)")
+        let a = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "verify:item:\(id)")
+        let b = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "verify:item:\(id)")
         #expect(a.id == b.id)
         #expect(try c.jobs(itemID: id).count == 1)
     }
@@ -39,14 +45,14 @@ struct JobQueueTests {
     @Test("a claimed job is leased to one owner; others cannot claim it until the lease expires")
     func leasing() throws {
         let (c, id) = try catalogWithItem()
-        _ = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "v")
+        _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "v")
         let now = Date()
-        let job = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now))
+        let job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
         #expect(job.state == .running && job.attempts == 1 && job.leaseOwner == "A")
-        #expect(try c.claimJob(kinds: ["verify"], owner: "B", lease: 60, now: now) == nil)
+        #expect(try c.claimJob(kinds: [.verify], owner: "B", lease: 60, now: now) == nil)
         // A crashed owner's lease runs out: B takes the job over, and A can no longer complete it.
         let later = now.addingTimeInterval(61)
-        let taken = try #require(try c.claimJob(kinds: ["verify"], owner: "B", lease: 60, now: later))
+        let taken = try #require(try c.claimJob(kinds: [.verify], owner: "B", lease: 60, now: later))
         #expect(taken.id == job.id && taken.attempts == 2)
         #expect(throws: CatalogError.self) { try c.completeJob(job.id, owner: "A", transition: nil) }
         try c.completeJob(job.id, owner: "B", transition: JobTransition(state: .done, event: "verified"))
@@ -57,17 +63,17 @@ struct JobQueueTests {
     @Test("failures retry at the given time until attempts run out, then fail the item")
     func failAndGiveUp() throws {
         let (c, id) = try catalogWithItem()
-        _ = try c.enqueue(JobSpec(kind: "verify", maxAttempts: 2), itemID: id, dedupeKey: "v")
+        _ = try c.enqueue(JobSpec(.verify(rule: "cam"), maxAttempts: 2), itemID: id, dedupeKey: "v")
         var now = Date()
-        var job = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now))
+        var job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
         let retryAt = now.addingTimeInterval(30)
         let after1 = try c.failJob(job.id, owner: "A", error: "disk busy", retryAt: retryAt,
                                    onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "gave up"))
         #expect(after1.state == .queued && after1.lastError == "disk busy")
-        #expect(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now) == nil, "not before retryAt")
-        #expect(try c.nextJobDue(kinds: ["verify"]).map { abs($0.timeIntervalSince(retryAt)) < 0.01 } == true)
+        #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now) == nil, "not before retryAt")
+        #expect(try c.nextJobDue(kinds: [.verify]).map { abs($0.timeIntervalSince(retryAt)) < 0.01 } == true)
         now = retryAt.addingTimeInterval(1)
-        job = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: now))
+        job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
         let after2 = try c.failJob(job.id, owner: "A", error: "still busy", retryAt: now.addingTimeInterval(30),
                                    onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "gave up"))
         #expect(after2.state == .failed)
@@ -76,24 +82,41 @@ struct JobQueueTests {
         // retry re-queues with fresh attempts and puts the item back where it failed from.
         #expect(try c.retryFailed(itemID: nil) == 1)
         #expect(try c.item(id: id)?.state == .ingested)
-        let again = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 60, now: Date().addingTimeInterval(1)))
+        let again = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: Date().addingTimeInterval(1)))
         #expect(again.attempts == 1)
     }
 
     @Test("release returns a job without spending an attempt; start-up releases every lease")
     func release() throws {
         let (c, id) = try catalogWithItem()
-        _ = try c.enqueue(JobSpec(kind: "after-action"), itemID: id, dedupeKey: "x")
-        _ = try c.enqueue(JobSpec(kind: "verify"), itemID: id, dedupeKey: "y")
+        _ = try c.enqueue(JobSpec(.afterAction(rule: "cam", action: .delete, source: nil)), itemID: id, dedupeKey: "x")
+        _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "y")
         let now = Date()
-        let a = try #require(try c.claimJob(kinds: ["after-action"], owner: "A", lease: 600, now: now))
+        let a = try #require(try c.claimJob(kinds: [.afterAction], owner: "A", lease: 600, now: now))
         try c.releaseJob(a.id, owner: "A", runAt: now)
-        let again = try #require(try c.claimJob(kinds: ["after-action"], owner: "A", lease: 600, now: now))
+        let again = try #require(try c.claimJob(kinds: [.afterAction], owner: "A", lease: 600, now: now))
         #expect(again.attempts == 1)
-        _ = try #require(try c.claimJob(kinds: ["verify"], owner: "A", lease: 600, now: now))
+        _ = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 600, now: now))
         #expect(try c.leaseOwners() == ["A"])
         #expect(try c.releaseLeases(owners: ["A"]) == 2)
         #expect(try c.jobCounts() == ["queued": 2])
+    }
+
+    @Test("a stored job whose parameters cannot be read is failed with the reason, and the next one is claimed")
+    func unreadableJobIsFailedVisibly() throws {
+        let dir = TempDirectory("catalog")
+        let c = try SQLiteCatalog(path: dir.path + "/catalog.sqlite")
+        let bad = try c.enqueue(JobSpec(.notarize(rule: "cam", notary: "qed")), itemID: nil, dedupeKey: "bad")
+        let good = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: nil, dedupeKey: "good")
+        // A hand-edited catalog: the notarize job lost its notary.
+        let raw = try DatabaseQueue(path: dir.path + "/catalog.sqlite")
+        try raw.write { try $0.execute(sql: "UPDATE job SET payload = '{\"rule\":\"cam\"}' WHERE id = ?", arguments: [bad.id]) }
+        let claimed = try #require(try c.claimJob(kinds: [.notarize, .verify], owner: "A", lease: 60, now: Date()))
+        #expect(claimed.id == good.id)
+        #expect(try c.jobCountsByKind()["notarize"] == ["failed": 1])
+        let reason = try raw.read { try String.fetchOne($0, sql: "SELECT last_error FROM job WHERE id = ?", arguments: [bad.id]) }
+        #expect(reason?.contains("notarize job parameters: no \"notary\"") == true, "\(reason ?? "")")
+        #expect(try c.claimJob(kinds: [.notarize], owner: "A", lease: 60, now: Date()) == nil, "never handed out")
     }
 
     @Test("backoff doubles up to its cap, with jitter between 0.5x and 1.5x")

@@ -14,7 +14,7 @@ struct EndpointTests {
     func endpoint(_ f: MetricsFixture, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                   checks: [ReadinessCheck]) -> MetricsEndpoint {
         MetricsEndpoint(host: "127.0.0.1", port: 0, registry: registry,
-                        gauges: CatalogGauges(catalog: f.home.catalog, registry: registry, jobKinds: [JobKind.verify]),
+                        gauges: CatalogGauges(catalog: f.home.catalog, registry: registry, jobKinds: [JobKind.verify.rawValue]),
                         checks: checks)
     }
 

@@ -16,14 +16,14 @@ struct PipelineMeasurementTests {
     /// Fails its first attempt (retryable, retry at once), then succeeds; records what the
     /// registry said about jobs in flight while it ran.
     final class Flaky: JobHandler {
-        let kind = "flaky"
+        let kind = JobKind.notarize
         let registry: PrometheusCollectorRegistry
         let attempts = Mutex(0)
         let seenInFlight = Mutex<[Bool]>([])
         init(registry: PrometheusCollectorRegistry) { self.registry = registry }
 
         func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
-            seenInFlight.withLock { $0.append(registry.lines.contains(#"evidence_jobs_in_flight{kind="flaky"} 1.0"#)) }
+            seenInFlight.withLock { $0.append(registry.lines.contains(#"evidence_jobs_in_flight{kind="notarize"} 1.0"#)) }
             let n = attempts.withLock { $0 += 1; return $0 }
             if n == 1 { throw JobError("first attempt fails", retryable: true, retryAfter: 0) }
             return .done(nil)
@@ -31,25 +31,25 @@ struct PipelineMeasurementTests {
     }
 
     struct Broken: JobHandler {
-        let kind = "broken"
+        let kind = JobKind.share
         func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome { throw JobError("permanent", retryable: false) }
     }
 
-    @Test("job runner: in-flight gauge while a job runs and back to 0, one retry for the flaky kind, one failure for the broken one")
+    @Test("job runner: in-flight gauge while a job runs and back to 0, one retry for a flaky handler, one failure for a broken one")
     func jobRunner() async throws {
         let catalog = try SQLiteCatalog.inMemory()
         let factory = EvidenceMetricsFactory()
         let flaky = Flaky(registry: factory.registry)
-        _ = try catalog.enqueue(JobSpec(kind: "flaky"), itemID: nil, dedupeKey: "flaky:1")
-        _ = try catalog.enqueue(JobSpec(kind: "broken"), itemID: nil, dedupeKey: "broken:1")
+        _ = try catalog.enqueue(JobSpec(.notarize(rule: "cam", notary: "qed")), itemID: nil, dedupeKey: "flaky:1")
+        _ = try catalog.enqueue(JobSpec(.share(rule: "cam")), itemID: nil, dedupeKey: "broken:1")
         // One worker: a job's attempt ends (and leaves the in-flight gauge) before the next is claimed.
         let runner = JobRunner(catalog: catalog, handlers: [flaky, Broken()], owner: "test", workers: 1,
                                backoff: Backoff(base: 0.01, cap: 0.01), idlePoll: 0.02,
                                metrics: PipelineMetrics(factory: factory), logger: Logger(label: "test"))
         // Before any job ran, every kind is exported at 0.
         #expect(factory.registry.lines.isSuperset(of: [
-            #"evidence_jobs_in_flight{kind="flaky"} 0.0"#, #"evidence_job_retries_total{kind="broken"} 0"#,
-            #"evidence_job_failures_total{kind="flaky"} 0"#,
+            #"evidence_jobs_in_flight{kind="notarize"} 0.0"#, #"evidence_job_retries_total{kind="share"} 0"#,
+            #"evidence_job_failures_total{kind="notarize"} 0"#,
         ]))
         #expect(!runner.isRunning)
         let task = Task { try await runner.run() }
@@ -57,18 +57,18 @@ struct PipelineMeasurementTests {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             let counts = try catalog.jobCountsByKind()
-            if counts["flaky"]?["done"] == 1 && counts["broken"]?["failed"] == 1 { break }
+            if counts["notarize"]?["done"] == 1 && counts["share"]?["failed"] == 1 { break }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(runner.isRunning)
         task.cancel()
         _ = try? await task.value
-        #expect(try catalog.jobCountsByKind() == ["flaky": ["done": 1], "broken": ["failed": 1]])
+        #expect(try catalog.jobCountsByKind() == ["notarize": ["done": 1], "share": ["failed": 1]])
         #expect(flaky.seenInFlight.withLock { $0 } == [true, true])
         let lines = factory.registry.lines
-        for line in [#"evidence_jobs_in_flight{kind="flaky"} 0.0"#, #"evidence_jobs_in_flight{kind="broken"} 0.0"#,
-                     #"evidence_job_retries_total{kind="flaky"} 1"#, #"evidence_job_failures_total{kind="flaky"} 0"#,
-                     #"evidence_job_retries_total{kind="broken"} 0"#, #"evidence_job_failures_total{kind="broken"} 1"#] {
+        for line in [#"evidence_jobs_in_flight{kind="notarize"} 0.0"#, #"evidence_jobs_in_flight{kind="share"} 0.0"#,
+                     #"evidence_job_retries_total{kind="notarize"} 1"#, #"evidence_job_failures_total{kind="notarize"} 0"#,
+                     #"evidence_job_retries_total{kind="share"} 0"#, #"evidence_job_failures_total{kind="share"} 1"#] {
             #expect(lines.contains(line), "missing \(line)\n\(factory.registry.emitToString())")
         }
     }

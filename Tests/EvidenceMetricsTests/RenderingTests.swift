@@ -67,11 +67,11 @@ struct RenderingTests {
         let a = try f.ingest("a.bin", Data(repeating: 1, count: 100))
         try f.ingest("b.bin", Data(repeating: 2, count: 200))
         _ = try f.home.catalog.recordQuarantine(path: f.dir + "/drop/fifo", rule: "cam", reason: "not a regular file (fifo)")
-        _ = try f.home.catalog.enqueue(JobSpec(kind: JobKind.verify), itemID: a.id, dedupeKey: "verify:\(a.id)")
-        _ = try f.home.catalog.enqueue(JobSpec(kind: "custom"), itemID: nil, dedupeKey: "custom:1")
+        _ = try f.home.catalog.enqueue(JobSpec(.verify(rule: "cam")), itemID: a.id, dedupeKey: "verify:\(a.id)")
+        _ = try f.home.catalog.enqueue(JobSpec(.share(rule: "cam")), itemID: nil, dedupeKey: "share:1")
 
         let registry = PrometheusCollectorRegistry()
-        let gauges = CatalogGauges(catalog: f.home.catalog, registry: registry, jobKinds: [JobKind.verify, JobKind.archive])
+        let gauges = CatalogGauges(catalog: f.home.catalog, registry: registry, jobKinds: [JobKind.verify.rawValue, JobKind.archive.rawValue])
         // The catalog keeps times to the millisecond: the age is counted from what it kept.
         let created = try #require(try f.home.catalog.item(id: a.id)).createdAt
         try gauges.update(now: created.addingTimeInterval(90))
@@ -82,7 +82,7 @@ struct RenderingTests {
             #expect(lines.contains(#"evidence_items{state="\#(state.rawValue)"} 0.0"#), "\(state)")
         }
         #expect(lines.contains(#"evidence_jobs_queued{kind="verify"} 1.0"#))
-        #expect(lines.contains(#"evidence_jobs_queued{kind="custom"} 1.0"#))
+        #expect(lines.contains(#"evidence_jobs_queued{kind="share"} 1.0"#))
         #expect(lines.contains(#"evidence_jobs_queued{kind="archive"} 0.0"#))
         #expect(lines.contains("evidence_oldest_pending_age_seconds 90.0"))
         #expect(lines.contains("# TYPE evidence_items gauge"))

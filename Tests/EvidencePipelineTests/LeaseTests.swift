@@ -12,7 +12,7 @@ import Testing
 struct LeaseTests {
     /// Takes longer than the runner's lease and counts how often it was started.
     final class Slow: JobHandler {
-        let kind = "slow"
+        let kind = JobKind.verify
         let runs = Mutex(0)
         let seconds: Double
         init(seconds: Double) { self.seconds = seconds }
@@ -27,7 +27,7 @@ struct LeaseTests {
     func renewedWhileRunning() async throws {
         let catalog = try SQLiteCatalog.inMemory()
         let slow = Slow(seconds: 5)
-        _ = try catalog.enqueue(JobSpec(kind: "slow"), itemID: nil, dedupeKey: "slow:1")
+        _ = try catalog.enqueue(JobSpec(.verify(rule: "slow")), itemID: nil, dedupeKey: "slow:1")
         let runner = JobRunner(catalog: catalog, handlers: [slow], owner: Lease.owner(role: "test"), workers: 2,
                                lease: 2, idlePoll: 0.02, logger: Logger(label: "test"))
         let task = Task { try await runner.run() }
@@ -44,13 +44,13 @@ struct LeaseTests {
     @Test("renewLease moves the end only for the holder of a running job")
     func renew() throws {
         let catalog = try SQLiteCatalog.inMemory()
-        _ = try catalog.enqueue(JobSpec(kind: "k"), itemID: nil, dedupeKey: "k:1")
+        _ = try catalog.enqueue(JobSpec(.verify(rule: "k")), itemID: nil, dedupeKey: "k:1")
         let now = Date()
-        let job = try #require(try catalog.claimJob(kinds: ["k"], owner: "A", lease: 1, now: now))
+        let job = try #require(try catalog.claimJob(kinds: [.verify], owner: "A", lease: 1, now: now))
         #expect(try catalog.renewLease(job.id, owner: "A", lease: 60, now: now.addingTimeInterval(0.9)))
         #expect(try !catalog.renewLease(job.id, owner: "B", lease: 60, now: now))
         // Still held two seconds later, when the first lease would have expired.
-        #expect(try catalog.claimJob(kinds: ["k"], owner: "B", lease: 1, now: now.addingTimeInterval(2)) == nil)
+        #expect(try catalog.claimJob(kinds: [.verify], owner: "B", lease: 1, now: now.addingTimeInterval(2)) == nil)
         try catalog.completeJob(job.id, owner: "A", transition: nil)
         #expect(try !catalog.renewLease(job.id, owner: "A", lease: 60, now: now))
     }
@@ -75,8 +75,8 @@ struct LeaseTests {
         #expect(!Lease.isGone("run@other-host:1/x", current: me), "another host's lease waits for its expiry")
 
         for (key, owner) in [("a", goneOwner), ("b", liveOwner)] {
-            _ = try catalog.enqueue(JobSpec(kind: "slow"), itemID: nil, dedupeKey: key)
-            _ = try #require(try catalog.claimJob(kinds: ["slow"], owner: owner, lease: 3600, now: Date()))
+            _ = try catalog.enqueue(JobSpec(.verify(rule: "slow")), itemID: nil, dedupeKey: key)
+            _ = try #require(try catalog.claimJob(kinds: [.verify], owner: owner, lease: 3600, now: Date()))
         }
         #expect(try catalog.leaseOwners() == [liveOwner, goneOwner].sorted())
         let slow = Slow(seconds: 0)

@@ -22,14 +22,18 @@ struct PortalHTTPTests {
         let c = f.home.catalog
         let pdf = try f.storeObject(Data("%PDF-1.4\n% test certificate\n%%EOF\n".utf8))
         let tsr = try f.storeObject(Data([0x30, 0x03, 0x02, 0x01, 0x00]))
-        try c.saveProof(Proof(itemID: a.id, notary: "tsa", kind: "rfc3161", state: .confirmed, remoteID: "0x5EED01",
-                              receipt: tsr, provenAt: Date()), required: ["tsa", "qed"], whenAllConfirmed: [])
-        try c.saveProof(Proof(itemID: a.id, notary: "qed", kind: "qed", state: .confirmed, remoteID: "slug-1",
+        // Confirmed once both notaries are (what ItemLifecycle decides for a rule with both).
+        let bothConfirmed: @Sendable (ItemState, Set<String>) -> JobTransition? = { state, confirmed in
+            state < .confirmed && confirmed.isSuperset(of: ["tsa", "qed"]) ? JobTransition(state: .confirmed, event: "confirmed") : nil
+        }
+        try c.saveProof(Proof(itemID: a.id, notary: "tsa", kind: .rfc3161, state: .confirmed, remoteID: "0x5EED01",
+                              receipt: tsr, provenAt: Date()), then: bothConfirmed)
+        try c.saveProof(Proof(itemID: a.id, notary: "qed", kind: .qed, state: .confirmed, remoteID: "slug-1",
                               txHash: "0xfeedbeef", blockHeight: 42, network: "testnet",
                               link: "https://explorer.example/tx/0xfeedbeef", provenAt: Date()),
-                        required: ["tsa", "qed"], whenAllConfirmed: [])
+                        then: bothConfirmed)
         try c.saveCertificate(Certificate(itemID: a.id, origin: "evidence", sha256: pdf, size: 33))
-        try c.saveArchivedFile(ArchivedFile(itemID: a.id, account: "vault", remotePath: "cam/a.mp4", role: "original",
+        try c.saveArchivedFile(ArchivedFile(itemID: a.id, account: "vault", remotePath: "cam/a.mp4", role: .original,
                                             sha256: a.sha256, size: a.size, verifiedBy: "sha256"))
         try c.saveSharedLink(SharedLink(itemID: a.id, account: "vault", remotePath: "cam/a.mp4", url: "javascript:alert(2)",
                                         expires: nil, passwordProtected: true, fallback: nil))

@@ -29,33 +29,32 @@ public struct ArchiveHandler: JobHandler {
     }
 
     struct Upload {
-        var role: String
+        var role: ArchiveRole
         var object: SHA256Digest
         var size: Int64
         var remotePath: String
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
-        guard let itemID = job.itemID, let rule = rules[job.payload["rule"] ?? ""], let accountName = rule.archive else {
-            throw JobError("archive job \(job.id): its rule \"\(job.payload["rule"] ?? "")\" is gone or has no archive", retryable: true)
+        guard let itemID = job.itemID, let rule = job.payload.rule.flatMap({ rules[$0] }), let accountName = rule.archive else {
+            throw JobError("archive job \(job.id): its rule \"\(job.payload.rule ?? "")\" is gone or has no archive", retryable: true)
         }
         guard let provider = archives.providers[accountName] else {
             throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
         }
         let home = self.home
-        let (plan, done) = try await blockingJobWork {
-            (try Self.plan(home: home, itemID: itemID, rule: rule, provider: provider), try home.catalog.archivedFiles(itemID: itemID))
+        let (plan, done, state) = try await blockingJobWork {
+            (try Self.plan(home: home, itemID: itemID, rule: rule, provider: provider), try home.catalog.archivedFiles(itemID: itemID),
+             try home.catalog.item(id: itemID)?.state)
         }
 
         for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {
             let file = try await place(upload, itemID: itemID, provider: provider)
             try await blockingJobWork { try home.catalog.saveArchivedFile(file) }
         }
-        let original = plan.first { $0.role == "original" }?.remotePath ?? ""
-        let next = PipelinePlan(rule: rule)
-        return .done(JobTransition(state: next.stateAfterArchive, event: "archived",
-                                   details: ["account": accountName, "remote_path": original, "files": String(plan.count)],
-                                   jobs: next.jobsAfterArchive))
+        let original = plan.first { $0.role == .original }?.remotePath ?? ""
+        let details = ["account": accountName, "remote_path": original, "files": String(plan.count)]
+        return .done(ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .archived(details: details)))
     }
 
     /// The files to archive and where (sanitized paths, never outside the account's root).
@@ -63,23 +62,23 @@ public struct ArchiveHandler: JobHandler {
         guard let item = try home.catalog.item(id: itemID) else { throw CatalogError.notFound("item \(itemID)") }
         let t = ItemTemplate(item: item, sources: try home.catalog.sources(itemID: itemID), rule: rule)
         let base = RemotePath.sanitized(t.expand(rule.remotePath), for: provider)
-        var uploads = [Upload(role: "original", object: item.sha256, size: item.size, remotePath: base)]
+        var uploads = [Upload(role: .original, object: item.sha256, size: item.size, remotePath: base)]
         let proofs = try home.catalog.proofs(itemID: itemID).filter { $0.state == .confirmed }
         for p in proofs {
             guard let r = p.receipt, let size = home.store.objectSize(r) else { continue }
-            uploads.append(Upload(role: "receipt", object: r, size: size,
-                                  remotePath: RemotePath.sanitized(base + ".\(p.notary)." + (p.kind == "rfc3161" ? "tsr" : "json"), for: provider)))
+            uploads.append(Upload(role: .receipt, object: r, size: size,
+                                  remotePath: RemotePath.sanitized(base + ".\(p.notary)." + (p.kind == .rfc3161 ? "tsr" : "json"), for: provider)))
         }
         for c in try home.catalog.certificates(itemID: itemID) {
-            uploads.append(Upload(role: "certificate", object: c.sha256, size: c.size,
+            uploads.append(Upload(role: .certificate, object: c.sha256, size: c.size,
                                   remotePath: RemotePath.sanitized(base + ".\(c.origin)-certificate.pdf", for: provider)))
         }
         // The manifest's bytes depend only on what is archived, so a retry produces the same object.
         let manifest = ArchiveManifest(item: item, fileName: t.fileName, proofs: proofs,
-                                       files: uploads.map { .init(path: $0.remotePath, role: $0.role, sha256: $0.object.hex, size: $0.size) })
+                                       files: uploads.map { .init(path: $0.remotePath, role: $0.role.rawValue, sha256: $0.object.hex, size: $0.size) })
         let data = try CanonicalJSON.encoder(pretty: true).encode(manifest)
         let stored = try home.store.put(data)
-        uploads.append(Upload(role: "manifest", object: stored.digest, size: Int64(data.count),
+        uploads.append(Upload(role: .manifest, object: stored.digest, size: Int64(data.count),
                               remotePath: RemotePath.sanitized(base + ".manifest.json", for: provider)))
         return uploads
     }

@@ -17,7 +17,7 @@ public struct ShareHandler: JobHandler {
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
-        guard let itemID = job.itemID, let rule = rules[job.payload["rule"] ?? ""], let accountName = rule.archive,
+        guard let itemID = job.itemID, let rule = job.payload.rule.flatMap({ rules[$0] }), let accountName = rule.archive,
               let settings = rule.share else {
             throw JobError("share job \(job.id): its rule has no archive or share settings", retryable: true)
         }
@@ -25,8 +25,10 @@ public struct ShareHandler: JobHandler {
             throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
         }
         let home = self.home
-        let archived = try await blockingJobWork { try home.catalog.archivedFiles(itemID: itemID) }
-        guard let original = archived.first(where: { $0.role == "original" && $0.account == accountName }) else {
+        let (archived, state) = try await blockingJobWork {
+            (try home.catalog.archivedFiles(itemID: itemID), try home.catalog.item(id: itemID)?.state)
+        }
+        guard let original = archived.first(where: { $0.role == .original && $0.account == accountName }) else {
             throw JobError("item #\(itemID) has no archived original at \(accountName) yet", retryable: true)
         }
         var password: String?
@@ -44,6 +46,6 @@ public struct ShareHandler: JobHandler {
         let record = SharedLink(itemID: itemID, account: accountName, remotePath: original.remotePath, url: link.url,
                                 expires: link.expires, passwordProtected: link.passwordProtected, fallback: link.fallback)
         try await blockingJobWork { try home.catalog.saveSharedLink(record) }
-        return .done(JobTransition(state: PipelinePlan(rule: rule).finalState, event: "shared", details: ["url": link.url]))
+        return .done(ItemLifecycle(rule: rule).transition(from: state ?? .archived, on: .shared(details: ["url": link.url])))
     }
 }

@@ -44,7 +44,7 @@ extension ChainAnchors {
 
     /// Queues the copy of anchor `name` (one job per anchor and account, however often asked).
     public static func enqueueCopy(_ name: String, account: String, catalog: any Catalog) throws(CatalogError) {
-        _ = try catalog.enqueue(JobSpec(kind: JobKind.anchorCopy, payload: ["file": name, "account": account], maxAttempts: 50),
+        _ = try catalog.enqueue(JobSpec(.anchorCopy(file: name, account: account), maxAttempts: 50),
                                 itemID: nil, dedupeKey: "anchor-copy:\(account):\(name)")
     }
 }
@@ -57,7 +57,9 @@ struct AnchorCopyHandler: JobHandler {
     let logger: Logger
 
     func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
-        let name = job.payload["file"] ?? ""
+        guard case .anchorCopy(let name, _) = job.payload else {
+            throw JobError("job \(job.id) is not an anchor copy", retryable: false)
+        }
         guard let anchor = ChainAnchors.list(home).first(where: { $0.name == name }) else {
             throw JobError("anchor \(name) is no longer in \(ChainAnchors.directory(home)); nothing to copy", retryable: false)
         }

@@ -19,9 +19,15 @@ public struct AfterActionHandler: JobHandler {
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
-        guard let itemID = job.itemID, let path = job.payload["path"], let sourceID = job.payload["source_id"].flatMap(Int64.init),
-              let action = job.payload["action"] else {
-            throw JobError("after-action job \(job.id) has an incomplete payload", retryable: false)
+        guard let itemID = job.itemID, case .afterAction(let ruleName, let afterAction, let sourceRef?) = job.payload else {
+            throw JobError("after-action job \(job.id) has no item or source", retryable: false)
+        }
+        let (path, sourceID) = (sourceRef.path, sourceRef.id)
+        let action: String
+        var moveTo: String?
+        switch afterAction {
+        case .delete: action = "delete"
+        case .move(let to): action = "move"; moveTo = to
         }
         let home = self.home
         let found = await onIOThread { Result { () throws(CatalogError) in
@@ -35,7 +41,7 @@ public struct AfterActionHandler: JobHandler {
         case .failure(let e): throw JobError(e.description, retryable: true)
         }
 
-        let plan = rules[job.payload["rule"] ?? ""].map(PipelinePlan.init)
+        let plan = rules[ruleName].map(ItemLifecycle.init)
         guard let plan, item.state == plan.finalState else {
             // Not final yet: wait, longer the older the job, without spending attempts.
             let age = -job.createdAt.timeIntervalSinceNow
@@ -43,7 +49,7 @@ public struct AfterActionHandler: JobHandler {
                            reason: "item #\(itemID) is \(item.state.rawValue), waiting for \(plan?.finalState.rawValue ?? "its rule")")
         }
 
-        let dest = action == "move" ? job.payload["to"].map { destination(for: path, in: $0, rule: plan.rule) } : nil
+        let dest = moveTo.map { destination(for: path, in: $0, rule: plan.rule) }
         let objectPath = home.store.objectPath(item.sha256)
         return try await onIOThread { () -> Result<JobOutcome, JobError> in
             Self.perform(action: action, path: path, dest: dest, source: source, item: item, objectPath: objectPath, home: home)

@@ -21,8 +21,8 @@ public struct CertificateHandler: JobHandler {
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         guard let itemID = job.itemID else { throw JobError("certificate job \(job.id) has no item", retryable: false) }
-        guard let rule = rules[job.payload["rule"] ?? ""] else {
-            throw JobError("rule \"\(job.payload["rule"] ?? "")\" is no longer configured", retryable: true)
+        guard let ruleName = job.payload.rule, let rule = rules[ruleName] else {
+            throw JobError("rule \"\(job.payload.rule ?? "")\" is no longer configured", retryable: true)
         }
         let home = self.home
         let (found, proofs, have) = try await blockingJobWork {
@@ -30,7 +30,7 @@ public struct CertificateHandler: JobHandler {
         }
         guard let item = found else { throw JobError("item \(itemID) is gone", retryable: false) }
 
-        for proof in proofs where proof.kind == "qed" && proof.state == .confirmed && !have.contains(where: { $0.origin == proof.notary }) {
+        for proof in proofs where proof.kind == .qed && proof.state == .confirmed && !have.contains(where: { $0.origin == proof.notary }) {
             guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
                 throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
             }
@@ -44,9 +44,7 @@ public struct CertificateHandler: JobHandler {
         if !have.contains(where: { $0.origin == "evidence" }) {
             try await blockingJobWork { try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item)) }
         }
-        let plan = PipelinePlan(rule: rule)
-        return .done(JobTransition(state: plan.stateAfterCertificates, event: "certified",
-                                   details: ["certificates": String(proofs.filter { $0.kind == "qed" }.count + 1)],
-                                   jobs: plan.jobsAfterCertificates))
+        return .done(ItemLifecycle(rule: rule).transition(from: item.state,
+                                                          on: .certified(count: proofs.filter { $0.kind == .qed }.count + 1)))
     }
 }

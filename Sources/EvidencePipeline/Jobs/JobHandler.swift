@@ -5,7 +5,7 @@ import Foundation
 /// One kind of durable work. Handlers must be idempotent: a crash after the work but before
 /// `completeJob` runs the job again.
 public protocol JobHandler: Sendable {
-    var kind: String { get }
+    var kind: JobKind { get }
     func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome
 }
 

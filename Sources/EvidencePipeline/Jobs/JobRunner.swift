@@ -11,7 +11,7 @@ import Synchronization
 /// finish, then cancels them and returns their leases to the queue (not counted as attempts).
 public final class JobRunner: Service, Sendable {
     let catalog: any Catalog
-    let handlers: [String: any JobHandler]
+    let handlers: [JobKind: any JobHandler]
     let owner: String
     let workers: Int
     let lease: Double
@@ -36,13 +36,13 @@ public final class JobRunner: Service, Sendable {
         self.idlePoll = idlePoll
         self.metrics = metrics
         self.logger = logger
-        metrics.registerJobKinds(self.handlers.keys.sorted())
+        metrics.registerJobKinds(self.handlers.keys.map(\.rawValue).sorted())
     }
 
     var isStopping: Bool { stopping.withLock { $0 } }
 
     /// The job kinds this runner has handlers for.
-    public var kinds: [String] { handlers.keys.sorted() }
+    public var kinds: [JobKind] { handlers.keys.sorted { $0.rawValue < $1.rawValue } }
 
     /// Whether the workers are claiming jobs: from after the leases of a previous run went
     /// back to the queue until graceful shutdown begins (for `/readyz`).
@@ -112,11 +112,11 @@ public final class JobRunner: Service, Sendable {
         guard let handler = handlers[job.kind] else { return }
         var log = logger
         log[metadataKey: "job"] = "\(job.id)"
-        log[metadataKey: "kind"] = "\(job.kind)"
+        log[metadataKey: "kind"] = "\(job.kind.rawValue)"
         if let item = job.itemID { log[metadataKey: "item"] = "\(item)" }
         let (catalog, owner) = (self.catalog, self.owner)
-        metrics.jobStarted(kind: job.kind)
-        defer { metrics.jobEnded(kind: job.kind) }
+        metrics.jobStarted(kind: job.kind.rawValue)
+        defer { metrics.jobEnded(kind: job.kind.rawValue) }
         do {
             let outcome = try await Lease.keep(catalog, job: job.id, owner: owner, lease: lease, logger: log) { () async throws(JobError) in
                 try await handler.run(job)
@@ -144,10 +144,10 @@ public final class JobRunner: Service, Sendable {
                     try catalog.failJob(job.id, owner: owner, error: error.message, retryAt: retryAt, onGiveUp: error.onGiveUp)
                 } }.get()
                 if after.state == .failed {
-                    metrics.jobFailed(kind: job.kind)
+                    metrics.jobFailed(kind: job.kind.rawValue)
                     log.error("job failed for good after \(after.attempts) attempt(s): \(error.message)")
                 } else {
-                    metrics.jobRetried(kind: job.kind)
+                    metrics.jobRetried(kind: job.kind.rawValue)
                     log.warning("job attempt \(after.attempts) failed, retrying at \(after.nextRunAt): \(error.message)")
                 }
             } catch {

@@ -23,11 +23,11 @@ public struct NotarizeHandler: JobHandler {
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
-        guard let itemID = job.itemID, let notaryName = job.payload["notary"] else {
-            throw JobError("notarize job \(job.id) has an incomplete payload", retryable: false)
+        guard let itemID = job.itemID, case .notarize(let ruleName, let notaryName) = job.payload else {
+            throw JobError("notarize job \(job.id) has no item or is not a notarize job", retryable: false)
         }
-        guard let rule = rules[job.payload["rule"] ?? ""] else {
-            throw JobError("rule \"\(job.payload["rule"] ?? "")\" is no longer configured", retryable: true)
+        guard let rule = rules[ruleName] else {
+            throw JobError("rule \"\(ruleName)\" is no longer configured", retryable: true)
         }
         guard let notary = notaries.entries[notaryName] else {
             throw JobError("notary \"\(notaryName)\" is not configured ([notaries.\(notaryName)] in evidence.toml)", retryable: true)
@@ -74,7 +74,7 @@ public struct NotarizeHandler: JobHandler {
                     report = try await call(.submit) { () throws(NotaryError) in try await qed.submit(submission) }
                 }
                 submittedAt = Date()
-                try await save(Proof(itemID: item.id, notary: name, kind: "qed", state: .pending, remoteID: report.slug,
+                try await save(Proof(itemID: item.id, notary: name, kind: .qed, state: .pending, remoteID: report.slug,
                                      submittedAt: submittedAt))
             }
             switch report.status {
@@ -85,14 +85,14 @@ public struct NotarizeHandler: JobHandler {
                 return .notYet(until: Date().addingTimeInterval(wait), reason: "\(name) report \(report.slug) pending")
             case .confirmed:
                 let receipt = try await put(report.raw)
-                try await save(Proof(itemID: item.id, notary: name, kind: "qed", state: .confirmed, remoteID: report.slug,
+                try await save(Proof(itemID: item.id, notary: name, kind: .qed, state: .confirmed, remoteID: report.slug,
                                      receipt: receipt, txHash: report.txHash, blockHeight: report.blockHeight,
                                      network: report.networkName, link: report.explorerURL, provenAt: report.blockTime,
                                      submittedAt: submittedAt))
                 return .done(nil)
             case .failed:
                 let reason = report.failureReason ?? "the notary reported failure"
-                try await save(Proof(itemID: item.id, notary: name, kind: "qed", state: .failed, remoteID: report.slug,
+                try await save(Proof(itemID: item.id, notary: name, kind: .qed, state: .failed, remoteID: report.slug,
                                      error: reason, submittedAt: submittedAt))
                 // A failed job is what `evidence retry` re-queues.
                 throw JobError("\(name) report \(report.slug) failed: \(reason)", retryable: false)
@@ -102,7 +102,7 @@ public struct NotarizeHandler: JobHandler {
         func timestamp(_ tsa: TSAClient) async throws(JobError) -> JobOutcome {
             let (token, url) = try await call(.timestamp) { () throws(NotaryError) in try await tsa.timestamp(item.sha256) }
             let receipt = try await put(token.response)
-            try await save(Proof(itemID: item.id, notary: name, kind: "rfc3161", state: .confirmed, remoteID: token.serial,
+            try await save(Proof(itemID: item.id, notary: name, kind: .rfc3161, state: .confirmed, remoteID: token.serial,
                                  receipt: receipt, network: token.tsaName, link: url, provenAt: token.genTime,
                                  submittedAt: Date()))
             return .done(nil)
@@ -128,9 +128,12 @@ public struct NotarizeHandler: JobHandler {
 
         func save(_ proof: Proof) async throws(JobError) {
             let catalog = home.catalog
-            let plan = PipelinePlan(rule: rule)
+            let lifecycle = ItemLifecycle(rule: rule)
             _ = try await blockingJobWork {
-                try catalog.saveProof(proof, required: plan.rule.notary, whenAllConfirmed: plan.jobsWhenConfirmed)
+                try catalog.saveProof(proof) { state, confirmed in
+                    lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
+                                                                      error: proof.error, confirmed: confirmed))
+                }
             }
         }
     }

@@ -31,11 +31,11 @@ public struct VerifyHandler: JobHandler {
         switch result {
         case .success(let r) where r.digest == item.sha256 && r.size == item.size:
             let details = ["object": path, "sha256": r.digest.hex]
-            guard let rule = rules[job.payload["rule"] ?? ""] else {
+            guard let rule = job.payload.rule.flatMap({ rules[$0] }) else {
                 // Ingested by hand (no rule): verified, and nothing else is planned for it.
                 return .done(JobTransition(state: nil, event: "verified", details: details))
             }
-            return .done(PipelinePlan(rule: rule).afterVerify(details: details))
+            return .done(ItemLifecycle(rule: rule).transition(from: item.state, on: .verified(details: details)))
         case .success(let r):
             throw JobError("\(path): store object hashes to \(r.digest.hex) (\(r.size) bytes), catalog says \(item.sha256.hex) (\(item.size) bytes)",
                            retryable: false,

@@ -101,7 +101,7 @@ public enum BundleWriter {
             guard let receipt = p.receipt else { continue }
             let name = BundleNames.safe(p.notary)
             let data = try home.store.read(receipt)
-            if p.kind == "rfc3161" {
+            if p.kind == .rfc3161 {
                 try add("proofs/\(name).tsr", role: "rfc3161-token", data: data)
                 if let ca = tsaCAFiles[p.notary] {
                     try add("proofs/\(name)-ca.pem", role: "rfc3161-ca", data: try Data(contentsOf: URL(fileURLWithPath: ca)))
@@ -156,7 +156,7 @@ public enum BundleWriter {
         var step = 3
         for p in m.proofs where p.state == .confirmed {
             let n = BundleNames.safe(p.notary)
-            if p.kind == "rfc3161" {
+            if p.kind == .rfc3161 {
                 s += """
                 \(step). RFC 3161 time-stamp by \(p.notary) (serial \(p.remoteID ?? "?"), time \(p.provenAt.map(Timestamp.string) ?? "?")):
 
@@ -247,7 +247,7 @@ public enum BundleVerifier {
         // 3. Proofs.
         for p in m.proofs where p.state == .confirmed {
             let n = BundleNames.safe(p.notary)
-            let file = "proofs/\(n)." + (p.kind == "rfc3161" ? "tsr" : "json")
+            let file = "proofs/\(n)." + (p.kind == .rfc3161 ? "tsr" : "json")
             guard let receipt = FileManager.default.contents(atPath: "\(dir)/\(file)") else {
                 check(ProofCheck.name(p), false, "\(file) missing"); continue
             }
@@ -308,12 +308,12 @@ func fsyncDirectory(_ path: String) {
 /// (offline) and for items in the store.
 public enum ProofCheck {
     static func name(_ p: Proof) -> String {
-        p.kind == "rfc3161" ? "RFC 3161 token \(p.notary)" : "QED report \(p.notary)"
+        p.kind == .rfc3161 ? "RFC 3161 token \(p.notary)" : "QED report \(p.notary)"
     }
 
     /// `label` names the receipt in messages (a bundle path or a store object path).
     public static func check(_ p: Proof, receipt: Data, digest: SHA256Digest, caFile: String?, label: String) -> BundleVerifier.Check {
-        if p.kind == "rfc3161" {
+        if p.kind == .rfc3161 {
             do {
                 let token = try TimestampVerifier.verify(response: receipt, digest: digest, caFile: caFile)
                 let serialOK = p.remoteID == nil || p.remoteID == token.serial

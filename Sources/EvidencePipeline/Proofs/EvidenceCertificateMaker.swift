@@ -12,7 +12,7 @@ public enum EvidenceCertificateMaker {
         let fileName = sources.first?.name ?? item.sha256.hex
         let shown = proofs.map { p -> CertificateContent.Proof in
             switch p.kind {
-            case "qed":
+            case .qed:
                 var detail: [String] = []
                 if let n = p.network { detail.append(n) }
                 if let h = p.blockHeight { detail.append("block \(h)") }
@@ -25,7 +25,7 @@ public enum EvidenceCertificateMaker {
             }
         }
         var commands = ["sha256sum -c SHA256SUMS"]
-        for p in proofs where p.kind == "rfc3161" && p.state == .confirmed {
+        for p in proofs where p.kind == .rfc3161 && p.state == .confirmed {
             commands.append("openssl ts -verify -data 'original/\(BundleNames.safe(fileName))' -in proofs/\(BundleNames.safe(p.notary)).tsr -CAfile proofs/\(BundleNames.safe(p.notary))-ca.pem")
         }
         commands.append("evidence verify .   (optional: every check at once)")

@@ -98,11 +98,11 @@ public final class WatchService: Service, Sendable {
             logger.debug("already ingested", metadata: ["path": "\(file.path)"])
             return
         }
-        let plan = rules[file.rule].map(PipelinePlan.init)
+        let lifecycle = rules[file.rule].map(ItemLifecycle.init)
         var attempt = 0
         while true {
             let ingestor = self.ingestor
-            let outcome = await onIOThread { ingestor.ingest(path: file.path, rule: file.rule, plan: plan) }
+            let outcome = await onIOThread { ingestor.ingest(path: file.path, rule: file.rule, lifecycle: lifecycle) }
             switch outcome {
             case .ingested(let o):
                 counters.withLock { if case .created = o { $0.ingested += 1 } else { $0.duplicates += 1 } }

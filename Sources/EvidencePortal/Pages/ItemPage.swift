@@ -42,7 +42,7 @@ enum ItemPage {
         }
         let proofs = d.proofs.map { p -> [HTML] in
             let reference: HTML
-            if p.kind == "rfc3161" {
+            if p.kind == .rfc3161 {
                 reference = "TSA serial \(Layout.mono(p.remoteID ?? "–"))"
             } else if let tx = p.txHash {
                 let link = p.link.map { HTML.externalLink($0, text: tx) } ?? HTML.text(tx)
@@ -53,7 +53,7 @@ enum ItemPage {
             }
             let state: HTML = p.state == .failed ? "<span class=\"error\">failed: \(p.error ?? "no reason given")</span>"
                 : p.state == .confirmed ? "confirmed" : "pending"
-            return [.text(p.notary), .text(p.kind == "rfc3161" ? "RFC 3161 time-stamp" : p.kind == "qed" ? "QED blockchain" : p.kind),
+            return [.text(p.notary), .text(p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED blockchain"),
                     state, .text(Show.date(p.submittedAt)), .text(Show.date(p.provenAt)), reference]
         }
         let certificates = d.certificates.map { c -> [HTML] in
@@ -61,7 +61,7 @@ enum ItemPage {
              "<a href=\"/items/\(it.id)/certificates/\(HTML.urlComponent(c.origin)).pdf\">download</a>"]
         }
         let archived = d.archived.map { a -> [HTML] in
-            [.text(a.account), .text(a.role), Layout.mono(a.remotePath), .text(Show.bytes(a.size)), .text(a.verifiedBy), .text(Show.date(a.verifiedAt))]
+            [.text(a.account), .text(a.role.rawValue), Layout.mono(a.remotePath), .text(Show.bytes(a.size)), .text(a.verifiedBy), .text(Show.date(a.verifiedAt))]
         }
         let links = d.links.map { l -> [HTML] in
             var notes: [String] = []
@@ -70,7 +70,7 @@ enum ItemPage {
             return [.text(l.account), HTML.externalLink(l.url), .text(Show.date(l.expires)), .text(notes.joined(separator: "; "))]
         }
         let jobs = d.jobs.map { j -> [HTML] in
-            [.text(j.kind), .text(j.state.rawValue), .text("\(j.attempts)/\(j.maxAttempts)"),
+            [.text(j.kind.rawValue), .text(j.state.rawValue), .text("\(j.attempts)/\(j.maxAttempts)"),
              .text(j.state == .queued ? Show.date(j.nextRunAt) : "–"), j.lastError.map { "<span class=\"error\">\($0)</span>" } ?? .empty]
         }
         let events = d.events.map { e -> [HTML] in

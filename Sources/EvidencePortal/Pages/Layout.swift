@@ -44,7 +44,7 @@ enum Layout {
     static func badge(_ state: ItemState) -> HTML {
         let tone: String
         switch state {
-        case .done, .shared, .archived, .certified, .confirmed: tone = "ok"
+        case .done, .archived, .certified, .confirmed: tone = "ok"
         case .failed, .quarantined: tone = "bad"
         default: tone = "wait"
         }

@@ -20,7 +20,7 @@ enum StatusPage {
             }
         }
         let troubled = r.troubledJobs.map { j -> [HTML] in
-            [.text(String(j.id)), .text(j.kind), j.itemID.map(Show.itemLink) ?? .text("–"), .text(j.state.rawValue),
+            [.text(String(j.id)), .text(j.kind.rawValue), j.itemID.map(Show.itemLink) ?? .text("–"), .text(j.state.rawValue),
              .text("\(j.attempts)/\(j.maxAttempts)"), "<span class=\"error\">\(j.lastError ?? "")</span>"]
         }
         let quarantine = r.quarantine.map { q -> [HTML] in

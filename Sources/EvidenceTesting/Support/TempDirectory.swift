@@ -9,7 +9,8 @@ public final class TempDirectory: @unchecked Sendable {
 
     /// `label` becomes part of the folder's name, to tell leftovers apart.
     public init(_ label: String = "test") {
-        var template = Array((NSTemporaryDirectory() + "/evidence-\(label)-XXXXXX").utf8CString)
+        let base = (NSTemporaryDirectory() as NSString).appendingPathComponent("evidence-\(label)-XXXXXX")
+        var template = Array(base.utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard let made else { preconditionFailure("mkdtemp in \(NSTemporaryDirectory()): \(String(cString: strerror(errno)))") }
         path = String(cString: made)

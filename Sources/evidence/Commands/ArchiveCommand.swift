@@ -91,7 +91,7 @@ struct ArchiveCommand: AsyncParsableCommand {
                 case .done(let transition): try home.catalog.completeJob(claimed.id, owner: owner, transition: transition)
                 default: try home.catalog.releaseJob(claimed.id, owner: owner, runAt: Date())
                 }
-                ran.append(kind)
+                ran.append(kind.rawValue)
             }
         }
         Progress.clearLine()
@@ -112,7 +112,7 @@ struct ArchiveCommand: AsyncParsableCommand {
         }
         Output.line("item #\(it.id) \(it.state.rawValue)\(ran.isEmpty ? " (already archived)" : "")")
         Output.table(["role", "account", "remote path", "verified by"],
-                     files.map { [$0.role, $0.account, $0.remotePath, $0.verifiedBy] })
+                     files.map { [$0.role.rawValue, $0.account, $0.remotePath, $0.verifiedBy] })
         for l in links {
             Output.line("link: \(l.url)\(l.expires.map { " (expires \(Output.date($0)))" } ?? "")\(l.passwordProtected ? " (password)" : "")")
             if let f = l.fallback { Output.line("  note: \(f)") }

@@ -52,7 +52,7 @@ struct CertCommand: AsyncParsableCommand {
                 custodyHead: try home.catalog.events(itemID: it.id).last?.hash)
             pdf = try CertificateRenderer.render(content)
             note = "rendered now: item is \(it.state.rawValue)"
-        } else if let proof = try home.catalog.proofs(itemID: it.id).first(where: { $0.notary == origin && $0.kind == "qed" }) {
+        } else if let proof = try home.catalog.proofs(itemID: it.id).first(where: { $0.notary == origin && $0.kind == .qed }) {
             pdf = try await fetch(proof, home: home)
             note = "fetched from \(origin) now"
         } else {

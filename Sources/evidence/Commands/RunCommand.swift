@@ -94,7 +94,7 @@ struct RunCommand: AsyncParsableCommand {
         if let metricsConfig, let factory {
             let endpoint = MetricsEndpoint(
                 host: metricsConfig.host, port: metricsConfig.port, registry: factory.registry,
-                gauges: CatalogGauges(catalog: home.catalog, registry: factory.registry, jobKinds: pipeline.jobRunner.kinds,
+                gauges: CatalogGauges(catalog: home.catalog, registry: factory.registry, jobKinds: pipeline.jobRunner.kinds.map(\.rawValue),
                                       anchorDirectory: config.custody.map { _ in ChainAnchors.directory(home) }),
                 checks: ReadinessCheck.pipeline(pipeline))
             alongside.append(endpoint.makeApplication(logger: logger) { port in

@@ -72,9 +72,9 @@ struct ShowCommand: ParsableCommand {
             Output.line("Proofs:")
             Output.table(["NOTARY", "KIND", "STATE", "SUBMITTED", "PROVEN AT", "REFERENCE", "RECEIPT / LINK"], proofs.map { p in
                 let since = p.submittedAt.map { DurationText.format(seconds: -$0.timeIntervalSinceNow) + " ago" } ?? "-"
-                let ref = p.kind == "qed" ? (p.txHash.map { "tx \($0)" } ?? "report \(p.remoteID ?? "-")") : "serial \(p.remoteID ?? "-")"
+                let ref = p.kind == .qed ? (p.txHash.map { "tx \($0)" } ?? "report \(p.remoteID ?? "-")") : "serial \(p.remoteID ?? "-")"
                 let where_ = p.state == .failed ? (p.error ?? "") : [p.receipt.map { home.store.objectPath($0) }, p.link].compactMap { $0 }.joined(separator: "  ")
-                return [p.notary, p.kind, p.state.rawValue, since, Output.date(p.provenAt), ref, where_]
+                return [p.notary, p.kind.rawValue, p.state.rawValue, since, Output.date(p.provenAt), ref, where_]
             })
         }
         if !certificates.isEmpty {
@@ -89,7 +89,7 @@ struct ShowCommand: ParsableCommand {
             Output.line()
             Output.line("Archive:")
             Output.table(["ACCOUNT", "ROLE", "SIZE", "VERIFIED BY", "REMOTE PATH"], archived.map {
-                [$0.account, $0.role, Output.bytes($0.size), $0.verifiedBy, $0.remotePath]
+                [$0.account, $0.role.rawValue, Output.bytes($0.size), $0.verifiedBy, $0.remotePath]
             })
         }
         for l in links {
@@ -101,7 +101,7 @@ struct ShowCommand: ParsableCommand {
             Output.line()
             Output.line("Jobs:")
             Output.table(["JOB", "KIND", "STATE", "ATTEMPTS", "NEXT RUN", "LAST ERROR"], jobs.map {
-                ["\($0.id)", $0.kind, $0.state.rawValue, "\($0.attempts)/\($0.maxAttempts)",
+                ["\($0.id)", $0.kind.rawValue, $0.state.rawValue, "\($0.attempts)/\($0.maxAttempts)",
                  $0.state == .queued ? Output.date($0.nextRunAt) : "-", $0.lastError ?? ""]
             })
         }

@@ -168,7 +168,7 @@ struct StatusCommand: ParsableCommand {
                 Output.line()
                 Output.line("Failing jobs:")
                 Output.table(["JOB", "KIND", "ITEM", "STATE", "ATTEMPTS", "LAST ERROR"], troubled.prefix(20).map {
-                    ["\($0.id)", $0.kind, $0.itemID.map { "#\($0)" } ?? "-", $0.state.rawValue,
+                    ["\($0.id)", $0.kind.rawValue, $0.itemID.map { "#\($0)" } ?? "-", $0.state.rawValue,
                      "\($0.attempts)/\($0.maxAttempts)", $0.lastError ?? ""]
                 })
             }

@@ -1,0 +1,89 @@
+import EvidenceCatalog
+import EvidenceConfig
+import EvidenceCore
+
+/// Where an item of a rule goes next: one pure function of its state and what just happened.
+///
+/// ```
+/// ingested ─verified─▶ (notarize jobs) ─first proof pending─▶ submitted ─all confirmed─▶ confirmed
+///     │                                        └─a notary said failed─▶ failed
+///     └─verified, no notary─▶ (archive job, or done)
+/// confirmed ─certified─▶ certified ─archived─▶ archived ─shared─▶ done
+/// ```
+/// Stages the rule does not ask for are skipped: no archive ends at `done` after the
+/// certificates; no share ends at `done` after the archive. The catalog applies the returned
+/// transition (state, custody event, jobs to create) in one transaction and decides nothing
+/// itself; handlers do the work and report the event.
+public struct ItemLifecycle: Sendable {
+    public let rule: WatchRule
+
+    public init(rule: WatchRule) { self.rule = rule }
+
+    /// What just happened to an item.
+    public enum Event: Sendable, Equatable {
+        /// Its stored copy was re-hashed and matches.
+        case verified(details: [String: String])
+        /// A notary's proof was saved; `confirmed` holds every notary whose proof of this item is
+        /// confirmed now (this one included when it is).
+        case proofSaved(notary: String, state: Proof.State, error: String?, confirmed: Set<String>)
+        /// Its certificates (the notaries' and ours) are stored.
+        case certified(count: Int)
+        /// Every file is in the rule's archive account, verified.
+        case archived(details: [String: String])
+        /// Its share link exists.
+        case shared(details: [String: String])
+    }
+
+    /// The state an item of this rule is in when all work for it is done.
+    public var finalState: ItemState { .done }
+
+    /// Jobs for an item seen for the first time.
+    public var jobsForNewItem: [JobSpec] { [JobSpec(.verify(rule: rule.name))] }
+
+    /// Jobs for a source (one file name) of an item: the rule's after-action, if any.
+    public var jobsForNewSource: [JobSpec] {
+        switch rule.after {
+        case .keep: return []
+        case .delete: return [JobSpec(.afterAction(rule: rule.name, action: .delete, source: nil), maxAttempts: 20)]
+        case .move(let dir): return [JobSpec(.afterAction(rule: rule.name, action: .move(to: dir), source: nil), maxAttempts: 20)]
+        }
+    }
+
+    /// The transition `event` causes for an item in `state`; nil when it changes nothing (a
+    /// proof of one notary of several, a pending proof after the first).
+    public func transition(from state: ItemState, on event: Event) -> JobTransition? {
+        switch event {
+        case .verified(let details):
+            if !rule.notary.isEmpty {
+                let jobs = rule.notary.map { JobSpec(.notarize(rule: rule.name, notary: $0), maxAttempts: 12, scope: $0) }
+                return JobTransition(state: nil, event: "verified", details: details, jobs: jobs)
+            }
+            if rule.archive != nil {
+                return JobTransition(state: nil, event: "verified", details: details, jobs: jobsForArchive)
+            }
+            return JobTransition(state: finalState, event: "verified", details: details)
+
+        case .proofSaved(let notary, .pending, _, _):
+            return state < .submitted
+                ? JobTransition(state: .submitted, event: "submitted", details: ["notary": notary]) : nil
+        case .proofSaved(let notary, .failed, let error, _):
+            return state == .failed
+                ? nil : JobTransition(state: .failed, event: "failed", reason: "\(notary): \(error ?? "notarization failed")")
+        case .proofSaved(_, .confirmed, _, let confirmed):
+            guard state < .confirmed, Set(rule.notary).isSubset(of: confirmed) else { return nil }
+            return JobTransition(state: .confirmed, event: "confirmed", details: ["notaries": rule.notary.joined(separator: ",")],
+                                 jobs: [JobSpec(.certificate(rule: rule.name))])
+
+        case .certified(let count):
+            return JobTransition(state: rule.archive == nil ? finalState : .certified, event: "certified",
+                                 details: ["certificates": String(count)], jobs: rule.archive == nil ? [] : jobsForArchive)
+        case .archived(let details):
+            let jobs = rule.share == nil ? [] : [JobSpec(.share(rule: rule.name), maxAttempts: 12)]
+            return JobTransition(state: rule.share == nil ? finalState : .archived, event: "archived", details: details, jobs: jobs)
+        case .shared(let details):
+            return JobTransition(state: finalState, event: "shared", details: details)
+        }
+    }
+
+    var jobsForArchive: [JobSpec] { [JobSpec(.archive(rule: rule.name), maxAttempts: 12)] }
+}
