@@ -312,6 +312,14 @@ path = "/srv/evidence-archive"
         #expect(config.home == "/x [} ,} 1979-05-27T;")
     }
 
+    /// The date check once applied its condition to `t` only, so every bare `T` (a table or key
+    /// name such as `Team`) was refused as "a date's `T` must be followed by a time".
+    @Test func anUppercaseTInANameIsNotTakenForADate() throws {
+        let dir = try TempDir()
+        let config = try loadConfig("[archives.Team]\nkind = \"local\"\npath = \"/srv/T\"\n", in: dir)
+        #expect(config.archives["Team"] != nil)
+    }
+
     @Test func quotedAndSpacedTableHeadersStillParse() throws {
         let dir = try TempDir()
         let config = try loadConfig("[ notaries . \"q d\" ]\nkind = \"qed\"\nbase_url = \"http://h/v1/\"\napi_key_env = \"K\"\n", in: dir)

@@ -1,3 +1,4 @@
+import EvidenceProcess
 import Foundation
 import Glibc
 
@@ -12,7 +13,7 @@ final class TempDir {
 
     func file(_ name: String, _ data: Data) -> String {
         let p = path + "/" + name
-        FileManager.default.createFile(atPath: p, contents: data)
+        _ = FileManager.default.createFile(atPath: p, contents: data)
         return p
     }
 }
@@ -30,16 +31,8 @@ func randomData(_ n: Int) -> Data {
 
 /// Runs a command, returns stdout (trimmed) and exit status.
 func run(_ args: [String]) -> (out: String, status: Int32) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = args
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = FileHandle.nullDevice
-    try! p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), p.terminationStatus)
+    let r = try! ChildProcess.run(args[0], Array(args.dropFirst()), separateStandardError: true)
+    return (r.output.trimmingCharacters(in: .whitespacesAndNewlines), r.status)
 }
 
 func sha256sum(_ path: String) -> String {
