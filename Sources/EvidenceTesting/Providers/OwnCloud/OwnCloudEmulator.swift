@@ -97,6 +97,7 @@ public final class OwnCloudEmulator: Sendable {
                 }
             }
         }
+        addCapabilityRoutes(to: router)
         let shares = "owncloud/ocs/v1.php/apps/files_sharing/api/v1/shares"
         router.get(RouterPath(shares)) { request, context in try await self.ocs(request, context: context, id: nil) }
         router.post(RouterPath(shares)) { request, context in try await self.ocs(request, context: context, id: nil) }
@@ -110,7 +111,7 @@ public final class OwnCloudEmulator: Sendable {
 
     // MARK: Auth and paths
 
-    private func authorized(_ request: Request) -> Bool {
+    func authorized(_ request: Request) -> Bool {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
               let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
               let text = String(data: data, encoding: .utf8) else { return false }
