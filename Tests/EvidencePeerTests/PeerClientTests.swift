@@ -45,15 +45,25 @@ struct PeerClientTests {
             // The client loads its system exclude list from its installed data package unless it is
             // given one: this one ignores nothing we sync.
             try "*~\n".write(toFile: peer.dir + "/exclude.lst", atomically: true, encoding: .utf8)
-            let run = try peer.run(tool, ["--non-interactive", "--exclude", peer.dir + "/exclude.lst", "-u", OwnCloudEmulator.user,
-                                          "-p", OwnCloudEmulator.password, local, peer.serverURL], timeout: 120)
+            let args = ["--non-interactive", "--exclude", peer.dir + "/exclude.lst", "-u", OwnCloudEmulator.user,
+                        "-p", OwnCloudEmulator.password, local, peer.serverURL]
+            let run = try peer.run(tool, args, timeout: 120)
             #expect(run.status == 0, "\(tool) failed: \(run.output.suffix(3000))")
             for (name, _) in files {
                 #expect(try await peer.storedSHA256(name) == (try sha256(local + "/" + name)), "\(name) as the emulation holds it")
             }
+            // Change two files and sync again: now the client replaces, guarded by the etags it saw
+            // (If-Match on the PUT; on the assembling MOVE an If: header naming the destination).
+            try randomFile(local + "/big.bin", bytes: 105_000_000)
+            try randomFile(local + "/small.bin", bytes: 4000)
+            let again = try peer.run(tool, args, timeout: 120)
+            #expect(again.status == 0, "\(tool) failed the second time: \(again.output.suffix(3000))")
+            for name in ["big.bin", "small.bin"] {
+                #expect(try await peer.storedSHA256(name) == (try sha256(local + "/" + name)), "\(name), changed, as the emulation holds it")
+            }
             let log = try peer.requests()
             let moves = log.filter { $0.method == "MOVE" && $0.path.hasSuffix("/.file") }
-            #expect(moves.count == 1 && moves.first?.status == 201, "the 110 MB file went up in chunks, assembled once: \(moves)")
+            #expect(moves.map(\.status) == [201, 204], "the big file went up in chunks, assembled new then replaced: \(moves)")
             #expect(log.contains { $0.path.hasSuffix("/ocs/v1.php/cloud/capabilities") && $0.status == 200 })
             #expect(peer.refused(log).isEmpty, "requests the emulation refused: \(peer.refused(log))")
             // Checksums: ownCloud's own SHA-1 of the bytes; on Nextcloud the one the client sent.

@@ -347,4 +347,49 @@ struct OwnCloudEmulatorTests {
             #expect(try await oc.dav("MKCOL", "/L").status == 201)
         }
     }
+
+    @Test("If header (RFC 4918) on the assembling MOVE is judged against the tagged destination: a stale etag is 412, the current one replaces")
+    func ifHeaderOnMove() async throws {
+        try await withProviderSandbox { base async throws in
+            let oc = OwnCloudClient(base: base)
+            #expect(try await oc.dav("PUT", "/f.bin", body: Data("old".utf8)).status == 201)
+            let etag = try #require(try await oc.dav("HEAD", "/f.bin").header("ETag"))
+            let dest = oc.url("/owncloud/remote.php/dav/files/sandbox/f.bin").absoluteString
+            let destPath = "/owncloud/remote.php/dav/files/sandbox/f.bin"
+            #expect(try await oc.uploads("MKCOL", "/u").status == 201)
+            #expect(try await oc.uploads("PUT", "/u/0000000000000000", body: Data("new".utf8)).status == 201)
+            let stale = try await oc.uploads("MOVE", "/u/.file", headers: ["Destination": dest, "If": "<\(destPath)> ([\"0000stale\"])"])
+            #expect(stale.status == 412)
+            #expect(stale.text.contains("<s:header>If</s:header>"))
+            #expect(try await oc.dav("GET", "/f.bin").text == "old")
+            let current = try await oc.uploads("MOVE", "/u/.file", headers: ["Destination": dest, "If": "<\(dest)> ([\(etag)])"])
+            #expect(current.status == 204)
+            #expect(try await oc.dav("GET", "/f.bin").text == "new")
+            // Untagged: the request URI. Not <token>: no lock is held, so it holds.
+            #expect(try await oc.dav("DELETE", "/f.bin", headers: ["If": "([\"0000stale\"])"]).status == 412)
+            #expect(try await oc.dav("DELETE", "/f.bin", headers: ["If": "(Not <opaquelocktoken:none>)"]).status == 204)
+        }
+    }
+
+    @Test("PROPFIND answers what the desktop clients ask for: share-types, data-fingerprint on the root, permissions per flavour, nc:is-encrypted on Nextcloud",
+          arguments: [OwnCloudFlavour.owncloud, .nextcloud])
+    func clientProperties(_ flavour: OwnCloudFlavour) async throws {
+        try await withProviderSandbox(owncloudFlavour: flavour) { base async throws in
+            let oc = OwnCloudClient(base: base)
+            #expect(try await oc.dav("MKCOL", "/d").status == 201)
+            #expect(try await oc.dav("PUT", "/d/s.mp4", body: Data("x".utf8)).status == 201)
+            #expect(try await oc.dav("PUT", "/d/p.mp4", body: Data("y".utf8)).status == 201)
+            _ = try await oc.ocs("POST", "?format=json", form: "path=/d/s.mp4&shareType=3&permissions=1")
+            let props = "<oc:permissions/><oc:share-types/><oc:data-fingerprint/><nc:is-encrypted xmlns:nc=\"http://nextcloud.org/ns\"/>"
+            let root = try await oc.propfind("/", depth: "0", props: props)
+            #expect(root.text.contains("<oc:data-fingerprint/>"))
+            let listing = try await oc.propfind("/d", depth: "1", props: props)
+            let g = flavour == .nextcloud ? "G" : ""
+            #expect(listing.text.contains("<oc:permissions>R\(g)DNVCK</oc:permissions>"), "\(listing.text)")
+            #expect(listing.text.contains("<oc:permissions>R\(g)DNVW</oc:permissions>"))
+            #expect(listing.text.contains("<oc:share-types><oc:share-type>3</oc:share-type></oc:share-types>"))
+            #expect(listing.text.contains("<oc:share-types/>"))
+            #expect(listing.text.contains("<nc:is-encrypted>0</nc:is-encrypted>") == (flavour == .nextcloud))
+        }
+    }
 }

@@ -32,7 +32,14 @@ import Hummingbird
 /// - Preconditions as Sabre checks them, against the request URI: `If-Match` (412 when nothing
 ///   is there or no etag matches) and `If-None-Match` (`*` or a matching etag → 412). For `MOVE`
 ///   that is the source: `If-None-Match: *` on `MOVE …/.file` always fails, as `.file` exists.
-///   `Overwrite: F` → 412 when the destination exists; `T` (the default) replaces it.
+///   `Overwrite: F` → 412 when the destination exists; `T` (the default) replaces it. The
+///   RFC 4918 `If` header (what the desktop clients send to guard a MOVE's destination,
+///   `If: <dest> (["etag"])`) is judged per tagged resource, etags only (no locks are held).
+/// - PROPFIND answers what the desktop clients ask on every listing: `oc:share-types` (empty,
+///   or `3` for a public link), `oc:data-fingerprint` (empty, root only), `oc:permissions`
+///   (`RDNVW`/`RDNVCK`; Nextcloud adds `G`), `oc:favorite`, and on Nextcloud `nc:is-encrypted`
+///   (`0`, folders). `oc:downloadURL`/`oc:dDC` are 404, as on a server without direct download.
+/// - `GET /owncloud/ocs/v{1,2}.php/cloud/capabilities` and `…/cloud/user`: see `OwnCloudCapabilities.swift`.
 /// - `MKCOL`: 201; existing → 405; parent missing → 409. `PUT`: 201 new / 204 replaced, parent
 ///   missing → 409, onto a folder → 409, `If-None-Match: *` on an existing file → 412;
 ///   answers `OC-FileId`, `ETag`, `OC-ETag` (and `X-OC-MTime: accepted` when `X-OC-Mtime` was sent).
@@ -192,6 +199,7 @@ public final class OwnCloudEmulator: Sendable {
         case "DELETE":
             let e = await store.entry(target)
             if let failed = preconditions(request, exists: e != nil, etag: e?.folder == false ? e?.etag : nil) { return failed }
+            if let failed = await ifHeader(request, requestPath: path) { return failed }
             if target == "/" { return OwnCloudWire.sabreError(.forbidden, "Sabre\\DAV\\Exception\\Forbidden", "Permission denied to delete home folder") }
             guard try await store.delete(target, now: now()) else {
                 return OwnCloudWire.notFound("File with name \(relative(target)) could not be located")
@@ -216,17 +224,22 @@ public final class OwnCloudEmulator: Sendable {
         var fileID: Int64?
         var digests: OwnCloudHasher.Digests?
         var clientChecksum: String?
+        /// Share types of the item's shares (3: public link); nil where shares do not apply (uploads).
+        var shareTypes: [Int]?
+        var isRoot = false
     }
 
     private func item(_ path: String, _ e: OwnCloudEntry) async -> DavItem {
         let href = Self.davPrefix + "files/\(Self.user)" + OwnCloudWire.hrefPath(path == "/" ? "/" : path + (e.folder ? "/" : ""))
         return DavItem(href: href, name: (path as NSString).lastPathComponent, folder: e.folder,
                        size: e.folder ? await store.treeSize(path) : e.size, etag: e.etag, mtime: e.mtime,
-                       fileID: e.fileID, digests: e.digests, clientChecksum: e.clientChecksum)
+                       fileID: e.fileID, digests: e.digests, clientChecksum: e.clientChecksum,
+                       shareTypes: await store.shares(fileIDs: [e.fileID]).isEmpty ? [] : [3], isRoot: path == "/")
     }
 
     static let davNS = "DAV:"
     static let ocNS = "http://owncloud.org/ns"
+    static let ncNS = "http://nextcloud.org/ns"
 
     private func propValue(_ item: DavItem, ns: String, name: String) -> String? {
         switch (ns, name) {
@@ -240,7 +253,18 @@ public final class OwnCloudEmulator: Sendable {
         case (Self.ocNS, "fileid"): return item.fileID.map { String($0) }
         case (Self.ocNS, "id"): return item.fileID.map { fileIDString($0) }
         case (Self.ocNS, "size"): return String(item.size)
-        case (Self.ocNS, "permissions"): return item.fileID == nil ? nil : (item.folder ? "RDNVCK" : "RDNVW")
+        // Nextcloud (since 27) adds G, "readable", to both.
+        case (Self.ocNS, "permissions"):
+            guard item.fileID != nil else { return nil }
+            let g = flavour == .nextcloud ? "G" : ""
+            return item.folder ? "R\(g)DNVCK" : "R\(g)DNVW"
+        // Every item answers share-types, empty when unshared (the clients ask on every PROPFIND).
+        case (Self.ocNS, "share-types"):
+            return item.shareTypes.map { $0.map { "<oc:share-type>\($0)</oc:share-type>" }.joined() }
+        // The home root answers data-fingerprint, empty until an admin restores a backup.
+        case (Self.ocNS, "data-fingerprint"): return item.isRoot ? "" : nil
+        case (Self.ocNS, "favorite"): return item.fileID == nil ? nil : "0"
+        case (Self.ncNS, "is-encrypted"): return flavour == .nextcloud && item.folder && item.fileID != nil ? "0" : nil
         case (Self.ocNS, "owner-id"), (Self.ocNS, "owner-display-name"): return item.fileID == nil ? nil : Self.user
         case (Self.ocNS, "checksums"):
             switch flavour {
@@ -261,7 +285,8 @@ public final class OwnCloudEmulator: Sendable {
         let wanted = props ?? [(Self.davNS, "getlastmodified"), (Self.davNS, "resourcetype"), (Self.davNS, "getetag"),
                                (Self.davNS, "getcontentlength"), (Self.davNS, "getcontenttype"),
                                (Self.davNS, "quota-used-bytes"), (Self.davNS, "quota-available-bytes")]
-        var xml = "<?xml version=\"1.0\"?>\n<d:multistatus xmlns:d=\"DAV:\" xmlns:s=\"http://sabredav.org/ns\" xmlns:oc=\"http://owncloud.org/ns\">"
+        let nc = flavour == .nextcloud ? " xmlns:nc=\"\(Self.ncNS)\"" : ""
+        var xml = "<?xml version=\"1.0\"?>\n<d:multistatus xmlns:d=\"DAV:\" xmlns:s=\"http://sabredav.org/ns\" xmlns:oc=\"http://owncloud.org/ns\"\(nc)>"
         for item in items {
             var found = ""
             var missing = ""
@@ -271,6 +296,7 @@ public final class OwnCloudEmulator: Sendable {
                 switch ns {
                 case Self.davNS: tag = "d:\(name)"; open = tag
                 case Self.ocNS: tag = "oc:\(name)"; open = tag
+                case Self.ncNS where flavour == .nextcloud: tag = "nc:\(name)"; open = tag
                 default: tag = "x1:\(name)"; open = "\(tag) xmlns:x1=\"\(OwnCloudWire.xmlEscape(ns))\""
                 }
                 if let value = propValue(item, ns: ns, name: name) {
@@ -397,6 +423,7 @@ public final class OwnCloudEmulator: Sendable {
         if let failed = preconditions(request, exists: existing != nil, etag: existing?.folder == false ? existing?.etag : nil) {
             return failed
         }
+        if let failed = await ifHeader(request, requestPath: path) { return failed }
         if let existing, existing.folder { return OwnCloudWire.conflict("PUT is not allowed on non-files.") }
         guard let parent = await store.entry(OwnCloudStore.parent(target)), parent.folder else {
             return OwnCloudWire.conflict("Files can only be created as children of collections")
@@ -438,6 +465,90 @@ public final class OwnCloudEmulator: Sendable {
             unlink(temp)
             return OwnCloudWire.preconditionFailed("An If-None-Match header was specified, but the ETag matched (or * was specified).", header: "If-None-Match")
         }
+    }
+
+    /// One `( … )` of an `If` header: `Not`, a state token `<…>`, an entity tag `[…]`.
+    struct IfCondition: Equatable {
+        var negate = false
+        var token: String?
+        var etag: String?
+    }
+
+    /// RFC 4918's `If` header as Sabre reads it: each `(…)` is one condition, for the resource
+    /// named before it (`<uri>`) or, untagged, the request URI (nil); a `(…)` without a resource
+    /// joins the previous one's. nil when it cannot be read.
+    static func parseIf(_ header: String) -> [(uri: String?, conditions: [IfCondition])]? {
+        var out: [(uri: String?, conditions: [IfCondition])] = []
+        let chars = Array(header)
+        var i = 0
+        var pendingURI: String?
+        func read(until end: Character) -> String? {
+            let start = i
+            while i < chars.count, chars[i] != end { i += 1 }
+            guard i < chars.count else { return nil }
+            defer { i += 1 }
+            return String(chars[start..<i])
+        }
+        while i < chars.count {
+            let c = chars[i]
+            if c.isWhitespace { i += 1; continue }
+            if c == "<" {
+                i += 1
+                guard let uri = read(until: ">") else { return nil }
+                pendingURI = uri
+            } else if c == "(" {
+                i += 1
+                guard let inner = read(until: ")") else { return nil }
+                var cond = IfCondition()
+                var rest = Substring(inner).drop(while: \.isWhitespace)
+                if rest.hasPrefix("Not") { cond.negate = true; rest = rest.dropFirst(3).drop(while: \.isWhitespace) }
+                if rest.hasPrefix("<"), let close = rest.firstIndex(of: ">") {
+                    cond.token = String(rest[rest.index(after: rest.startIndex)..<close])
+                    rest = rest[rest.index(after: close)...].drop(while: \.isWhitespace)
+                }
+                if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+                    cond.etag = String(rest[rest.index(after: rest.startIndex)..<close])
+                }
+                if let uri = pendingURI {
+                    out.append((uri, [cond]))
+                    pendingURI = nil
+                } else if !out.isEmpty {
+                    out[out.count - 1].conditions.append(cond)
+                } else {
+                    out.append((nil, [cond]))
+                }
+            } else {
+                return nil
+            }
+        }
+        return out
+    }
+
+    /// Sabre's evaluation of an `If` header (the desktop clients send `If: <destination>
+    /// (["etag"])` on the MOVE that assembles a changed file, as If-Match would be judged
+    /// against the source): for each resource one condition must hold; an etag condition holds
+    /// when the resource is a file with that etag. The emulation holds no locks: a state token
+    /// never matches (so `Not <token>` always does). 412 otherwise.
+    private func ifHeader(_ request: Request, requestPath: DavPath) async -> Response? {
+        guard let header = request.headers[HTTPField.Name("If")!] else { return nil }
+        guard let lists = Self.parseIf(header) else { return OwnCloudWire.badRequest("The If header could not be parsed") }
+        for (uri, conditions) in lists {
+            var etag: String?
+            if let target = uri.flatMap(Self.destination) ?? (uri == nil ? requestPath : nil), target.space == "files",
+               let e = await store.entry(target.filesPath), !e.folder {
+                etag = "\"\(e.etag)\""
+            }
+            let holds = conditions.contains { c in
+                let tokenValid = c.token == nil
+                var etagValid = true
+                if let want = c.etag, tokenValid { etagValid = etag == want }
+                return (tokenValid && etagValid) != c.negate
+            }
+            if !holds {
+                return OwnCloudWire.preconditionFailed("Failed to find a valid token/etag combination for \(uri ?? request.uri.path)", header: "If")
+            }
+        }
+        return nil
     }
 
     /// Sabre's `checkPreconditions`: `If-Match` and `If-None-Match` are judged against the node
@@ -519,6 +630,7 @@ public final class OwnCloudEmulator: Sendable {
     private func move(_ request: Request, path: DavPath) async throws -> Response {
         let source = await store.entry(path.filesPath)
         if let failed = preconditions(request, exists: source != nil, etag: source?.folder == false ? source?.etag : nil) { return failed }
+        if let failed = await ifHeader(request, requestPath: path) { return failed }
         let to: String
         switch filesDestination(request) {
         case .success(let p): to = p
@@ -630,6 +742,7 @@ public final class OwnCloudEmulator: Sendable {
         // Preconditions are the request URI's: `.file` exists while the upload does, so
         // If-None-Match: * always fails here; Overwrite: F is what guards the destination.
         if let failed = preconditions(request, exists: true, etag: up.etag) { return failed }
+        if let failed = await ifHeader(request, requestPath: DavPath(space: "uploads", user: Self.user, components: [id, ".file"])) { return failed }
         let target: String
         switch filesDestination(request) {
         case .success(let p): target = p
