@@ -21,7 +21,7 @@ passes=(
   "local|EvidenceStoreTests EvidenceCatalogTests EvidenceConfigTests EvidenceCertificateTests EvidenceMediaTests EvidenceFuzzingTests"
   "services|EvidenceHTTPTests EvidenceNotaryTests EvidenceSandboxTests EvidenceArchiveTests EvidenceMetricsTests EvidencePortalTests"
   "watch|EvidenceWatchTests EvidencePipelineTests"
-  "cli|EvidenceCLITests"
+  "cli|EvidenceCLITests EvidencePeerTests"
 )
 # A new test target must be placed in a pass, or it would silently never run.
 for dir in Tests/*/; do

@@ -29,7 +29,8 @@ extension ArchiveError {
         case 401, 403: return ArchiveError(r.status == 401 ? .unauthorized : .permanent, message + " (check the account's credentials)")
         case 404: return ArchiveError(.notFound, message)
         case 409, 412: return ArchiveError(.conflict, message)
-        case 408, 429, 500...599: return ArchiveError(.transient, message, retryAfter: retryAfter)
+        // 423 Locked (WebDAV): another request holds the path for now.
+        case 408, 423, 429, 500...599: return ArchiveError(.transient, message, retryAfter: retryAfter)
         default: return ArchiveError(.permanent, message)
         }
     }

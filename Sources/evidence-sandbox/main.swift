@@ -21,7 +21,8 @@ struct EvidenceSandbox: AsyncParsableCommand {
             POST /_sandbox/advance-clock?seconds=N, \
             POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N (the next N requests under PREFIX answer 200 with MODE instead: \
             garbage = not JSON, html = a login page, truncated = connection closed before Content-Length, oversized = a 65 MiB body \
-            streamed (over the client's 64 MiB limit), slow = headers then one byte every 2 s, wrong-type = a PNG). \
+            streamed (over the client's 64 MiB limit), slow = headers then one byte every 2 s, wrong-type = a PNG; \
+            locked = 423 Locked with a WebDAV error body, the one mode that is not a 200). \
             Faults apply to /v1/ unless --fault-path says otherwise. Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failed to start (state folder, port); 64 usage error.
             """
     )
@@ -66,6 +67,9 @@ struct EvidenceSandbox: AsyncParsableCommand {
     @Option(help: "Seconds an emulated provider's access token stays valid (then 401 until refreshed).")
     var tokenLifetime: Double = 3600
 
+    @Option(help: "Which server /owncloud/ emulates: owncloud (ownCloud 10: computes checksums, refuses a wrong OC-Checksum) or nextcloud (stores and echoes the client's OC-Checksum).")
+    var owncloudFlavour: String = "owncloud"
+
     @Option(help: "Seed for fault decisions, slugs and transaction hashes (reproducible runs).")
     var seed: UInt64?
 
@@ -83,6 +87,7 @@ struct EvidenceSandbox: AsyncParsableCommand {
         guard faultPaths.allSatisfy({ $0.hasPrefix("/") }) else { throw ValidationError("--fault-path must start with /") }
         guard tokenLifetime > 0 else { throw ValidationError("--token-lifetime must be positive") }
         guard retryAfter >= 1 else { throw ValidationError("--retry-after must be at least 1") }
+        guard OwnCloudFlavour(rawValue: owncloudFlavour) != nil else { throw ValidationError("--owncloud-flavour must be owncloud or nextcloud") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         do { _ = try LatencySpec(parsing: latency) } catch { throw ValidationError("--latency: \(error)") }
     }
@@ -100,7 +105,8 @@ struct EvidenceSandbox: AsyncParsableCommand {
             failRate: failRate, rateLimit: rateLimit, retryAfter: retryAfter,
             latency: try LatencySpec(parsing: latency), dropRate: dropRate,
             spikeRate: spikeRate, spike: try DurationText.seconds(spike),
-            faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed, tokenLifetime: tokenLifetime)
+            faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed, tokenLifetime: tokenLifetime,
+            owncloudFlavour: OwnCloudFlavour(rawValue: owncloudFlavour) ?? .owncloud)
         let server: SandboxServer
         do {
             server = try SandboxServer(options: options)

@@ -188,10 +188,11 @@ func s256WithOpenSSL(_ verifier: String) async throws -> String {
 
 /// An in-process sandbox on a fresh (or given) state folder.
 func withProviderSandbox<T: Sendable>(stateDirectory: String? = nil, tokenLifetime: Double? = nil,
+                                      owncloudFlavour: OwnCloudFlavour = .owncloud,
                                       _ body: @Sendable (URL) async throws -> T) async throws -> T {
     let dir = try stateDirectory ?? makeTemporaryDirectory("prov")
     defer { if stateDirectory == nil { try? FileManager.default.removeItem(atPath: dir) } }
-    var options = SandboxOptions(stateDirectory: dir, seed: 11)
+    var options = SandboxOptions(stateDirectory: dir, seed: 11, owncloudFlavour: owncloudFlavour)
     if let tokenLifetime { options.tokenLifetime = tokenLifetime }
     let server = try SandboxServer(options: options)
     return try await server.withRunning(body)

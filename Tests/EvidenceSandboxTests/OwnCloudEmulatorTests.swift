@@ -181,7 +181,7 @@ struct OwnCloudEmulatorTests {
                                                                                      "OC-Checksum": "SHA1:" + String(repeating: "1", count: 40)])
             #expect(badSum.status == 400)
             let done = try await oc.uploads("MOVE", "/transfer-1/.file", headers: ["Destination": dest, "OC-Total-Length": "2500000",
-                                                                                   "OC-Checksum": "SHA1:\(sha1)", "If-None-Match": "*",
+                                                                                   "OC-Checksum": "SHA1:\(sha1)", "Overwrite": "F",
                                                                                    "X-OC-Mtime": "1777777777"])
             #expect(done.status == 201)
             #expect(done.header("OC-FileId")?.isEmpty == false)
@@ -191,10 +191,45 @@ struct OwnCloudEmulatorTests {
             let counts = try #require(try await TestHTTP.send("GET", oc.url("/_sandbox/counters")).json)
             #expect(counts["uploads_by_path"]?["owncloud:/Evidence/big.mp4"] == .int(1))
 
-            // A second assembly onto the same path with If-None-Match: * is refused.
+            // A second assembly onto the same path with Overwrite: F is refused.
             #expect(try await oc.uploads("MKCOL", "/transfer-2").status == 201)
             #expect(try await oc.uploads("PUT", "/transfer-2/00000000000000000000", body: first).status == 201)
-            #expect(try await oc.uploads("MOVE", "/transfer-2/.file", headers: ["Destination": dest, "If-None-Match": "*"]).status == 412)
+            let refused = try await oc.uploads("MOVE", "/transfer-2/.file", headers: ["Destination": dest, "Overwrite": "F"])
+            #expect(refused.status == 412)
+            #expect(refused.text.contains("<s:header>Overwrite</s:header>"))
+        }
+    }
+
+    @Test("MOVE preconditions are the source's (Sabre): If-None-Match: * on .file is 412 even onto nothing; Overwrite F refuses, T replaces")
+    func movePreconditions() async throws {
+        try await withProviderSandbox { base async throws in
+            let oc = OwnCloudClient(base: base)
+            let bytes = testBytes(1000, seed: 3)
+            #expect(try await oc.uploads("MKCOL", "/t").status == 201)
+            #expect(try await oc.uploads("PUT", "/t/00000000000000000000", body: bytes).status == 201)
+            let dest = oc.url("/owncloud/remote.php/dav/files/sandbox/new.bin").absoluteString
+            // Nothing is at the destination, yet .file (the request URI) exists: 412.
+            let star = try await oc.uploads("MOVE", "/t/.file", headers: ["Destination": dest, "If-None-Match": "*"])
+            #expect(star.status == 412)
+            #expect(star.text.contains("<s:header>If-None-Match</s:header>"))
+            #expect(try await oc.dav("GET", "/new.bin").status == 404)
+            #expect(try await oc.uploads("MOVE", "/t/.file", headers: ["Destination": dest, "Overwrite": "X"]).status == 400)
+            #expect(try await oc.uploads("MOVE", "/t/.file", headers: ["Destination": dest, "Overwrite": "F"]).status == 201)
+            #expect(try await oc.dav("GET", "/new.bin").body == bytes)
+
+            // Plain files: the same rules, judged on the source.
+            #expect(try await oc.dav("PUT", "/a.bin", body: Data("a".utf8)).status == 201)
+            #expect(try await oc.dav("PUT", "/b.bin", body: Data("b".utf8)).status == 201)
+            let toB = oc.url("/owncloud/remote.php/dav/files/sandbox/b.bin").absoluteString
+            let toC = oc.url("/owncloud/remote.php/dav/files/sandbox/c.bin").absoluteString
+            #expect(try await oc.dav("MOVE", "/a.bin", headers: ["Destination": toC, "If-None-Match": "*"]).status == 412)
+            #expect(try await oc.dav("MOVE", "/a.bin", headers: ["Destination": toC, "If-Match": "\"nope\""]).status == 412)
+            #expect(try await oc.dav("MOVE", "/none.bin", headers: ["Destination": toC, "If-Match": "*"]).status == 412)
+            #expect(try await oc.dav("MOVE", "/a.bin", headers: ["Destination": toB, "Overwrite": "F"]).status == 412)
+            let etag = try #require(try await oc.dav("HEAD", "/a.bin").header("ETag"))
+            #expect(try await oc.dav("MOVE", "/a.bin", headers: ["Destination": toB, "Overwrite": "T", "If-Match": etag]).status == 204)
+            #expect(try await oc.dav("GET", "/b.bin").text == "a")
+            #expect(try await oc.dav("GET", "/a.bin").status == 404)
         }
     }
 
@@ -273,6 +308,88 @@ struct OwnCloudEmulatorTests {
             #expect(pf.text.contains("SHA1:"))
             #expect(!pf.text.contains("SHA1:\(sha1)"))
             #expect(try await oc.dav("PUT", "/c1.bin", headers: ["OC-Checksum": "SHA1:\(sha1)"], body: body).status == 201)
+        }
+    }
+
+    @Test("Nextcloud flavour: status.php says Nextcloud; OC-Checksum is stored as sent, unchecked, and echoed back")
+    func nextcloudEchoesChecksums() async throws {
+        try await withProviderSandbox(owncloudFlavour: .nextcloud) { base async throws in
+            let oc = OwnCloudClient(base: base)
+            let status = try await TestHTTP.send("GET", oc.url("/owncloud/status.php"))
+            #expect(status.json?["productname"] == .string("Nextcloud"))
+            #expect(status.json?["version"]?.stringValue?.hasPrefix("30.") == true)
+            let body = testBytes(10_000, seed: 5)
+            let wrong = "SHA1:" + String(repeating: "ab", count: 20)
+            // Nextcloud does not check: a checksum that does not match the bytes is kept.
+            #expect(try await oc.dav("PUT", "/w.bin", headers: ["OC-Checksum": wrong], body: body).status == 201)
+            let pf = try await oc.propfind("/w.bin", props: "<oc:checksums/>")
+            #expect(pf.text.contains("<oc:checksums><oc:checksum>\(wrong)</oc:checksum></oc:checksums>"), "\(pf.text)")
+            let got = try await oc.dav("GET", "/w.bin")
+            #expect(got.body == body)
+            #expect(got.header("OC-Checksum") == wrong)
+            // Without one, the file has none.
+            #expect(try await oc.dav("PUT", "/n.bin", body: body).status == 201)
+            let none = try await oc.propfind("/n.bin", props: "<oc:checksums/>")
+            #expect(!none.text.contains("<oc:checksum>"))
+            #expect(try await oc.dav("GET", "/n.bin").header("OC-Checksum") == nil)
+        }
+    }
+
+    @Test("misbehave mode locked: the next request under the prefix is 423 Locked with a Sabre body, then the real answer")
+    func lockedMode() async throws {
+        try await withProviderSandbox { base async throws in
+            let oc = OwnCloudClient(base: base)
+            let armed = try await TestHTTP.send("POST", oc.url("/_sandbox/misbehave?path=/owncloud/remote.php/dav/files/sandbox/L&mode=locked"))
+            #expect(armed.status == 200)
+            let locked = try await oc.dav("MKCOL", "/L")
+            #expect(locked.status == 423)
+            #expect(locked.text.contains("<s:exception>OCA\\DAV\\Connector\\Sabre\\Exception\\FileLocked</s:exception>"))
+            #expect(try await oc.dav("MKCOL", "/L").status == 201)
+        }
+    }
+
+    @Test("If header (RFC 4918) on the assembling MOVE is judged against the tagged destination: a stale etag is 412, the current one replaces")
+    func ifHeaderOnMove() async throws {
+        try await withProviderSandbox { base async throws in
+            let oc = OwnCloudClient(base: base)
+            #expect(try await oc.dav("PUT", "/f.bin", body: Data("old".utf8)).status == 201)
+            let etag = try #require(try await oc.dav("HEAD", "/f.bin").header("ETag"))
+            let dest = oc.url("/owncloud/remote.php/dav/files/sandbox/f.bin").absoluteString
+            let destPath = "/owncloud/remote.php/dav/files/sandbox/f.bin"
+            #expect(try await oc.uploads("MKCOL", "/u").status == 201)
+            #expect(try await oc.uploads("PUT", "/u/0000000000000000", body: Data("new".utf8)).status == 201)
+            let stale = try await oc.uploads("MOVE", "/u/.file", headers: ["Destination": dest, "If": "<\(destPath)> ([\"0000stale\"])"])
+            #expect(stale.status == 412)
+            #expect(stale.text.contains("<s:header>If</s:header>"))
+            #expect(try await oc.dav("GET", "/f.bin").text == "old")
+            let current = try await oc.uploads("MOVE", "/u/.file", headers: ["Destination": dest, "If": "<\(dest)> ([\(etag)])"])
+            #expect(current.status == 204)
+            #expect(try await oc.dav("GET", "/f.bin").text == "new")
+            // Untagged: the request URI. Not <token>: no lock is held, so it holds.
+            #expect(try await oc.dav("DELETE", "/f.bin", headers: ["If": "([\"0000stale\"])"]).status == 412)
+            #expect(try await oc.dav("DELETE", "/f.bin", headers: ["If": "(Not <opaquelocktoken:none>)"]).status == 204)
+        }
+    }
+
+    @Test("PROPFIND answers what the desktop clients ask for: share-types, data-fingerprint on the root, permissions per flavour, nc:is-encrypted on Nextcloud",
+          arguments: [OwnCloudFlavour.owncloud, .nextcloud])
+    func clientProperties(_ flavour: OwnCloudFlavour) async throws {
+        try await withProviderSandbox(owncloudFlavour: flavour) { base async throws in
+            let oc = OwnCloudClient(base: base)
+            #expect(try await oc.dav("MKCOL", "/d").status == 201)
+            #expect(try await oc.dav("PUT", "/d/s.mp4", body: Data("x".utf8)).status == 201)
+            #expect(try await oc.dav("PUT", "/d/p.mp4", body: Data("y".utf8)).status == 201)
+            _ = try await oc.ocs("POST", "?format=json", form: "path=/d/s.mp4&shareType=3&permissions=1")
+            let props = "<oc:permissions/><oc:share-types/><oc:data-fingerprint/><nc:is-encrypted xmlns:nc=\"http://nextcloud.org/ns\"/>"
+            let root = try await oc.propfind("/", depth: "0", props: props)
+            #expect(root.text.contains("<oc:data-fingerprint/>"))
+            let listing = try await oc.propfind("/d", depth: "1", props: props)
+            let g = flavour == .nextcloud ? "G" : ""
+            #expect(listing.text.contains("<oc:permissions>R\(g)DNVCK</oc:permissions>"), "\(listing.text)")
+            #expect(listing.text.contains("<oc:permissions>R\(g)DNVW</oc:permissions>"))
+            #expect(listing.text.contains("<oc:share-types><oc:share-type>3</oc:share-type></oc:share-types>"))
+            #expect(listing.text.contains("<oc:share-types/>"))
+            #expect(listing.text.contains("<nc:is-encrypted>0</nc:is-encrypted>") == (flavour == .nextcloud))
         }
     }
 }

@@ -16,7 +16,8 @@ import Hummingbird
 ///   whose path starts with PREFIX are answered 200 with MODE instead of reaching the emulation:
 ///   `garbage` (not JSON), `html` (a login page), `truncated` (the connection closes before
 ///   `Content-Length` bytes), `oversized` (a 65 MiB JSON body, streamed), `slow` (headers, then
-///   one byte every 2 s) or `wrong-type` (a PNG). Counters show `"misbehaved":{mode:n}` and
+///   one byte every 2 s), `wrong-type` (a PNG) or `locked` (423 Locked with a Sabre error body,
+///   the one mode that is not a 200). Counters show `"misbehaved":{mode:n}` and
 ///   `"misbehave_pending":{prefix:n}`.
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
 ///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).

@@ -4,8 +4,8 @@ import Synchronization
 /// Malformed, oversized, slow or mistyped answers the sandbox gives in place of the real one,
 /// armed through `POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N`: the next N requests
 /// whose path starts with PREFIX get MODE instead of reaching the emulation (which therefore
-/// changes no state for them). Every mode answers HTTP 200, so the client cannot tell from
-/// the status line alone that something is wrong.
+/// changes no state for them). Every mode but `locked` answers HTTP 200, so the client cannot
+/// tell from the status line alone that something is wrong.
 public final class Misbehaviour: Sendable {
     public enum Mode: String, CaseIterable, Sendable {
         /// `application/json` with bytes that are not JSON (nor UTF-8).
@@ -23,6 +23,9 @@ public final class Misbehaviour: Sendable {
         case slow
         /// A well-formed body of the wrong kind: a PNG (`image/png`) where JSON or a PDF is due.
         case wrongType = "wrong-type"
+        /// `423 Locked` with the body Sabre (ownCloud, Nextcloud) writes: WebDAV's temporary
+        /// "someone else holds this path", e.g. a second MKCOL racing the first for one folder.
+        case locked
     }
 
     struct Rule {

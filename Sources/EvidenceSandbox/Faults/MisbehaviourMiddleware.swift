@@ -77,6 +77,16 @@ public struct MisbehaviourMiddleware: RouterMiddleware {
             let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52,
                                 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89]
             return .bytes(png, contentType: "image/png")
+        case .locked:
+            let xml = """
+                <?xml version="1.0" encoding="utf-8"?>
+                <d:error xmlns:d="DAV:" xmlns:s="http://sabredav.org/ns">
+                  <s:exception>OCA\\DAV\\Connector\\Sabre\\Exception\\FileLocked</s:exception>
+                  <s:message>The resource is locked by another request</s:message>
+                </d:error>
+
+                """
+            return .bytes(Array(xml.utf8), contentType: "application/xml; charset=utf-8", status: .init(code: 423, reasonPhrase: "Locked"))
         }
     }
 }

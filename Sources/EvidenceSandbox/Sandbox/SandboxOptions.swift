@@ -31,6 +31,9 @@ public struct SandboxOptions: Sendable {
     public var tokenLifetime: Double
     /// Seed for every random choice (faults, slugs, transaction hashes); nil = random.
     public var seed: UInt64?
+    /// Which server `/owncloud/` is: ownCloud 10 (computes and checks checksums) or Nextcloud
+    /// (stores and echoes the client's `OC-Checksum`).
+    public var owncloudFlavour: OwnCloudFlavour
 
     public init(
         host: String = "127.0.0.1",
@@ -47,8 +50,10 @@ public struct SandboxOptions: Sendable {
         spike: Double = 0,
         faultPathPrefixes: [String] = ["/v1/"],
         seed: UInt64? = nil,
-        tokenLifetime: Double = 3600
+        tokenLifetime: Double = 3600,
+        owncloudFlavour: OwnCloudFlavour = .owncloud
     ) {
+        self.owncloudFlavour = owncloudFlavour
         self.tokenLifetime = tokenLifetime
         self.host = host
         self.port = port

@@ -78,7 +78,7 @@ public final class SandboxServer: Sendable {
         self.dropbox = try DropboxEmulator(environment: env("dropbox"))
         self.box = try BoxEmulator(environment: env("box"))
         self.sharefile = try ShareFileEmulator(environment: env("sharefile"))
-        self.owncloud = try OwnCloudEmulator(environment: env("owncloud"))
+        self.owncloud = try OwnCloudEmulator(environment: env("owncloud"), flavour: options.owncloudFlavour)
     }
 
     /// All routes, in the order requests meet them: recorder, misbehaviour, fault injection, then the

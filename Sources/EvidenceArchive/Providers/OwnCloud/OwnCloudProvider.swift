@@ -8,8 +8,12 @@ import Glibc
 ///
 /// Files live below `{url}/remote.php/dav/files/{user}/`, or `base_url` when set (a plain WebDAV
 /// server, a private deployment). Uploads send `OC-Checksum: SHA1:<hex>` so ownCloud checks the
-/// bytes itself, and `If-None-Match: *` so nothing is replaced. `stat` reports ownCloud's SHA-1
-/// from `oc:checksums`; a server that reports none gets its uploads verified by reading back.
+/// bytes itself, and nothing is replaced: a PUT carries `If-None-Match: *` (judged against its
+/// own URL, the destination), a chunk assembly `Overwrite: F` (a `MOVE` is judged against its
+/// source, so `If-None-Match: *` there would always fail). `stat` reports the SHA-1 from
+/// `oc:checksums` only where status.php says ownCloud, which computes it from the bytes;
+/// Nextcloud echoes the checksum the client sent, so there (and on any other server) uploads
+/// are verified by reading them back.
 public struct OwnCloudProvider: ArchiveProvider {
     public let account: String
     public var hashKind: ProviderHashKind { .sha1 }
@@ -20,6 +24,8 @@ public struct OwnCloudProvider: ArchiveProvider {
     /// `{url}/remote.php/dav/uploads/{user}/` for chunked uploads; nil on a plain WebDAV server.
     let uploadsRoot: String?
     let chunkSize: Int64
+    /// Shared by every copy of this provider (the workers): the server's product, the folders made.
+    let server = OwnCloudServerState()
 
     public init(account: String, url: String, user: String, password: String, baseURL: String?, http: HTTPClient,
                 chunkSize: Int64 = 32 << 20) {
@@ -57,11 +63,13 @@ public struct OwnCloudProvider: ArchiveProvider {
         HTTPRequest(method: method, url: url, headers: [("Authorization", authorization)] + headers, body: body, downloadTo: downloadTo)
     }
 
-    /// Sends with the shared retry loop; any answer comes back for the caller to judge.
+    /// Sends with the shared retry loop; any answer comes back for the caller to judge. 423
+    /// Locked is temporary (another request holds the path: a concurrent MKCOL, a file being
+    /// written), so it is retried with back-off like 429 and 5xx.
     func call(_ r: HTTPRequest, doing what: String, retry: Bool = true) async throws(ArchiveError) -> HTTPResponse {
         do {
             return retry ? try await http.execute(r, classify: { resp in
-                (resp.status == 429 || resp.status >= 500) ? .retryable(retryAfter: nil) : .success
+                (resp.status == 423 || resp.status == 429 || resp.status >= 500) ? .retryable(retryAfter: nil) : .success
             }) : try await http.send(r)
         } catch {
             if case .status = error.kind, let resp = error.response { return resp }
@@ -73,18 +81,61 @@ public struct OwnCloudProvider: ArchiveProvider {
         let r = try await call(request("PROPFIND", davRoot, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
                                        body: .data(Data(OwnCloudAPI.propfindBody.utf8))), doing: "reading the root folder")
         guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "reading the root folder \(Redact.url(davRoot))") }
-        return "WebDAV folder \(Redact.url(davRoot))"
+        let product = try await product()
+        return "WebDAV folder \(Redact.url(davRoot)) (\(product.description))"
     }
 
+    /// The server behind `url`, from `status.php` (asked once; no credentials needed or sent).
+    /// An answer that is not status.php (a plain WebDAV server) is remembered as `.other`; a
+    /// failure to get any answer is thrown and asked again next time.
+    func product() async throws(ArchiveError) -> OwnCloudProduct {
+        if let known = await server.knownProduct() { return known }
+        let status = serverURL + "/status.php"
+        let r: HTTPResponse
+        do {
+            r = try await http.execute(HTTPRequest(method: "GET", url: status), classify: { resp in
+                (resp.status == 429 || resp.status >= 500) ? .retryable(retryAfter: nil) : .success
+            })
+        } catch {
+            if case .status = error.kind, let resp = error.response { r = resp } else {
+                throw ArchiveError.transport(error, account: account, doing: "asking \(Redact.url(status)) which server it is")
+            }
+        }
+        if r.status >= 500 || r.status == 429 { throw ArchiveError.status(r, account: account, doing: "asking \(Redact.url(status)) which server it is") }
+        let product = r.isSuccess ? OwnCloudProduct.parse(status: r.body) : .other(name: "a WebDAV server without status.php")
+        await server.remember(product)
+        return product
+    }
+
+    /// Each missing folder level is created once per process: concurrent calls for the same
+    /// path share one `MKCOL` per level, and a level made before is not asked for again.
     public func makeFolders(_ path: String) async throws(ArchiveError) {
+        do throws(ArchiveError) {
+            try await makeFoldersOnce(path)
+        } catch where error.kind == .conflict {
+            // 409: a parent is missing, though we made it (deleted since): forget, start over once.
+            await server.forgetFolders()
+            try await makeFoldersOnce(path)
+        }
+    }
+
+    private func makeFoldersOnce(_ path: String) async throws(ArchiveError) {
         var current = ""
         for part in path.split(separator: "/") {
             current += (current.isEmpty ? "" : "/") + part
-            let r = try await call(request("MKCOL", url(current, folder: true)), doing: "creating folder \(current)")
-            switch r.status {
-            case 201, 405: continue   // 405: it exists (ownCloud and Apache say so with 405)
-            default: throw ArchiveError.status(r, account: account, doing: "creating folder \(current)")
+            let level = current
+            let result = await server.ensureFolder(level) { () async -> Result<Void, ArchiveError> in
+                do throws(ArchiveError) {
+                    let r = try await call(request("MKCOL", url(level, folder: true)), doing: "creating folder \(level)")
+                    switch r.status {
+                    case 201, 405: return .success(())   // 405: it exists (ownCloud and Apache say so with 405)
+                    default: return .failure(ArchiveError.status(r, account: account, doing: "creating folder \(level)"))
+                    }
+                } catch {
+                    return .failure(error)
+                }
             }
+            try result.get()
         }
     }
 
@@ -97,7 +148,10 @@ public struct OwnCloudProvider: ArchiveProvider {
             throw ArchiveError(.permanent, "\(account): stat \(path): the PROPFIND answer is not a WebDAV multistatus")
         }
         if e.isCollection { throw ArchiveError(.conflict, "\(account): \(path) is a folder, not a file") }
-        return RemoteFile(path: path, size: e.size ?? -1, hash: e.checksum("SHA1"), id: e.fileID)
+        // A checksum proves the bytes only where the server computed it (ownCloud), not where it
+        // echoes what a client sent (Nextcloud): without one the caller reads the file back.
+        let hash = try await product().computesChecksums ? e.checksum("SHA1") : nil
+        return RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID)
     }
 
     public func upload(local: String, size: Int64, hash: String, to path: String,
@@ -128,6 +182,8 @@ public struct OwnCloudProvider: ArchiveProvider {
             return RemoteFile(path: path, size: size, hash: nil, id: r.header("oc-fileid"))
         case 412:
             throw ArchiveError(.conflict, "\(account): \(path) already exists")
+        case 409:
+            throw await folderGone(path)
         case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("hecksum"):
             throw ArchiveError(.transient, "\(account): uploading \(path): the server's checksum of what arrived differs from ours (corrupted in transit); will upload again")
         default:
@@ -167,9 +223,12 @@ public struct OwnCloudProvider: ArchiveProvider {
             offset += length
         }
         progress?(size)
+        // Overwrite: F, not If-None-Match: *: Sabre judges If-None-Match and If-Match against the
+        // request URI, here the upload's `.file`, which always exists (412 every time), and
+        // Overwrite against the destination (412 only when a file is already there).
         let move = request("MOVE", transfer + "/.file", headers: [
             ("Destination", url(path)), ("OC-Total-Length", String(size)), ("OC-Checksum", "SHA1:\(sha1)"),
-            ("X-OC-Mtime", String(mtime)), ("If-None-Match", "*"),
+            ("X-OC-Mtime", String(mtime)), ("Overwrite", "F"),
         ])
         let r: HTTPResponse
         do throws(HTTPError) { r = try await http.send(move) } catch {
@@ -177,7 +236,15 @@ public struct OwnCloudProvider: ArchiveProvider {
         }
         switch r.status {
         case 200, 201, 204: return RemoteFile(path: path, size: size, hash: nil, id: r.header("oc-fileid"))
-        case 412: throw ArchiveError(.conflict, "\(account): \(path) already exists")
+        case 412:
+            // Something is at the destination now (it was not when we looked): ours if the
+            // server's own digest says so (an earlier assembly whose answer was lost), else a conflict.
+            _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+            if let there = try await stat(path), there.size == size, let h = there.hash, h == sha1 {
+                return there
+            }
+            throw ArchiveError(.conflict, "\(account): \(path) already exists")
+        case 409: throw await folderGone(path)
         case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("hecksum"):
             _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
             throw ArchiveError(.transient, "\(account): assembling \(path): the server's checksum of the chunks differs from ours (corrupted in transit); will upload again")
@@ -228,6 +295,15 @@ public struct OwnCloudProvider: ArchiveProvider {
     public func delete(_ path: String) async throws(ArchiveError) {
         let r = try await call(request("DELETE", url(path)), doing: "deleting \(path)")
         guard r.isSuccess || r.status == 404 else { throw ArchiveError.status(r, account: account, doing: "deleting \(path)") }
+        await server.forget(path)
+    }
+
+    /// 409 to a PUT or an assembly: the destination's folder is not there (removed since we
+    /// made it). The folders we remember are stale: forget them, so the next attempt's
+    /// `makeFolders` creates them again; until then the upload is a temporary failure.
+    func folderGone(_ path: String) async -> ArchiveError {
+        await server.forgetFolders()
+        return ArchiveError(.transient, "\(account): uploading \(path): its folder \(RemotePath.parent(path)) is not there (removed meanwhile?); will create it again")
     }
 
     static func form(_ s: String) -> String {

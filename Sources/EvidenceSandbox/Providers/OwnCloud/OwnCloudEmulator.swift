@@ -6,7 +6,9 @@ import HTTPTypes
 import Hummingbird
 
 /// ownCloud 10 (WebDAV + OCS v1 sharing) as the sandbox serves it, under `/owncloud/`
-/// (`{S}/owncloud` is the server URL a client is configured with).
+/// (`{S}/owncloud` is the server URL a client is configured with); with the Nextcloud flavour
+/// (`--owncloud-flavour nextcloud`) it is a Nextcloud server instead: status.php says so, and
+/// checksums are the client's (see `OwnCloudFlavour`).
 ///
 /// Fixed sandbox credentials: user `sandbox`, app password `sandbox-app-password`, HTTP Basic
 /// on every endpoint (wrong → 401 `WWW-Authenticate: Basic realm="ownCloud"` + Sabre XML).
@@ -19,7 +21,7 @@ import Hummingbird
 /// - Chunked upload v2 ("NG chunking"), `/owncloud/remote.php/dav/uploads/sandbox/<transfer-id>`:
 ///   `MKCOL` the folder, `PUT …/<chunk-name>` (re-PUT replaces), `PROPFIND` Depth 1 lists chunks
 ///   with sizes, `DELETE` a chunk or the folder, `MOVE …/.file` with `Destination` (a files URL),
-///   `OC-Total-Length`, optional `OC-Checksum`, `If-None-Match: *`, `X-OC-Mtime`.
+///   `OC-Total-Length`, optional `OC-Checksum`, `Overwrite`, `X-OC-Mtime`.
 /// - OCS v1 shares, `/owncloud/ocs/v1.php/apps/files_sharing/api/v1/shares` (`GET ?path=`,
 ///   `POST`) and `…/shares/<id>` (`GET`, `DELETE`), header `OCS-APIRequest: true` required.
 ///
@@ -27,6 +29,17 @@ import Hummingbird
 /// - Names are case-sensitive (Linux). `\ : ? * " > < |` are allowed in names; `.htaccess`
 ///   → 403, `.`/`..`, names ending in a space, `*` alone, or longer than 255 bytes → 400, each
 ///   with the Sabre `<d:error>` body ownCloud writes.
+/// - Preconditions as Sabre checks them, against the request URI: `If-Match` (412 when nothing
+///   is there or no etag matches) and `If-None-Match` (`*` or a matching etag → 412). For `MOVE`
+///   that is the source: `If-None-Match: *` on `MOVE …/.file` always fails, as `.file` exists.
+///   `Overwrite: F` → 412 when the destination exists; `T` (the default) replaces it. The
+///   RFC 4918 `If` header (what the desktop clients send to guard a MOVE's destination,
+///   `If: <dest> (["etag"])`) is judged per tagged resource, etags only (no locks are held).
+/// - PROPFIND answers what the desktop clients ask on every listing: `oc:share-types` (empty,
+///   or `3` for a public link), `oc:data-fingerprint` (empty, root only), `oc:permissions`
+///   (`RDNVW`/`RDNVCK`; Nextcloud adds `G`), `oc:favorite`, and on Nextcloud `nc:is-encrypted`
+///   (`0`, folders). `oc:downloadURL`/`oc:dDC` are 404, as on a server without direct download.
+/// - `GET /owncloud/ocs/v{1,2}.php/cloud/capabilities` and `…/cloud/user`: see `OwnCloudCapabilities.swift`.
 /// - `MKCOL`: 201; existing → 405; parent missing → 409. `PUT`: 201 new / 204 replaced, parent
 ///   missing → 409, onto a folder → 409, `If-None-Match: *` on an existing file → 412;
 ///   answers `OC-FileId`, `ETag`, `OC-ETag` (and `X-OC-MTime: accepted` when `X-OC-Mtime` was sent).
@@ -54,20 +67,32 @@ public final class OwnCloudEmulator: Sendable {
 
     let env: ProviderEnvironment
     let store: OwnCloudStore
+    let flavour: OwnCloudFlavour
 
-    public init(environment: ProviderEnvironment) throws {
+    public init(environment: ProviderEnvironment, flavour: OwnCloudFlavour = .owncloud) throws {
         self.env = environment
+        self.flavour = flavour
         self.store = try OwnCloudStore(directory: environment.stateDirectory, random: environment.random,
                                        now: Int64(environment.clock().timeIntervalSince1970))
     }
 
     public func addRoutes(to router: Router<SandboxRequestContext>) {
+        let flavour = self.flavour
         router.get("owncloud/status.php") { _, _ in
-            Response.json(.object([
-                ("installed", .bool(true)), ("maintenance", .bool(false)), ("needsDbUpgrade", .bool(false)),
-                ("version", .string("10.15.0.2")), ("versionstring", .string("10.15.0")), ("edition", .string("Community")),
-                ("productname", .string("ownCloud")), ("product", .string("ownCloud")),
-            ]))
+            switch flavour {
+            case .owncloud:
+                return Response.json(.object([
+                    ("installed", .bool(true)), ("maintenance", .bool(false)), ("needsDbUpgrade", .bool(false)),
+                    ("version", .string("10.15.0.2")), ("versionstring", .string("10.15.0")), ("edition", .string("Community")),
+                    ("productname", .string("ownCloud")), ("product", .string("ownCloud")),
+                ]))
+            case .nextcloud:
+                return Response.json(.object([
+                    ("installed", .bool(true)), ("maintenance", .bool(false)), ("needsDbUpgrade", .bool(false)),
+                    ("version", .string("30.0.4.1")), ("versionstring", .string("30.0.4")), ("edition", .string("")),
+                    ("productname", .string("Nextcloud")), ("extendedSupport", .bool(false)),
+                ]))
+            }
         }
         let methods = ["PROPFIND", "MKCOL", "PUT", "GET", "HEAD", "DELETE", "MOVE", "OPTIONS"]
         for space in ["files", "uploads"] {
@@ -79,6 +104,7 @@ public final class OwnCloudEmulator: Sendable {
                 }
             }
         }
+        addCapabilityRoutes(to: router)
         let shares = "owncloud/ocs/v1.php/apps/files_sharing/api/v1/shares"
         router.get(RouterPath(shares)) { request, context in try await self.ocs(request, context: context, id: nil) }
         router.post(RouterPath(shares)) { request, context in try await self.ocs(request, context: context, id: nil) }
@@ -92,7 +118,7 @@ public final class OwnCloudEmulator: Sendable {
 
     // MARK: Auth and paths
 
-    private func authorized(_ request: Request) -> Bool {
+    func authorized(_ request: Request) -> Bool {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
               let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
               let text = String(data: data, encoding: .utf8) else { return false }
@@ -104,7 +130,7 @@ public final class OwnCloudEmulator: Sendable {
             ? "No 'Authorization: Basic' header found. Either the client didn't send one, or the server is misconfigured"
             : "Username or password was incorrect"
         return OwnCloudWire.sabreError(.unauthorized, "Sabre\\DAV\\Exception\\NotAuthenticated", message,
-                                       headers: [.wwwAuthenticate: "Basic realm=\"ownCloud\", charset=\"UTF-8\""])
+                                       headers: [.wwwAuthenticate: "Basic realm=\"\(flavour.productName)\", charset=\"UTF-8\""])
     }
 
     /// `files`/`uploads`, the user, and the decoded components after it.
@@ -171,6 +197,9 @@ public final class OwnCloudEmulator: Sendable {
         case "PUT": return try await put(request, path: path)
         case "GET", "HEAD": return try await get(target, head: method == "HEAD")
         case "DELETE":
+            let e = await store.entry(target)
+            if let failed = preconditions(request, exists: e != nil, etag: e?.folder == false ? e?.etag : nil) { return failed }
+            if let failed = await ifHeader(request, requestPath: path) { return failed }
             if target == "/" { return OwnCloudWire.sabreError(.forbidden, "Sabre\\DAV\\Exception\\Forbidden", "Permission denied to delete home folder") }
             guard try await store.delete(target, now: now()) else {
                 return OwnCloudWire.notFound("File with name \(relative(target)) could not be located")
@@ -194,17 +223,23 @@ public final class OwnCloudEmulator: Sendable {
         var mtime: Int64
         var fileID: Int64?
         var digests: OwnCloudHasher.Digests?
+        var clientChecksum: String?
+        /// Share types of the item's shares (3: public link); nil where shares do not apply (uploads).
+        var shareTypes: [Int]?
+        var isRoot = false
     }
 
     private func item(_ path: String, _ e: OwnCloudEntry) async -> DavItem {
         let href = Self.davPrefix + "files/\(Self.user)" + OwnCloudWire.hrefPath(path == "/" ? "/" : path + (e.folder ? "/" : ""))
         return DavItem(href: href, name: (path as NSString).lastPathComponent, folder: e.folder,
                        size: e.folder ? await store.treeSize(path) : e.size, etag: e.etag, mtime: e.mtime,
-                       fileID: e.fileID, digests: e.digests)
+                       fileID: e.fileID, digests: e.digests, clientChecksum: e.clientChecksum,
+                       shareTypes: await store.shares(fileIDs: [e.fileID]).isEmpty ? [] : [3], isRoot: path == "/")
     }
 
     static let davNS = "DAV:"
     static let ocNS = "http://owncloud.org/ns"
+    static let ncNS = "http://nextcloud.org/ns"
 
     private func propValue(_ item: DavItem, ns: String, name: String) -> String? {
         switch (ns, name) {
@@ -218,11 +253,30 @@ public final class OwnCloudEmulator: Sendable {
         case (Self.ocNS, "fileid"): return item.fileID.map { String($0) }
         case (Self.ocNS, "id"): return item.fileID.map { fileIDString($0) }
         case (Self.ocNS, "size"): return String(item.size)
-        case (Self.ocNS, "permissions"): return item.fileID == nil ? nil : (item.folder ? "RDNVCK" : "RDNVW")
+        // Nextcloud (since 27) adds G, "readable", to both.
+        case (Self.ocNS, "permissions"):
+            guard item.fileID != nil else { return nil }
+            let g = flavour == .nextcloud ? "G" : ""
+            return item.folder ? "R\(g)DNVCK" : "R\(g)DNVW"
+        // Every item answers share-types, empty when unshared (the clients ask on every PROPFIND).
+        case (Self.ocNS, "share-types"):
+            return item.shareTypes.map { $0.map { "<oc:share-type>\($0)</oc:share-type>" }.joined() }
+        // The home root answers data-fingerprint, empty until an admin restores a backup.
+        case (Self.ocNS, "data-fingerprint"): return item.isRoot ? "" : nil
+        case (Self.ocNS, "favorite"): return item.fileID == nil ? nil : "0"
+        case (Self.ncNS, "is-encrypted"): return flavour == .nextcloud && item.folder && item.fileID != nil ? "0" : nil
         case (Self.ocNS, "owner-id"), (Self.ocNS, "owner-display-name"): return item.fileID == nil ? nil : Self.user
         case (Self.ocNS, "checksums"):
-            guard let d = item.digests else { return nil }
-            return "<oc:checksum>SHA1:\(d.sha1) MD5:\(d.md5) ADLER32:\(d.adler32)</oc:checksum>"
+            switch flavour {
+            case .owncloud:
+                // ownCloud keeps the three as one space-separated value: one <oc:checksum>.
+                guard let d = item.digests else { return nil }
+                return "<oc:checksum>SHA1:\(d.sha1) MD5:\(d.md5) ADLER32:\(d.adler32)</oc:checksum>"
+            case .nextcloud:
+                // Nextcloud echoes what the client sent, one <oc:checksum> per space-separated part.
+                guard let c = item.clientChecksum, !c.isEmpty else { return nil }
+                return c.split(separator: " ").map { "<oc:checksum>\(OwnCloudWire.xmlEscape(String($0)))</oc:checksum>" }.joined()
+            }
         default: return nil
         }
     }
@@ -231,7 +285,8 @@ public final class OwnCloudEmulator: Sendable {
         let wanted = props ?? [(Self.davNS, "getlastmodified"), (Self.davNS, "resourcetype"), (Self.davNS, "getetag"),
                                (Self.davNS, "getcontentlength"), (Self.davNS, "getcontenttype"),
                                (Self.davNS, "quota-used-bytes"), (Self.davNS, "quota-available-bytes")]
-        var xml = "<?xml version=\"1.0\"?>\n<d:multistatus xmlns:d=\"DAV:\" xmlns:s=\"http://sabredav.org/ns\" xmlns:oc=\"http://owncloud.org/ns\">"
+        let nc = flavour == .nextcloud ? " xmlns:nc=\"\(Self.ncNS)\"" : ""
+        var xml = "<?xml version=\"1.0\"?>\n<d:multistatus xmlns:d=\"DAV:\" xmlns:s=\"http://sabredav.org/ns\" xmlns:oc=\"http://owncloud.org/ns\"\(nc)>"
         for item in items {
             var found = ""
             var missing = ""
@@ -241,6 +296,7 @@ public final class OwnCloudEmulator: Sendable {
                 switch ns {
                 case Self.davNS: tag = "d:\(name)"; open = tag
                 case Self.ocNS: tag = "oc:\(name)"; open = tag
+                case Self.ncNS where flavour == .nextcloud: tag = "nc:\(name)"; open = tag
                 default: tag = "x1:\(name)"; open = "\(tag) xmlns:x1=\"\(OwnCloudWire.xmlEscape(ns))\""
                 }
                 if let value = propValue(item, ns: ns, name: name) {
@@ -301,9 +357,10 @@ public final class OwnCloudEmulator: Sendable {
         }
     }
 
-    /// `OC-Checksum: TYPE:hex` compared with what arrived; nil when absent, unknown or equal.
+    /// `OC-Checksum: TYPE:hex` compared with what arrived; false when absent, unknown or equal,
+    /// and always false on Nextcloud, which stores the client's checksum without checking it.
     private func checksumMismatch(_ request: Request, _ d: OwnCloudHasher.Digests) -> Bool {
-        guard let header = request.headers[.ocChecksum] else { return false }
+        guard flavour == .owncloud, let header = request.headers[.ocChecksum] else { return false }
         for token in header.split(separator: " ") {
             let kv = token.split(separator: ":", maxSplits: 1)
             guard kv.count == 2 else { continue }
@@ -360,17 +417,14 @@ public final class OwnCloudEmulator: Sendable {
         }
         if let problem = checkNames([name]) { return problem }
         let target = path.filesPath
+        // The request URI is the destination: If-None-Match: * is "only if nothing is there".
         let ifNoneMatchStar = request.headers[.ifNoneMatch]?.trimmingCharacters(in: .whitespaces) == "*"
         let existing = await store.entry(target)
+        if let failed = preconditions(request, exists: existing != nil, etag: existing?.folder == false ? existing?.etag : nil) {
+            return failed
+        }
+        if let failed = await ifHeader(request, requestPath: path) { return failed }
         if let existing, existing.folder { return OwnCloudWire.conflict("PUT is not allowed on non-files.") }
-        if existing != nil && ifNoneMatchStar {
-            return OwnCloudWire.preconditionFailed("An If-None-Match header was specified, but the ETag matched (or * was specified).", header: "If-None-Match")
-        }
-        if let ifMatch = request.headers[.ifMatch]?.trimmingCharacters(in: .whitespaces), ifMatch != "*" {
-            guard let existing, ifMatch == "\"\(existing.etag)\"" else {
-                return OwnCloudWire.preconditionFailed("An If-Match header was specified, but none of the specified ETags matched.", header: "If-Match")
-            }
-        }
         guard let parent = await store.entry(OwnCloudStore.parent(target)), parent.folder else {
             return OwnCloudWire.conflict("Files can only be created as children of collections")
         }
@@ -383,13 +437,19 @@ public final class OwnCloudEmulator: Sendable {
             return OwnCloudWire.badRequest("The computed checksum does not match the one received from the client.")
         }
         let given = mtime(request)
-        return try await commit(temp: temp, at: target, size: size, digests: digests, mtime: given, ifNoneMatchStar: ifNoneMatchStar)
+        return try await commit(request, temp: temp, at: target, size: size, digests: digests, mtime: given, ifNoneMatchStar: ifNoneMatchStar)
     }
 
-    private func commit(temp: String, at target: String, size: Int64, digests: OwnCloudHasher.Digests, mtime given: Int64?,
-                       ifNoneMatchStar: Bool) async throws -> Response {
-        let outcome = try await store.putFile(target, temp: temp, size: size, digests: digests, mtime: given ?? now(),
-                                              ifNoneMatchStar: ifNoneMatchStar, now: now())
+    /// Stores `temp` at `target`; `mustNotExist` (If-None-Match: * on a PUT, Overwrite: F on an
+    /// assembly) is checked again atomically with the store.
+    private func commit(_ request: Request, temp: String, at target: String, size: Int64, digests: OwnCloudHasher.Digests,
+                        mtime given: Int64?, ifNoneMatchStar mustNotExist: Bool) async throws -> Response {
+        var clientChecksum: String?
+        if flavour == .nextcloud, let sent = request.headers[.ocChecksum]?.trimmingCharacters(in: .whitespaces), !sent.isEmpty {
+            clientChecksum = sent
+        }
+        let outcome = try await store.putFile(target, temp: temp, size: size, digests: digests, clientChecksum: clientChecksum,
+                                              mtime: given ?? now(), ifNoneMatchStar: mustNotExist, now: now())
         switch outcome {
         case .created(let e), .replaced(let e):
             env.counters.recordUpload(provider: "owncloud", path: target)
@@ -407,6 +467,114 @@ public final class OwnCloudEmulator: Sendable {
         }
     }
 
+    /// One `( … )` of an `If` header: `Not`, a state token `<…>`, an entity tag `[…]`.
+    struct IfCondition: Equatable {
+        var negate = false
+        var token: String?
+        var etag: String?
+    }
+
+    /// RFC 4918's `If` header as Sabre reads it: each `(…)` is one condition, for the resource
+    /// named before it (`<uri>`) or, untagged, the request URI (nil); a `(…)` without a resource
+    /// joins the previous one's. nil when it cannot be read.
+    static func parseIf(_ header: String) -> [(uri: String?, conditions: [IfCondition])]? {
+        var out: [(uri: String?, conditions: [IfCondition])] = []
+        let chars = Array(header)
+        var i = 0
+        var pendingURI: String?
+        func read(until end: Character) -> String? {
+            let start = i
+            while i < chars.count, chars[i] != end { i += 1 }
+            guard i < chars.count else { return nil }
+            defer { i += 1 }
+            return String(chars[start..<i])
+        }
+        while i < chars.count {
+            let c = chars[i]
+            if c.isWhitespace { i += 1; continue }
+            if c == "<" {
+                i += 1
+                guard let uri = read(until: ">") else { return nil }
+                pendingURI = uri
+            } else if c == "(" {
+                i += 1
+                guard let inner = read(until: ")") else { return nil }
+                var cond = IfCondition()
+                var rest = Substring(inner).drop(while: \.isWhitespace)
+                if rest.hasPrefix("Not") { cond.negate = true; rest = rest.dropFirst(3).drop(while: \.isWhitespace) }
+                if rest.hasPrefix("<"), let close = rest.firstIndex(of: ">") {
+                    cond.token = String(rest[rest.index(after: rest.startIndex)..<close])
+                    rest = rest[rest.index(after: close)...].drop(while: \.isWhitespace)
+                }
+                if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+                    cond.etag = String(rest[rest.index(after: rest.startIndex)..<close])
+                }
+                if let uri = pendingURI {
+                    out.append((uri, [cond]))
+                    pendingURI = nil
+                } else if !out.isEmpty {
+                    out[out.count - 1].conditions.append(cond)
+                } else {
+                    out.append((nil, [cond]))
+                }
+            } else {
+                return nil
+            }
+        }
+        return out
+    }
+
+    /// Sabre's evaluation of an `If` header (the desktop clients send `If: <destination>
+    /// (["etag"])` on the MOVE that assembles a changed file, as If-Match would be judged
+    /// against the source): for each resource one condition must hold; an etag condition holds
+    /// when the resource is a file with that etag. The emulation holds no locks: a state token
+    /// never matches (so `Not <token>` always does). 412 otherwise.
+    private func ifHeader(_ request: Request, requestPath: DavPath) async -> Response? {
+        guard let header = request.headers[HTTPField.Name("If")!] else { return nil }
+        guard let lists = Self.parseIf(header) else { return OwnCloudWire.badRequest("The If header could not be parsed") }
+        for (uri, conditions) in lists {
+            var etag: String?
+            if let target = uri.flatMap(Self.destination) ?? (uri == nil ? requestPath : nil), target.space == "files",
+               let e = await store.entry(target.filesPath), !e.folder {
+                etag = "\"\(e.etag)\""
+            }
+            let holds = conditions.contains { c in
+                let tokenValid = c.token == nil
+                var etagValid = true
+                if let want = c.etag, tokenValid { etagValid = etag == want }
+                return (tokenValid && etagValid) != c.negate
+            }
+            if !holds {
+                return OwnCloudWire.preconditionFailed("Failed to find a valid token/etag combination for \(uri ?? request.uri.path)", header: "If")
+            }
+        }
+        return nil
+    }
+
+    /// Sabre's `checkPreconditions`: `If-Match` and `If-None-Match` are judged against the node
+    /// at the request URI (for MOVE and COPY the source, never the destination); `etag` is the
+    /// node's when it is a file (Sabre compares file etags only). nil when they pass.
+    private func preconditions(_ request: Request, exists: Bool, etag: String?) -> Response? {
+        let quoted = etag.map { "\"\($0)\"" }
+        func tags(_ value: String) -> [String] {
+            value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "\\\"", with: "\"") }
+        }
+        if let ifMatch = request.headers[.ifMatch] {
+            guard exists else {
+                return OwnCloudWire.preconditionFailed("An If-Match header was specified and the resource did not exist", header: "If-Match")
+            }
+            if ifMatch.trimmingCharacters(in: .whitespaces) != "*", quoted == nil || !tags(ifMatch).contains(quoted!) {
+                return OwnCloudWire.preconditionFailed("An If-Match header was specified, but none of the specified ETags matched.", header: "If-Match")
+            }
+        }
+        if let ifNoneMatch = request.headers[.ifNoneMatch], exists {
+            if ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*" || (quoted != nil && tags(ifNoneMatch).contains(quoted!)) {
+                return OwnCloudWire.preconditionFailed("An If-None-Match header was specified, but the ETag matched (or * was specified).", header: "If-None-Match")
+            }
+        }
+        return nil
+    }
+
     private func get(_ path: String, head: Bool) async throws -> Response {
         guard let e = await store.entry(path) else {
             return OwnCloudWire.notFound("File with name \(relative(path)) could not be located")
@@ -420,7 +588,10 @@ public final class OwnCloudEmulator: Sendable {
             .lastModified: OwnCloudWire.httpDate(e.mtime),
             .ocFileID: fileIDString(e.fileID),
         ]
-        if let d = e.digests { headers[.ocChecksum] = "SHA1:\(d.sha1)" }
+        switch flavour {
+        case .owncloud: if let d = e.digests { headers[.ocChecksum] = "SHA1:\(d.sha1)" }
+        case .nextcloud: if let c = e.clientChecksum, !c.isEmpty { headers[.ocChecksum] = c }
+        }
         if head {
             headers[.contentLength] = String(e.size)
             return Response(status: .ok, headers: headers)
@@ -428,9 +599,17 @@ public final class OwnCloudEmulator: Sendable {
         return Response(status: .ok, headers: headers, body: DropboxFiles.responseBody(store.blobPath(e.blob), size: e.size))
     }
 
-    private func overwriteAllowed(_ request: Request) -> Bool {
-        (request.headers[.davOverwrite] ?? "T").trimmingCharacters(in: .whitespaces).uppercased() != "F"
+    /// Sabre's `Overwrite`: `T` (the default) replaces what is at the destination, `F` makes an
+    /// existing destination a 412; anything else is refused.
+    private func overwriteHeader(_ request: Request) -> Bool? {
+        switch (request.headers[.davOverwrite] ?? "T").trimmingCharacters(in: .whitespaces).uppercased() {
+        case "T": return true
+        case "F": return false
+        default: return nil
+        }
     }
+
+    private static let badOverwrite = OwnCloudWire.badRequest("The HTTP Overwrite header should be either T or F")
 
     private enum Destination {
         case success(String)
@@ -449,12 +628,16 @@ public final class OwnCloudEmulator: Sendable {
     }
 
     private func move(_ request: Request, path: DavPath) async throws -> Response {
+        let source = await store.entry(path.filesPath)
+        if let failed = preconditions(request, exists: source != nil, etag: source?.folder == false ? source?.etag : nil) { return failed }
+        if let failed = await ifHeader(request, requestPath: path) { return failed }
         let to: String
         switch filesDestination(request) {
         case .success(let p): to = p
         case .failure(let r): return r
         }
-        switch try await store.move(path.filesPath, to: to, overwrite: overwriteAllowed(request), now: now()) {
+        guard let overwrite = overwriteHeader(request) else { return Self.badOverwrite }
+        switch try await store.move(path.filesPath, to: to, overwrite: overwrite, now: now()) {
         case .moved(let created):
             var h: HTTPFields = [.contentLength: "0"]
             if let e = await store.entry(to) { h[.ocFileID] = fileIDString(e.fileID); h[.eTag] = "\"\(e.etag)\""; h[.ocETag] = "\"\(e.etag)\"" }
@@ -556,20 +739,24 @@ public final class OwnCloudEmulator: Sendable {
         guard let up = await store.upload(id) else {
             return OwnCloudWire.notFound("File with name \(id)/.file could not be located")
         }
+        // Preconditions are the request URI's: `.file` exists while the upload does, so
+        // If-None-Match: * always fails here; Overwrite: F is what guards the destination.
+        if let failed = preconditions(request, exists: true, etag: up.etag) { return failed }
+        if let failed = await ifHeader(request, requestPath: DavPath(space: "uploads", user: Self.user, components: [id, ".file"])) { return failed }
         let target: String
         switch filesDestination(request) {
         case .success(let p): target = p
         case .failure(let r): return r
         }
-        let ifNoneMatchStar = request.headers[.ifNoneMatch]?.trimmingCharacters(in: .whitespaces) == "*" || !overwriteAllowed(request)
-        let existing = await store.entry(target)
-        if let existing, existing.folder { return OwnCloudWire.conflict("PUT is not allowed on non-files.") }
-        if existing != nil && ifNoneMatchStar {
-            return OwnCloudWire.preconditionFailed("An If-None-Match header was specified, but the ETag matched (or * was specified).", header: "If-None-Match")
-        }
+        guard let overwrite = overwriteHeader(request) else { return Self.badOverwrite }
         guard let parent = await store.entry(OwnCloudStore.parent(target)), parent.folder else {
-            return OwnCloudWire.conflict("Files can only be created as children of collections")
+            return OwnCloudWire.conflict("The destination node is not found")
         }
+        let existing = await store.entry(target)
+        if existing != nil && !overwrite {
+            return OwnCloudWire.preconditionFailed("The destination node already exists, and the overwrite header is set to false", header: "Overwrite")
+        }
+        if let existing, existing.folder { return OwnCloudWire.conflict("PUT is not allowed on non-files.") }
         let names = up.chunks.keys.sorted(by: Self.chunkOrder)
         let sum = up.chunks.values.reduce(Int64(0)) { $0 + $1.size }
         if let text = request.headers[.ocTotalLength] {
@@ -599,8 +786,8 @@ public final class OwnCloudEmulator: Sendable {
             unlink(temp)
             return OwnCloudWire.badRequest("The computed checksum does not match the one received from the client.")
         }
-        let response = try await commit(temp: temp, at: target, size: sum, digests: digests, mtime: mtime(request),
-                                       ifNoneMatchStar: ifNoneMatchStar)
+        let response = try await commit(request, temp: temp, at: target, size: sum, digests: digests, mtime: mtime(request),
+                                        ifNoneMatchStar: !overwrite)
         if response.status == .created || response.status == .noContent { _ = try await store.deleteUpload(id) }
         return response
     }

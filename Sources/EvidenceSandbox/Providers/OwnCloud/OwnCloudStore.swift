@@ -14,6 +14,8 @@ struct OwnCloudEntry: Codable, Sendable {
     var mtime: Int64
     var digests: OwnCloudHasher.Digests?
     var blob: String = ""
+    /// Nextcloud: the `OC-Checksum` the client sent, stored as it came (nil: none sent).
+    var clientChecksum: String?
 }
 
 struct OwnCloudChunk: Codable, Sendable {
@@ -157,8 +159,8 @@ actor OwnCloudStore {
     }
 
     /// Moves `temp` into place as the file at `path`.
-    func putFile(_ path: String, temp: String, size: Int64, digests: OwnCloudHasher.Digests, mtime: Int64,
-                 ifNoneMatchStar: Bool, now: Int64) throws -> PutOutcome {
+    func putFile(_ path: String, temp: String, size: Int64, digests: OwnCloudHasher.Digests, clientChecksum: String?,
+                 mtime: Int64, ifNoneMatchStar: Bool, now: Int64) throws -> PutOutcome {
         guard let parent = state.entries[Self.parent(path)], parent.folder else { return .parentMissing }
         let existing = state.entries[path]
         if let existing, existing.folder { return .isFolder }
@@ -169,7 +171,7 @@ actor OwnCloudStore {
         }
         if let old = existing { unlink(blobPath(old.blob)) }
         var entry = OwnCloudEntry(fileID: existing?.fileID ?? state.nextFileID, folder: false, size: size,
-                                  etag: Self.etag(random), mtime: mtime, digests: digests, blob: blob)
+                                  etag: Self.etag(random), mtime: mtime, digests: digests, blob: blob, clientChecksum: clientChecksum)
         if existing == nil { state.nextFileID += 1 } else { entry.fileID = existing!.fileID }
         state.entries[path] = entry
         propagate(from: path, now: now)

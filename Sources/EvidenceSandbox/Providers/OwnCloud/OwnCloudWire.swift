@@ -8,6 +8,18 @@ import Glibc
 import HTTPTypes
 import Hummingbird
 
+/// Which server the ownCloud emulation is (`--owncloud-flavour`).
+public enum OwnCloudFlavour: String, Sendable, CaseIterable {
+    /// ownCloud 10: SHA1, MD5 and ADLER32 computed from the stored bytes; a client
+    /// `OC-Checksum` that differs from what arrived is refused with 400.
+    case owncloud
+    /// Nextcloud: the client's `OC-Checksum` is stored as sent and echoed back (in
+    /// `oc:checksums` and on `GET`), never checked; a file uploaded without one has none.
+    case nextcloud
+
+    var productName: String { self == .owncloud ? "ownCloud" : "Nextcloud" }
+}
+
 /// ownCloud 10 wire shapes: Sabre/DAV XML errors, 207 multistatus, OCS v1 envelopes, and the
 /// checksums ownCloud keeps for every file (SHA1, MD5, ADLER32).
 enum OwnCloudWire {

@@ -1,0 +1,169 @@
+import EvidenceArchive
+import EvidenceHTTP
+import EvidenceStore
+import EvidenceSandbox
+import EvidenceTesting
+import Foundation
+import Logging
+import Testing
+
+/// ownCloud/Nextcloud specifics the conformance suite does not reach: how a chunked upload is
+/// guarded, 423 Locked, folders shared between workers, and which server's checksums prove anything.
+@Suite("ownCloud provider against the emulation", .serialized)
+struct OwnCloudProviderTests {
+    /// The requests the sandbox logged: (method, path, status).
+    static func requests(_ h: Harness) throws -> [(method: String, path: String, status: Int)] {
+        let text = try String(contentsOfFile: h.dir.path + "/sandbox/requests.log", encoding: .utf8)
+        return text.split(separator: "\n").compactMap { line in
+            guard let j = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let m = j["method"] as? String, let p = j["path"] as? String else { return nil }
+            return (m, p, (j["status"] as? NSNumber)?.intValue ?? -1)
+        }
+    }
+
+    /// A client whose retries wait milliseconds, not seconds.
+    static func quickClient() -> HTTPClient {
+        HTTPClient(configuration: HTTPClientConfiguration(retry: RetryPolicy(maxAttempts: 5, base: 0.02, cap: 0.1)),
+                   logger: Logger(label: "owncloud-tests"))
+    }
+
+    static func provider(_ h: Harness, http: HTTPClient = quickClient()) -> OwnCloudProvider {
+        OwnCloudProvider(account: "oc", url: h.sandbox!.baseURL.absoluteString + "/owncloud", user: "sandbox",
+                         password: "sandbox-app-password", baseURL: nil, http: http, chunkSize: 1 << 20)
+    }
+
+    @Test("a chunked upload is assembled with Overwrite: F, not If-None-Match: * (which Sabre judges against .file)")
+    func chunkedAssemblyGuard() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            let local = h.dir.file("big.bin", bytes: (3 << 20) + 5)
+            let sha1 = try hex(local, .sha1)
+            _ = try await p.upload(local: local, size: (3 << 20) + 5, hash: sha1, to: "big.bin", progress: nil)
+            #expect(try await p.stat("big.bin")?.hash == sha1)
+            let moves = try Self.requests(h).filter { $0.method == "MOVE" }
+            #expect(moves.count == 1 && moves.first?.path.hasSuffix("/.file") == true && moves.first?.status == 201, "\(moves)")
+        }
+    }
+
+    @Test("two chunked uploads racing to one path: one file lands, the other upload is a conflict")
+    func chunkedRace() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            let size = (2 << 20) + 1
+            let a = h.dir.file("a.bin", bytes: size), b = h.dir.file("b.bin", bytes: size)
+            let ha = try hex(a, .sha1), hb = try hex(b, .sha1)
+            async let first: Result<RemoteFile, ArchiveError> = Self.result { try await p.upload(local: a, size: Int64(size), hash: ha, to: "race.bin", progress: nil) }
+            async let second: Result<RemoteFile, ArchiveError> = Self.result { try await p.upload(local: b, size: Int64(size), hash: hb, to: "race.bin", progress: nil) }
+            let results = await [first, second]
+            let won = results.filter { if case .success = $0 { return true } else { return false } }.count
+            let conflicts = results.filter { if case .failure(let e) = $0 { return e.kind == .conflict } else { return false } }.count
+            #expect(won == 1 && conflicts == 1, "\(results)")
+            let stored = try #require(try await p.stat("race.bin"))
+            if case .success = results[0] { #expect(stored.hash == ha) } else { #expect(stored.hash == hb) }
+        }
+    }
+
+    static func result(_ body: () async throws -> RemoteFile) async -> Result<RemoteFile, ArchiveError> {
+        do { return .success(try await body()) } catch let e as ArchiveError { return .failure(e) } catch {
+            return .failure(ArchiveError(.local, "\(error)"))
+        }
+    }
+
+    @Test("423 Locked to MKCOL is temporary: retried with back-off until the folder is made")
+    func lockedIsRetried() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            try await h.control("misbehave?path=/owncloud/remote.php/dav/files/sandbox/evidence&mode=locked&count=3")
+            try await p.makeFolders("evidence/cam")
+            let mkcols = try Self.requests(h).filter { $0.method == "MKCOL" }.map(\.status)
+            #expect(mkcols == [423, 423, 423, 201, 201], "\(mkcols)")
+        }
+    }
+
+    @Test("423 Locked is a temporary failure for every provider call, not a permanent one")
+    func lockedIsTransient() async throws {
+        try await withProvider(.owncloud) { h in
+            // One attempt only: the error that reaches the caller must say "try again later".
+            let p = Self.provider(h, http: HTTPClient(configuration: HTTPClientConfiguration(retry: .never), logger: Logger(label: "t")))
+            try await h.control("misbehave?path=/owncloud/remote.php/dav/files/sandbox/held&mode=locked&count=1")
+            let error = await #expect(throws: ArchiveError.self) { try await p.makeFolders("held") }
+            #expect(error?.kind == .transient, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test("many workers making the same folders at once: one MKCOL per level reaches the server")
+    func foldersOncePerProcess() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<16 { group.addTask { try await p.makeFolders("evidence/cam/2026") } }
+                try await group.waitForAll()
+            }
+            // A copy of the provider (as each worker holds) shares what the first learned.
+            let copy = p
+            try await copy.makeFolders("evidence/cam/2026")
+            let mkcols = try Self.requests(h).filter { $0.method == "MKCOL" }
+            #expect(mkcols.map(\.path) == ["evidence/", "evidence/cam/", "evidence/cam/2026/"].map { "/owncloud/remote.php/dav/files/sandbox/" + $0 },
+                    "\(mkcols)")
+        }
+    }
+
+    @Test("a remembered folder deleted behind our back: the upload fails for now, and the next makeFolders makes it again")
+    func folderGone() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            try await p.makeFolders("keep/day")
+            let gone = try await Self.quickClient().send(HTTPRequest(
+                method: "DELETE", url: h.sandbox!.baseURL.absoluteString + "/owncloud/remote.php/dav/files/sandbox/keep",
+                headers: [("Authorization", "Basic " + Data("sandbox:sandbox-app-password".utf8).base64EncodedString())]))
+            #expect(gone.status == 204)
+            let local = h.dir.file("a.bin", bytes: 10)
+            let sha1 = try hex(local, .sha1)
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.upload(local: local, size: 10, hash: sha1, to: "keep/day/a.bin", progress: nil)
+            }
+            #expect(error?.retryable == true, "\(error?.message ?? "")")
+            try await p.makeFolders("keep/day")
+            _ = try await p.upload(local: local, size: 10, hash: sha1, to: "keep/day/a.bin", progress: nil)
+            #expect(try await p.stat("keep/day/a.bin")?.size == 10)
+        }
+    }
+
+    @Test("ownCloud computes checksums from the bytes: stat reports its SHA-1, whoami names it")
+    func owncloudChecksumsTrusted() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            let local = h.dir.file("a.bin", bytes: 1000)
+            let sha1 = try hex(local, .sha1)
+            _ = try await p.upload(local: local, size: 1000, hash: sha1, to: "a.bin", progress: nil)
+            #expect(try await p.stat("a.bin")?.hash == sha1)
+            #expect(try await p.whoami().contains("ownCloud 10."))
+        }
+    }
+
+    @Test("Nextcloud echoes the OC-Checksum it was sent: stat reports no hash, so a copy corrupted on the server is caught by reading back")
+    func nextcloudChecksumsNotTrusted() async throws {
+        try await withProvider(.owncloud, sandboxArguments: ["--owncloud-flavour", "nextcloud"]) { h in
+            let p = Self.provider(h)
+            #expect(try await p.whoami().contains("Nextcloud"))
+            for (name, size) in [("small.bin", 5000), ("chunked.bin", (2 << 20) + 3)] {
+                let local = h.dir.file(name, bytes: size)
+                let sha1 = try hex(local, .sha1)
+                try await h.control("corrupt-next-upload?provider=owncloud")
+                _ = try await p.upload(local: local, size: Int64(size), hash: sha1, to: name, progress: nil)
+                let st = try #require(try await p.stat(name))
+                // The proof the archive job uses: the provider's hash, else the read-back SHA-256.
+                let proven: Bool
+                if let h1 = st.hash {
+                    proven = h1 == sha1
+                } else {
+                    let back = h.dir.path + "/back-" + name
+                    try await p.download(name, to: back)
+                    proven = try hex(back, .sha256) == (try hex(local, .sha256))
+                }
+                #expect(!proven, "\(name): the corrupted copy must not verify")
+                #expect(st.hash == nil, "\(name): Nextcloud's checksum is ours echoed, not a proof")
+            }
+        }
+    }
+}
