@@ -23,6 +23,9 @@ public final class Misbehaviour: Sendable {
         case slow
         /// A well-formed body of the wrong kind: a PNG (`image/png`) where JSON or a PDF is due.
         case wrongType = "wrong-type"
+        /// Well-formed JSON of a shape no endpoint answers (`{"detail":…,"items":null}`): what
+        /// a maintenance page or another API version behind the same URL may say.
+        case wrongJSON = "wrong-json"
     }
 
     struct Rule {

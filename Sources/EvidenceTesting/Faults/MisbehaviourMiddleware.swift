@@ -77,6 +77,9 @@ public struct MisbehaviourMiddleware: RouterMiddleware {
             let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52,
                                 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89]
             return .bytes(png, contentType: "image/png")
+        case .wrongJSON:
+            return .bytes(Array(#"{"detail":"Service in maintenance mode","items":null,"version":"0"}"#.utf8),
+                          contentType: "application/json")
         }
     }
 }
