@@ -8,12 +8,14 @@ import EvidenceTesting
 import Testing
 
 /// A fresh folder, removed on `cleanup()`.
-final class TempDir {
+final class TempDir: @unchecked Sendable {
     let path: String
     init() {
         path = (NSTemporaryDirectory() as NSString).appendingPathComponent("evidence-archive-\(UUID().uuidString.prefix(8))")
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
+    /// An existing folder, to make files in (not removed by anyone but its owner).
+    init(existing: String) { path = existing }
     func cleanup() { try? FileManager.default.removeItem(atPath: path) }
 
     /// A file of `bytes` random bytes, copied from /dev/urandom a MiB at a time (fast even in
