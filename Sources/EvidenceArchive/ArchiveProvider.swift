@@ -41,11 +41,18 @@ public struct ShareLink: Sendable, Equatable, Codable {
     public var url: String
     public var expires: Date?
     public var passwordProtected: Bool
-    /// Settings the provider refused and that were dropped, with its reason (e.g. expiry on a free plan).
+    /// What was asked and what was made instead when the provider refused a setting (e.g.
+    /// expiry on a free plan), with its reason. A link is never more open than asked: what is
+    /// made instead is stricter (e.g. only people who already have access), or the share fails.
     public var fallback: String?
+    /// Who can open the link, in the provider's terms (`public`, `no_one`, `collaborators`,
+    /// `RequireLogin`, …), when the provider says.
+    public var audience: String?
 
-    public init(url: String, expires: Date? = nil, passwordProtected: Bool = false, fallback: String? = nil) {
+    public init(url: String, expires: Date? = nil, passwordProtected: Bool = false, fallback: String? = nil,
+                audience: String? = nil) {
         self.url = url; self.expires = expires; self.passwordProtected = passwordProtected; self.fallback = fallback
+        self.audience = audience
     }
 }
 

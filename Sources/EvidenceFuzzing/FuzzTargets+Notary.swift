@@ -3,9 +3,9 @@ import EvidenceNotary
 import Foundation
 
 extension FuzzTargets {
-    /// QED's JSON answers: one report (`parse(answer:)`) and a page of the hash lookup (`parsePage`).
+    /// QED's JSON answers: one report (`parse(answer:)`) and a page of the hash lookup (`parseList`).
     static let qed = FuzzTarget(
-        name: "qed", summary: "QED report JSON: QEDReport.parse / parsePage", tokens: [
+        name: "qed", summary: "QED report JSON: QEDReport.parse / parseList", tokens: [
             "\"slug\"", "\"status\"", "\"confirmed\"", "\"pending\"", "\"failed\"", "\"hash\"", "\"tx\"", "\"block_height\"",
             "\"block_time\"", "\"2024-05-01T12:34:56.123456+02:00\"", "\"results\"", "\"next\"", "\"/v1/reports/?page=2\"",
             "1e308", "-1e400", "18446744073709551616", "null", "{}", "[]", "\\ud800", "\"\\u0000\"",
@@ -22,11 +22,14 @@ extension FuzzTargets {
                         "error names neither the notary nor QED: \(error.message)")
             try require(!error.retryable, "qed", "a malformed answer is retryable: \(error.message)")
         }
-        switch Result(catching: { () throws(NotaryError) in try QEDReport.parsePage(data, notary: "qed") }) {
+        switch Result(catching: { () throws(QEDReport.ListError) in try QEDReport.parseList(data) }) {
         case .success(let page):
-            if let next = page.next { try require(!next.contains("://"), "qed", "next page leaves the API base: \(next)") }
+            if let next = page.next, let path = QEDClient.relativePath(next, base: "https://api.qed.digital/v1/") {
+                let host = URL(string: "https://api.qed.digital/v1/" + path)?.host
+                try require(host == nil || host == "api.qed.digital", "qed", "next page leaves the API host: \(next) → \(path)")
+            }
         case .failure(let error):
-            try require(!error.retryable, "qed", "a malformed page is retryable: \(error.message)")
+            try require(!error.reason.isEmpty, "qed", "a refused list says nothing about why")
         }
     }
 

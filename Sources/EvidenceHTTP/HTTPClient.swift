@@ -9,7 +9,7 @@ import Logging
 /// logged, remote bodies quoted in errors are redacted against the request's credentials.
 public final class HTTPClient: Sendable {
     public let configuration: HTTPClientConfiguration
-    let logger: Logger
+    public let logger: Logger
     private let pool: TransferPool
 
     public init(configuration: HTTPClientConfiguration = .init(), logger: Logger) {

@@ -18,11 +18,12 @@ struct EvidenceSandbox: AsyncParsableCommand {
             Endpoints: /v1/reports/… (QED, header "Authorization: app-token KEY"), POST /tsa \
             (RFC 3161), GET /tsa/ca.pem, /tsa/tsa.pem and /tsa/chain.pem, /dropbox/…, /box/…, /sharefile/…, /owncloud/… (the archive providers, fixed sandbox credentials), \
             GET /_sandbox/counters, POST /_sandbox/reset, POST /_sandbox/expire-tokens, POST /_sandbox/corrupt-next-upload?provider=NAME, \
-            POST /_sandbox/advance-clock?seconds=N, \
+            POST /_sandbox/advance-clock?seconds=N, POST /_sandbox/quirk?quirk=QUIRK&count=N|always (a provider's rarer answers: \
+            \(ProviderControl.Quirk.allCases.map(\.rawValue).joined(separator: ", "))), \
             POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N (the next N requests under PREFIX answer 200 with MODE instead: \
             garbage = not JSON, html = a login page, truncated = connection closed before Content-Length, oversized = a 65 MiB body \
-            streamed (over the client's 64 MiB limit), slow = headers then one byte every 2 s, wrong-type = a PNG; \
-            locked = 423 Locked with a WebDAV error body, the one mode that is not a 200). \
+            streamed (over the client's 64 MiB limit), slow = headers then one byte every 2 s, wrong-type = a PNG, \
+            wrong-json = JSON of an unexpected shape; locked = 423 Locked with a WebDAV error body, the one mode that is not a 200). \
             Faults apply to /v1/ unless --fault-path says otherwise. Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failed to start (state folder, port); 64 usage error.
             """
     )
@@ -38,6 +39,12 @@ struct EvidenceSandbox: AsyncParsableCommand {
 
     @Option(help: "Seconds a report stays pending before it is confirmed (or failed).")
     var pendingSeconds: Double = 2
+
+    @Option(help: "How QED's report list answers: \"paginated\" ({count, next, previous, results}) or \"bare\" (a JSON array).")
+    var qedList: String = "paginated"
+
+    @Flag(help: "QED lists every report whatever ?hash= asks (a server without that filter).")
+    var qedIgnoreHashFilter = false
 
     @Option(help: "Probability (0…1) of answering a request with 500, 502 or 503.")
     var failRate: Double = 0
@@ -88,6 +95,7 @@ struct EvidenceSandbox: AsyncParsableCommand {
         guard tokenLifetime > 0 else { throw ValidationError("--token-lifetime must be positive") }
         guard retryAfter >= 1 else { throw ValidationError("--retry-after must be at least 1") }
         guard OwnCloudFlavour(rawValue: owncloudFlavour) != nil else { throw ValidationError("--owncloud-flavour must be owncloud or nextcloud") }
+        guard QEDEmulator.ListShape(rawValue: qedList) != nil else { throw ValidationError("--qed-list must be paginated or bare") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         do { _ = try LatencySpec(parsing: latency) } catch { throw ValidationError("--latency: \(error)") }
     }
@@ -106,7 +114,8 @@ struct EvidenceSandbox: AsyncParsableCommand {
             latency: try LatencySpec(parsing: latency), dropRate: dropRate,
             spikeRate: spikeRate, spike: try DurationText.seconds(spike),
             faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed, tokenLifetime: tokenLifetime,
-            owncloudFlavour: OwnCloudFlavour(rawValue: owncloudFlavour) ?? .owncloud)
+            owncloudFlavour: OwnCloudFlavour(rawValue: owncloudFlavour) ?? .owncloud,
+            qedListShape: QEDEmulator.ListShape(rawValue: qedList) ?? .paginated, qedIgnoresHashFilter: qedIgnoreHashFilter)
         let server: SandboxServer
         do {
             server = try SandboxServer(options: options)

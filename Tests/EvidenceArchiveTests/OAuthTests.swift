@@ -93,7 +93,7 @@ struct OAuthTests {
           arguments: ProviderUnderTest.oauth)
     func faults(_ which: ProviderUnderTest) async throws {
         let prefix = ["dropbox": "/dropbox/api/2/files/get_metadata", "box": "/box/api/2.0/folders/",
-                      "sharefile": "/sharefile/sf/v3/Items/ByPath"][which.rawValue]!
+                      "sharefile": "/sharefile/sf/v3/Items(fo"][which.rawValue]!
         try await withProvider(which, sandboxArguments: ["--fail-rate", "0.4", "--fault-path", prefix, "--seed", "11", "--retry-after", "1"]) { h in
             let p = h.provider
             try await p.makeFolders("f/g")

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import EvidenceSandbox
 import EvidenceTesting
 
 @Suite("evidence run: real inotify, real processes", .serialized)

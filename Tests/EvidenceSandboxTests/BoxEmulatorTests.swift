@@ -275,8 +275,9 @@ struct BoxEmulatorTests {
             let commitURL = try #require(session["session_endpoints"]?["commit"]?.stringValue)
             #expect(partURL.hasPrefix(base.absoluteString + "/box/upload/api/2.0/files/upload_sessions/"))
 
-            func put(_ offset: Int, _ length: Int, digest: String?) async throws -> HTTPResult {
-                let chunk = data.subdata(in: offset..<(offset + length))
+            func put(_ offset: Int, _ length: Int, digest: String?, from source: Int? = nil) async throws -> HTTPResult {
+                let start = source ?? offset
+                let chunk = data.subdata(in: start..<(start + length))
                 var headers = ["Content-Range": "bytes \(offset)-\(offset + length - 1)/\(size)",
                                "Content-Type": "application/octet-stream"]
                 if let digest { headers["Digest"] = digest }
@@ -303,9 +304,11 @@ struct BoxEmulatorTests {
                 #expect(part["part_id"]?.stringValue?.count == 8)
                 parts.append(part.description)
             }
-            // Re-sending a part is fine and gives the same part.
+            // Parts are immutable: the same part again → 416, other bytes at its offset → 409.
             let resent = try await put(0, 8_388_608, digest: try await digest(0, 8_388_608))
-            #expect(resent.json?["part"]?.description == parts[0])
+            #expect(resent.status == 416 && resent.json?["code"] == .string("requested_range_not_satisfiable"), "\(resent.text)")
+            let other = try await put(0, 8_388_608, digest: try await digest(8_388_608, 8_388_608), from: 8_388_608)
+            #expect(other.status == 409 && other.json?["code"] == .string("conflict"), "\(other.text)")
 
             let listed = try await BSF.call("GET", URL(string: partURL + "/parts")!, token: token)
             #expect(listed.json?["total_count"] == .int(3))

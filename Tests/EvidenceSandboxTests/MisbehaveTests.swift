@@ -76,7 +76,7 @@ struct MisbehaveTests {
     func arguments() async throws {
         try await withSandbox { sandbox in
             let noMode = try await arm(sandbox, "path=/v1/&mode=teapot")
-            #expect(noMode.status == 400 && noMode.text.contains("mode must be one of garbage, html, truncated, oversized, slow, wrong-type"))
+            #expect(noMode.status == 400 && noMode.text.contains("mode must be one of garbage, html, truncated, oversized, slow, wrong-type, wrong-json"))
             #expect(try await arm(sandbox, "mode=html").status == 400)
             #expect(try await arm(sandbox, "path=/v1/&mode=html&count=-1").status == 400)
             _ = try await arm(sandbox, "path=/v1/&mode=html&count=5")
@@ -91,6 +91,6 @@ struct MisbehaveTests {
         let r = try await runTool(sandboxExecutable.path, ["--help"])
         let text = r.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")   // --help wraps lines
         #expect(text.contains("POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N"), "\(text)")
-        for mode in ["garbage =", "html =", "truncated =", "oversized =", "slow =", "wrong-type ="] { #expect(text.contains(mode)) }
+        for mode in ["garbage =", "html =", "truncated =", "oversized =", "slow =", "wrong-type =", "wrong-json ="] { #expect(text.contains(mode)) }
     }
 }

@@ -21,7 +21,7 @@ struct ShareFileEmulatorTests {
     static func upload2(_ base: URL, token: String, folder: String, name: String, length: Int, method: String,
                         overwrite: Bool = false) async throws -> HTTPResult {
         try await BSF.call("POST", api(base, "/Items(\(folder))/Upload2"), token: token, json: """
-            {"Method":"\(method)","Raw":true,"FileName":"\(name)","FileLength":\(length),"Overwrite":\(overwrite),"Unzip":false}
+            {"Method":"\(method)","Raw":true,"FileName":"\(name)","FileSize":\(length),"Overwrite":\(overwrite),"Unzip":false}
             """)
     }
 
@@ -81,8 +81,11 @@ struct ShareFileEmulatorTests {
             #expect(home.json?["odata.type"] == .string("ShareFile.Api.Models.Folder"))
             let homeId = try #require(home.json?["Id"]?.stringValue)
             #expect(homeId.hasPrefix("fo"))
+            // Absolute paths start at the account root, above the home folder.
             let root = try await BSF.call("GET", Self.api(base, "/Items/ByPath?path=/"), token: token)
-            #expect(root.json?["Id"] == .string(homeId))
+            #expect(root.json?["Id"] != nil && root.json?["Id"] != .string(homeId))
+            let homeByPath = try await BSF.call("GET", Self.api(base, "/Items/ByPath?path=/My%20Files%20%26%20Folders"), token: token)
+            #expect(homeByPath.json?["Id"] == .string(homeId))
 
             let created = try await BSF.call("POST", Self.api(base, "/Items(\(homeId))/Folder?overwrite=false"), token: token,
                                              json: #"{"Name":"evidence","Description":"archive"}"#)
@@ -104,9 +107,11 @@ struct ShareFileEmulatorTests {
             }
             let sub = try await BSF.call("POST", Self.api(base, "/Items(\(folderId))/Folder"), token: token, json: #"{"Name":"2026"}"#)
             let subId = try #require(sub.json?["Id"]?.stringValue)
-            let byPath = try await BSF.call("GET", Self.api(base, "/Items/ByPath?path=/EVIDENCE/2026"), token: token)
+            let byPath = try await BSF.call("GET", Self.api(base, "/Items(\(homeId))/ByPath?path=/EVIDENCE/2026"), token: token)
             #expect(byPath.json?["Id"] == .string(subId))
-            let missing = try await BSF.call("GET", Self.api(base, "/Items/ByPath?path=/evidence/nope"), token: token)
+            let notAbsolute = try await BSF.call("GET", Self.api(base, "/Items/ByPath?path=/evidence/2026"), token: token)
+            #expect(notAbsolute.status == 404, "absolute paths start above the home folder")
+            let missing = try await BSF.call("GET", Self.api(base, "/Items(\(homeId))/ByPath?path=/evidence/nope"), token: token)
             #expect(missing.status == 404)
             #expect(missing.json?["code"] == .string("NotFound"))
             let children = try await BSF.call("GET", Self.api(base, "/Items(\(folderId))/Children"), token: token)
@@ -142,7 +147,7 @@ struct ShareFileEmulatorTests {
             let fileId = try #require(value["id"]?.stringValue)
             #expect(fileId.hasPrefix("fi"))
 
-            let item = try await BSF.call("GET", Self.api(base, "/Items/ByPath?path=/evidence/clip.mp4"), token: token)
+            let item = try await BSF.call("GET", Self.api(base, "/Items(home)/ByPath?path=/evidence/clip.mp4"), token: token)
             #expect(item.json?["Hash"] == .string(md5))
             #expect(item.json?["FileSizeBytes"] == .int(300_000))
             #expect(item.json?["odata.type"] == .string("ShareFile.Api.Models.File"))
@@ -198,7 +203,7 @@ struct ShareFileEmulatorTests {
             #expect(skipped.json?["error"] == .bool(true))
             #expect(skipped.json?["expectedByteOffset"] == .int(Int64(chunkSize * 2)))
 
-            let early = try await TestHTTP.send("POST", URL(string: finishURI + "&fmt=json&filehash=\(md5)")!)
+            let early = try await TestHTTP.send("POST", URL(string: finishURI + "&respformat=json&filehash=\(md5)")!)
             #expect(early.status == 200)
             #expect(early.json?["error"] == .bool(true))
 
@@ -212,12 +217,12 @@ struct ShareFileEmulatorTests {
             #expect(try await post(2, chunkSize * 2).json?["error"] == .bool(false))
             #expect(try await post(3, chunkSize * 3).json?["error"] == .bool(false))
 
-            let wrong = try await TestHTTP.send("POST", URL(string: finishURI + "&fmt=json&filehash=\(String(repeating: "a", count: 32))")!)
+            let wrong = try await TestHTTP.send("POST", URL(string: finishURI + "&respformat=json&filehash=\(String(repeating: "a", count: 32))")!)
             #expect(wrong.status == 200)
             #expect(wrong.json?["error"] == .bool(true))
             #expect(wrong.json?["errorMessage"]?.stringValue != nil)
             #expect(wrong.json?["errorCode"] != nil)
-            let done = try await TestHTTP.send("POST", URL(string: finishURI + "&fmt=json&filehash=\(md5)")!)
+            let done = try await TestHTTP.send("POST", URL(string: finishURI + "&respformat=json&filehash=\(md5)")!)
             #expect(done.json?["error"] == .bool(false))
             let value = try #require(done.json?["value"]?.bsfFirst)
             #expect(value["md5"] == .string(md5))

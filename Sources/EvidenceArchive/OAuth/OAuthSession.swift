@@ -28,6 +28,8 @@ public actor OAuthSession {
     private var record: TokenRecord?
     private var loaded = false
     private var inFlight: Task<Result<TokenRecord, ArchiveError>, Never>?
+    /// The last access token a provider answered 401: never taken back from the token file.
+    private var rejectedToken: String?
     /// Token endpoint calls made by this process (tests assert single flight with it).
     public private(set) var refreshCount = 0
 
@@ -56,6 +58,7 @@ public actor OAuthSession {
     public func rejected(_ token: String) async throws(ArchiveError) -> String {
         if let current = record?.accessToken, current != token { return current }
         record?.accessToken = nil
+        rejectedToken = token
         return try await refresh().accessToken ?? ""
     }
 
@@ -77,6 +80,12 @@ public actor OAuthSession {
 
     private func requestToken() async -> Result<TokenRecord, ArchiveError> {
         refreshCount += 1
+        // Another process sharing the token file (`evidence run` beside `accounts`/`doctor`) may
+        // have rotated a single-use refresh token since we read it: its record is the current one.
+        if let fresh = rotatedOnDisk(than: record?.refreshToken) {
+            record = fresh
+            if usable(fresh) { return .success(fresh) }
+        }
         var form: [(String, String)] = []
         let saved = record?.refreshToken
         switch grant {
@@ -84,26 +93,74 @@ public actor OAuthSession {
             guard let rt = saved ?? initial else {
                 return .failure(ArchiveError(.permanent, "\(account): no refresh token: run `evidence accounts login \(account)` or set refresh_token_file"))
             }
-            form = [("grant_type", "refresh_token"), ("refresh_token", rt)]
+            return await refresh(with: rt)
         case .clientCredentials(let extra):
             form = [("grant_type", "client_credentials")] + extra
         case .password(let username, let password):
             if let rt = saved {
-                form = [("grant_type", "refresh_token"), ("refresh_token", rt)]
-            } else {
-                form = [("grant_type", "password"), ("username", username), ("password", password)]
+                let result = await refresh(with: rt)
+                // A stored ShareFile refresh token that stopped working: fall back to the password once.
+                if case .failure(let e) = result, e.kind == .permanent {
+                    var again = [("grant_type", "password"), ("username", username), ("password", password), ("client_id", clientID)]
+                    if let clientSecret { again.append(("client_secret", clientSecret)) }
+                    return await post(again).result
+                }
+                return result
             }
+            form = [("grant_type", "password"), ("username", username), ("password", password)]
         }
         form.append(("client_id", clientID))
         if let clientSecret { form.append(("client_secret", clientSecret)) }
-        let result = await post(form)
-        // A stored ShareFile refresh token that stopped working: fall back to the password once.
-        if case .failure(let e) = result, e.kind == .permanent, saved != nil, case .password(let u, let p) = grant {
-            var again = [("grant_type", "password"), ("username", u), ("password", p), ("client_id", clientID)]
-            if let clientSecret { again.append(("client_secret", clientSecret)) }
-            return await post(again)
+        return await post(form).result
+    }
+
+    /// A refresh grant, never re-sent blindly: a refresh token may be single-use (Box), so an
+    /// answer that was lost (no answer, a 5xx, a 429) may have spent it. Before sending it again
+    /// the token file is read once more — whoever got the new one (another process, or this one
+    /// in an earlier run) saved it there — and a rotated token found there is used instead. A
+    /// refresh token refused as `invalid_grant` is checked the same way before giving up.
+    private func refresh(with first: String) async -> Result<TokenRecord, ArchiveError> {
+        var rt = first
+        var lost = 0
+        let policy = http.configuration.retry
+        while true {
+            var form = [("grant_type", "refresh_token"), ("refresh_token", rt), ("client_id", clientID)]
+            if let clientSecret { form.append(("client_secret", clientSecret)) }
+            let answer = await post(form, once: true)
+            guard case .failure(let error) = answer.result else { return answer.result }
+            guard answer.lost || answer.invalidGrant else { return answer.result }
+            if let fresh = rotatedOnDisk(than: rt) {
+                record = fresh
+                if usable(fresh) { return .success(fresh) }
+                guard let next = fresh.refreshToken else { return answer.result }
+                rt = next
+                continue
+            }
+            if answer.invalidGrant {
+                guard lost > 0 else { return answer.result }
+                return .failure(ArchiveError(.permanent, error.message + "; an earlier refresh's answer was lost, and with it the "
+                                             + "new refresh token (\(account)'s token file holds no newer one)"))
+            }
+            lost += 1
+            guard lost < policy.maxAttempts else { return answer.result }
+            let wait = policy.delay(afterAttempt: lost, retryAfter: error.retryAfter)
+            guard wait <= policy.maxRetryAfter else { return answer.result }
+            try? await Task.sleep(for: .seconds(wait))
         }
-        return result
+    }
+
+    /// A record whose access token can be handed out: more than a minute left, not refused.
+    private func usable(_ r: TokenRecord) -> Bool {
+        guard let token = r.accessToken, !token.isEmpty, token != rejectedToken, let exp = r.expiresAt else { return false }
+        return exp.timeIntervalSince(now()) > 60
+    }
+
+    /// The token file's record when it holds a refresh token other than `known` (rotated by
+    /// someone else since), else nil.
+    private func rotatedOnDisk(than known: String?) -> TokenRecord? {
+        guard let known, let disk = try? TokenStore.load(tokenFile, account: account),
+              let rt = disk.refreshToken, rt != known else { return nil }
+        return disk
     }
 
     /// A first token request (a login): starts from an empty record, so nothing of an earlier
@@ -116,26 +173,50 @@ public actor OAuthSession {
         record = nil
         loaded = true
         refreshCount += 1
-        switch await post(form, login: true) {
+        switch await post(form, login: true).result {
         case .success(let r): return r
         case .failure(let e): record = previous; throw e
         }
     }
 
-    private func post(_ form: [(String, String)], login: Bool = false) async -> Result<TokenRecord, ArchiveError> {
+    /// What one token request came to: the record or the error, whether the answer was lost
+    /// (none, a 5xx or a 429: the grant may or may not have been used), and whether the provider
+    /// refused the grant itself (`invalid_grant`).
+    private struct Answer {
+        var result: Result<TokenRecord, ArchiveError>
+        var lost = false
+        var invalidGrant = false
+    }
+
+    /// `once`: one attempt, for grants that must not be re-sent blindly (the caller decides);
+    /// else the shared retry loop retries 429/5xx and transport failures.
+    private func post(_ form: [(String, String)], login: Bool = false, once: Bool = false) async -> Answer {
         let request = HTTPRequest(method: "POST", url: tokenURL,
                                   headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
                                   body: .data(Data(FormEncoding.encode(form).utf8)))
         let response: HTTPResponse
         do {
-            response = try await http.execute(request, classify: { r in
-                (r.status == 429 || r.status >= 500) ? .retryable(retryAfter: nil) : .success
-            })
+            if once {
+                response = try await http.send(request)
+            } else {
+                response = try await http.execute(request, classify: { r in
+                    (r.status == 429 || r.status >= 500) ? .retryable(retryAfter: nil) : .success
+                })
+            }
         } catch {
             if case .status = error.kind, let r = error.response { response = r } else {
-                return .failure(ArchiveError.transport(error, account: account, doing: "getting an access token"))
+                return Answer(result: .failure(ArchiveError.transport(error, account: account, doing: "getting an access token")),
+                              lost: error.isRetryable)
             }
         }
+        let answer = decode(response, form: form, login: login)
+        // A 2xx we could not read (a cut body) may have used the grant just as well as no answer.
+        let unread = response.isSuccess && (try? answer.get()) == nil
+        return Answer(result: answer, lost: response.status == 429 || response.status >= 500 || unread,
+                      invalidGrant: !response.isSuccess && (JSON.object(response.body)?["error"] as? String) == "invalid_grant")
+    }
+
+    private func decode(_ response: HTTPResponse, form: [(String, String)], login: Bool) -> Result<TokenRecord, ArchiveError> {
         let json = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         guard response.isSuccess else {
             // The provider's words, minus anything we sent it (a server may quote the request back).

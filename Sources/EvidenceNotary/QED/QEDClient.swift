@@ -47,20 +47,70 @@ public struct QEDClient: Sendable {
         return try QEDReport.parse(answer: response.body, notary: name)
     }
 
-    /// Every report for a hash, all pages followed (at most 20), oldest first as QED lists them.
+    /// The reports QED holds for `hash`, read leniently: the list may come as a bare JSON array
+    /// or as a paginated `{count, next, previous, results}` object whose `next` pages are
+    /// followed (at most `maxPages`); unknown fields are ignored.
+    ///
+    /// Only reports carrying `hash` are returned: a listed report for another hash (a server that
+    /// ignores the filter) is never adopted, and a warning names it. Throws rather than answer
+    /// an incomplete list, so a caller never submits twice because the lookup went wrong: an
+    /// answer that cannot be read is retryable (with an excerpt of what came); a list longer
+    /// than `maxPages` pages or a `next` that leads elsewhere is permanent.
     public func reports(hash: SHA256Digest) async throws(NotaryError) -> [QEDReport] {
+        let what = "looking up reports for \(hash.short)…"
         var path: String? = "reports/?hash=\(hash.hex)"
+        var seen: Set<String> = []
         var all: [QEDReport] = []
         var pages = 0
-        while let p = path, pages < 20 {
+        while let p = path {
+            guard pages < Self.maxPages else {
+                throw NotaryError("\(name): \(what) failed: the report list goes on beyond \(Self.maxPages) pages "
+                                  + "(does the server ignore the hash filter?); not submitting a new report", retryable: false)
+            }
+            guard seen.insert(p).inserted else {
+                throw NotaryError("\(name): \(what) failed: the report list's next page leads back to \(p)", retryable: false)
+            }
             pages += 1
-            let response = try await get(p, doing: "looking up reports for \(hash.short)…")
-            try expectJSON(response, doing: "looking up reports for \(hash.short)…")
-            let page = try QEDReport.parsePage(response.body, notary: name)
+            let response = try await get(p, doing: what)
+            let page: QEDReport.Page
+            do { page = try QEDReport.parseList(response.body) } catch {
+                throw unreadable(response, doing: what, because: error.reason)
+            }
             all += page.reports
-            path = page.next
+            path = try page.next.map { next throws(NotaryError) in
+                guard let relative = Self.relativePath(next, base: baseURL) else {
+                    throw NotaryError("\(name): \(what) failed: the report list's next page \(Redact.url(next)) is not under \(Redact.url(baseURL))",
+                                      retryable: false)
+                }
+                return relative
+            }
         }
-        return all
+        let foreign = all.filter { $0.hash.lowercased() != hash.hex }
+        if !foreign.isEmpty {
+            let named = foreign.prefix(5).map { "\($0.slug) (hash \($0.hash.prefix(16))…)" }.joined(separator: ", ")
+            http.logger.warning("\(name): the report list for \(hash.hex) also holds \(foreign.count) report(s) for another hash, not adopted: \(named)")
+        }
+        return all.filter { $0.hash.lowercased() == hash.hex }
+    }
+
+    /// Pages of a report list followed at most.
+    static let maxPages = 20
+
+    /// `next` as a path below `baseURL`: DRF writes it absolute, possibly with the scheme or
+    /// host the server sees behind a proxy; what follows the base's own path (`/v1/`) is kept,
+    /// so requests stay on the configured host.
+    package static func relativePath(_ next: String, base baseURL: String) -> String? {
+        if next.hasPrefix(baseURL) { return String(next.dropFirst(baseURL.count)) }
+        let basePath = URL(string: baseURL)?.path ?? ""
+        let prefix = basePath.hasSuffix("/") ? basePath : basePath + "/"
+        guard prefix.count > 1 else {
+            // The API sits at the host's root: keep the path and query of `next`.
+            guard let url = URL(string: next), !url.path.isEmpty else { return nil }
+            return String(url.path.dropFirst()) + (url.query.map { "?" + $0 } ?? "")
+        }
+        if next.hasPrefix(prefix) { return String(next.dropFirst(prefix.count)) }
+        guard let r = next.range(of: prefix), next[..<r.lowerBound].contains("://") else { return nil }
+        return String(next[r.upperBound...])
     }
 
     /// Downloads the report's PDF certificate to `path` (temp + fsync + rename by the HTTP
@@ -102,11 +152,16 @@ public struct QEDClient: Sendable {
     /// message says what came instead (content type, size, a printable excerpt).
     private func expectJSON(_ response: HTTPResponse, doing what: String) throws(NotaryError) {
         if (try? JSONSerialization.jsonObject(with: response.body)) != nil { return }
+        throw unreadable(response, doing: what, because: "the answer is not JSON")
+    }
+
+    /// A 2xx answer we cannot read: retryable, naming what came (content type, size, an excerpt).
+    private func unreadable(_ response: HTTPResponse, doing what: String, because reason: String) -> NotaryError {
         let type = response.header("content-type") ?? "none"
         let excerpt = String(String(decoding: response.body.prefix(80), as: UTF8.self)
             .map { $0.isASCII && ($0.isLetter || $0.isNumber || $0.isPunctuation || $0 == " ") ? $0 : "." })
-        throw NotaryError("\(name): \(what) failed: the answer is not JSON (HTTP \(response.status), content type \(type), "
-                          + "\(response.body.count) bytes: \(Redact.text(excerpt, secrets: [apiKey])))", retryable: true)
+        return NotaryError("\(name): \(what) failed: \(reason) (HTTP \(response.status), content type \(type), "
+                           + "\(response.body.count) bytes: \(Redact.text(excerpt, secrets: [apiKey])))", retryable: true)
     }
 
     /// 429/5xx are retryable; any other status is permanent, with QED's own words (DRF's

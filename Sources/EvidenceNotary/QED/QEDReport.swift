@@ -60,21 +60,43 @@ public struct QEDReport: Sendable, Equatable {
         return try parse(obj, raw: body)
     }
 
-    /// Parses one page of `GET /v1/reports/?hash=…`: its reports, and the path of the next page
-    /// relative to the API base (nil on the last page).
-    package static func parsePage(_ body: Data, notary: String) throws(NotaryError) -> (reports: [QEDReport], next: String?) {
-        guard let page = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let results = page["results"] as? [Any] else {
-            throw NotaryError("\(notary): the report list is not a JSON object with \"results\"", retryable: false)
+    /// One answer to `GET /v1/reports/?hash=…`: its reports and the absolute (or relative) URL
+    /// of the next page, nil on the last one.
+    package struct Page: Sendable {
+        package var reports: [QEDReport]
+        package var next: String?
+    }
+
+    /// Why a report list could not be read (the caller adds what came).
+    package struct ListError: Error { package var reason: String }
+
+    /// Parses a report list, leniently: a bare JSON array of reports, or a paginated object
+    /// with `results` (and `next`, absent or null on the last page); other fields are ignored.
+    package static func parseList(_ body: Data) throws(ListError) -> Page {
+        guard let json = try? JSONSerialization.jsonObject(with: body) else {
+            throw ListError(reason: "the answer is not JSON")
+        }
+        let results: [Any]
+        var next: String?
+        if let array = json as? [Any] {
+            results = array
+        } else if let page = json as? [String: Any], let array = page["results"] as? [Any] {
+            results = array
+            if let n = page["next"] as? String, !n.isEmpty { next = n }
+        } else {
+            throw ListError(reason: "the report list is neither a JSON array nor an object with \"results\"")
         }
         var reports: [QEDReport] = []
-        for case let obj as [String: Any] in results {
+        for (index, element) in results.enumerated() {
+            guard let obj = element as? [String: Any] else {
+                throw ListError(reason: "entry \(index) of the report list is not a JSON object")
+            }
             let raw = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
-            reports.append(try parse(obj, raw: raw))
+            do { reports.append(try parse(obj, raw: raw)) } catch {
+                throw ListError(reason: "entry \(index) of the report list: \(error.message)")
+            }
         }
-        // `next` is absolute; keep only what follows the base so requests stay on the configured host.
-        guard let next = page["next"] as? String, let r = next.range(of: "/v1/") else { return (reports, nil) }
-        return (reports, String(next[r.upperBound...]))
+        return Page(reports: reports, next: next)
     }
 
     /// Parses one report object; the error says which field is missing or wrong.

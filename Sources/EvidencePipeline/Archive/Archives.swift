@@ -97,7 +97,7 @@ public struct Archives: Sendable {
                                            grant: grant, tokenFile: tokenFile, http: http)
                 sessions[name] = session
                 providers[name] = ShareFileProvider(account: name, session: session, http: http,
-                                                    baseURL: account.baseURL ?? ShareFileProvider.defaultAPI(subdomain: subdomain),
+                                                    baseURL: account.baseURL, subdomain: subdomain,
                                                     resumeDirectory: resume, chunkSize: chunk ?? 32 << 20)
             }
         }

@@ -12,12 +12,16 @@ import Hummingbird
 ///   provider flips one byte of the next file it stores.
 /// - `POST /_sandbox/advance-clock?seconds=N` → the provider emulations' clock jumps N seconds
 ///   ahead (authorization codes and access tokens issued before may expire).
+/// - `POST /_sandbox/quirk?quirk=QUIRK&count=N|always` → arms one of the providers' rarer
+///   answers (`ProviderControl.Quirk`: `dropbox-409-too-many-writes`, `box-parts-mismatch`,
+///   `box-small-part-pages`, `box-part-answer-lost`, `free-plan`, `sharefile-chunk-error-text`, `sharefile-chunk-error-json`,
+///   `sharefile-small-pages`, `sharefile-eu-tenant`) for the next N times it applies; count 0 disarms.
 /// - `POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N` → the next N requests (default 1)
 ///   whose path starts with PREFIX are answered 200 with MODE instead of reaching the emulation:
 ///   `garbage` (not JSON), `html` (a login page), `truncated` (the connection closes before
 ///   `Content-Length` bytes), `oversized` (a 65 MiB JSON body, streamed), `slow` (headers, then
-///   one byte every 2 s), `wrong-type` (a PNG) or `locked` (423 Locked with a Sabre error body,
-///   the one mode that is not a 200). Counters show `"misbehaved":{mode:n}` and
+///   one byte every 2 s), `wrong-type` (a PNG), `wrong-json` (JSON of a shape no endpoint answers) or
+///   `locked` (423 Locked with a Sabre error body, the one mode that is not a 200). Counters show `"misbehaved":{mode:n}` and
 ///   `"misbehave_pending":{prefix:n}`.
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
 ///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).
@@ -48,6 +52,23 @@ struct SandboxControlRoutes: Sendable {
             }
             providers.advanceClock(by: seconds)
             return Response.json(.object([("offset_seconds", .double(providers.clockOffset))]))
+        }
+        router.post("_sandbox/quirk") { request, _ in
+            let query = request.uri.queryParameters
+            let names = ProviderControl.Quirk.allCases.map(\.rawValue).joined(separator: ", ")
+            guard let quirk = query.get("quirk").flatMap(ProviderControl.Quirk.init(rawValue:)) else {
+                return Response.json(.object([("detail", .string("quirk must be one of \(names)"))]), status: .badRequest)
+            }
+            let text = query.get("count") ?? "1"
+            let count: Int?
+            if text == "always" { count = nil } else {
+                guard let n = Int(text), n >= 0 else {
+                    return Response.json(.object([("detail", .string("count must be a whole number, 0 or more, or always"))]), status: .badRequest)
+                }
+                count = n
+            }
+            providers.arm(quirk, count: count)
+            return Response.json(.object([("quirk", .string(quirk.rawValue)), ("count", .string(text))]))
         }
         router.post("_sandbox/misbehave") { request, _ in
             let query = request.uri.queryParameters

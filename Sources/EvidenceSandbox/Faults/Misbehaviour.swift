@@ -26,6 +26,9 @@ public final class Misbehaviour: Sendable {
         /// `423 Locked` with the body Sabre (ownCloud, Nextcloud) writes: WebDAV's temporary
         /// "someone else holds this path", e.g. a second MKCOL racing the first for one folder.
         case locked
+        /// Well-formed JSON of a shape no endpoint answers (`{"detail":…,"items":null}`): what
+        /// a maintenance page or another API version behind the same URL may say.
+        case wrongJSON = "wrong-json"
     }
 
     struct Rule {

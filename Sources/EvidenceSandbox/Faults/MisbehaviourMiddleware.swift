@@ -87,6 +87,9 @@ public struct MisbehaviourMiddleware: RouterMiddleware {
 
                 """
             return .bytes(Array(xml.utf8), contentType: "application/xml; charset=utf-8", status: .init(code: 423, reasonPhrase: "Locked"))
+        case .wrongJSON:
+            return .bytes(Array(#"{"detail":"Service in maintenance mode","items":null,"version":"0"}"#.utf8),
+                          contentType: "application/json")
         }
     }
 }

@@ -36,11 +36,63 @@ public struct ProviderEnvironment: Sendable {
 ///   corruption in transit would look to a client that verifies by the provider's hash.
 /// - `POST /_sandbox/advance-clock?seconds=N` moves the providers' clock forward: codes and
 ///   tokens issued before expire as they would after that long (e.g. a login code pasted late).
+/// - `POST /_sandbox/quirk?provider=NAME&quirk=QUIRK&count=N` arms one of the real services'
+///   rarer answers (see `Quirk`) for the next N times it applies (count 0 disarms;
+///   `count=always` keeps it until a reset).
 public final class ProviderControl: @unchecked Sendable {
+    /// Answers the real services give only now and then, which a test asks for on purpose.
+    public enum Quirk: String, Sendable, CaseIterable {
+        /// Dropbox: the next write (upload, finish, create_folder, delete) answers 409
+        /// `path/too_many_write_operations/..` instead of a 429 (Dropbox does both).
+        case dropboxWriteContention = "dropbox-409-too-many-writes"
+        /// Box: the commit that follows the session's last part answers 400 `parts_mismatch`
+        /// (the parts are still being processed), once per session.
+        case boxPartsMismatch = "box-parts-mismatch"
+        /// Box: list-parts pages hold at most 2 parts (as if the session had thousands).
+        case boxSmallPartPages = "box-small-part-pages"
+        /// Box: the next part is stored, but its answer is lost on the way (a 502 from a proxy
+        /// in front), so the client sends it again and meets Box's refusal of a re-sent part.
+        case boxPartAnswerLost = "box-part-answer-lost"
+        /// Box and Dropbox: the account is a free one, whatever the emulation's default plan
+        /// would allow (Box: no company links, no expiry, no password; Dropbox: no link settings).
+        case freePlan = "free-plan"
+        /// ShareFile: the next chunk or finish answers HTTP 200 with a body `ERROR: …`.
+        case shareFileChunkErrorText = "sharefile-chunk-error-text"
+        /// ShareFile: the next chunk or finish answers HTTP 200 with `{"error":true,…}` JSON.
+        case shareFileChunkErrorJSON = "sharefile-chunk-error-json"
+        /// ShareFile: the tenant is in the EU: token answers carry `apicp: sf-api.eu`, `appcp: sharefile.eu`.
+        case shareFileEUTenant = "sharefile-eu-tenant"
+        /// ShareFile: list answers (`Shares`, `Items(id)/Children`) hold at most 1 entry a page,
+        /// the rest behind `odata.nextLink`.
+        case shareFileSmallPages = "sharefile-small-pages"
+    }
+
     private let lock = NSLock()
     private var generation = 0
     private var corrupt: Set<String> = []
     private var offset: TimeInterval = 0
+    /// Armed quirks and how many times each still applies (nil = until reset).
+    private var quirks: [Quirk: Int?] = [:]
+
+    /// Arms `quirk` for the next `count` times it applies (nil: until reset; 0 disarms).
+    public func arm(_ quirk: Quirk, count: Int?) {
+        lock.lock(); defer { lock.unlock() }
+        if count == 0 { quirks[quirk] = nil } else { quirks[quirk] = .some(count) }
+    }
+
+    /// True when `quirk` applies to this request; consumes one of its count.
+    public func take(_ quirk: Quirk) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard let left = quirks[quirk] else { return false }
+        if let n = left { quirks[quirk] = n > 1 ? .some(n - 1) : nil }
+        return true
+    }
+
+    /// True while `quirk` is armed, without consuming it (account-wide settings).
+    public func isArmed(_ quirk: Quirk) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        return quirks[quirk] != nil
+    }
 
     public init() {}
 
@@ -74,6 +126,6 @@ public final class ProviderControl: @unchecked Sendable {
     }
 
     public func reset() {
-        lock.lock(); corrupt = []; lock.unlock()
+        lock.lock(); corrupt = []; quirks = [:]; lock.unlock()
     }
 }

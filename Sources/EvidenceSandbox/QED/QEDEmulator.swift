@@ -8,14 +8,27 @@ import Hummingbird
 ///
 /// Listing (`GET /v1/reports/`) is paginated like Django REST framework's
 /// `PageNumberPagination`: `{"count", "next", "previous", "results"}`, newest first,
-/// `?page=` (1-based) and `?page_size=` (default 100, at most 1000).
+/// `?page=` (1-based) and `?page_size=` (default 100, at most 1000). The API docs do not fix
+/// that shape, so `listShape: .bareArray` answers a plain JSON array of every match instead
+/// (what an independent server following the docs may do), and `ignoresHashFilter` lists
+/// every report whatever `?hash=` asks (a server without that filter): clients must cope
+/// with both shapes and adopt only reports that carry their hash.
 public final class QEDEmulator: Sendable {
+    /// How `GET /v1/reports/` answers.
+    public enum ListShape: String, Sendable, CaseIterable {
+        /// DRF's `{"count","next","previous","results"}`, paged.
+        case paginated
+        /// A bare JSON array of every match, unpaged.
+        case bareArray = "bare"
+    }
     public let store: QEDReportStore
     let apiKey: String
     let pendingSeconds: Double
     let random: SandboxRandom
     let counters: SandboxCounters
     let clock: @Sendable () -> Date
+    let listShape: ListShape
+    let ignoresHashFilter: Bool
 
     static let defaultPageSize = 100
     static let maxPageSize = 1000
@@ -25,7 +38,10 @@ public final class QEDEmulator: Sendable {
     ///   - store: where reports live (and persist).
     ///   - clock: the current time; tests may inject one to step through pending → confirmed.
     public init(store: QEDReportStore, apiKey: String, pendingSeconds: Double, random: SandboxRandom,
-                counters: SandboxCounters, clock: @escaping @Sendable () -> Date = { Date() }) {
+                counters: SandboxCounters, clock: @escaping @Sendable () -> Date = { Date() },
+                listShape: ListShape = .paginated, ignoresHashFilter: Bool = false) {
+        self.listShape = listShape
+        self.ignoresHashFilter = ignoresHashFilter
         self.store = store
         self.apiKey = apiKey
         self.pendingSeconds = pendingSeconds
@@ -104,7 +120,11 @@ public final class QEDEmulator: Sendable {
             page = n
         }
         // An empty hash filter is no filter, as with django-filter.
-        let matches = await store.reports(hash: hash.flatMap { $0.isEmpty ? nil : $0 })
+        let matches = await store.reports(hash: ignoresHashFilter ? nil : hash.flatMap { $0.isEmpty ? nil : $0 })
+        if listShape == .bareArray {
+            let now = clock()
+            return .json(.array(matches.map { $0.json(at: now, pendingSeconds: pendingSeconds) }))
+        }
         let pageCount = max(1, (matches.count + pageSize - 1) / pageSize)
         guard page <= pageCount else { throw QEDError(.notFound, detail: "Invalid page.") }
         let slice = matches.dropFirst((page - 1) * pageSize).prefix(pageSize)

@@ -29,6 +29,10 @@ public struct SandboxOptions: Sendable {
     public var faultPathPrefixes: [String]
     /// Seconds an emulated provider's access token stays valid.
     public var tokenLifetime: Double
+    /// How QED's report list answers: DRF's paginated object (default) or a bare JSON array.
+    public var qedListShape: QEDEmulator.ListShape
+    /// QED lists every report whatever `?hash=` asks (a server without that filter).
+    public var qedIgnoresHashFilter: Bool
     /// Seed for every random choice (faults, slugs, transaction hashes); nil = random.
     public var seed: UInt64?
     /// Which server `/owncloud/` is: ownCloud 10 (computes and checks checksums) or Nextcloud
@@ -51,9 +55,13 @@ public struct SandboxOptions: Sendable {
         faultPathPrefixes: [String] = ["/v1/"],
         seed: UInt64? = nil,
         tokenLifetime: Double = 3600,
-        owncloudFlavour: OwnCloudFlavour = .owncloud
+        owncloudFlavour: OwnCloudFlavour = .owncloud,
+        qedListShape: QEDEmulator.ListShape = .paginated,
+        qedIgnoresHashFilter: Bool = false
     ) {
         self.owncloudFlavour = owncloudFlavour
+        self.qedListShape = qedListShape
+        self.qedIgnoresHashFilter = qedIgnoresHashFilter
         self.tokenLifetime = tokenLifetime
         self.host = host
         self.port = port

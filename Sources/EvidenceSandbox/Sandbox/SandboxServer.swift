@@ -60,7 +60,8 @@ public final class SandboxServer: Sendable {
         self.requestLog = try RequestLog(path: (dir as NSString).appendingPathComponent("requests.log"))
         let store = try QEDReportStore(path: (dir as NSString).appendingPathComponent("reports.json"))
         self.qed = QEDEmulator(store: store, apiKey: options.apiKey, pendingSeconds: options.pendingSeconds,
-                               random: idRandom, counters: counters, clock: clock)
+                               random: idRandom, counters: counters, clock: clock,
+                               listShape: options.qedListShape, ignoresHashFilter: options.qedIgnoresHashFilter)
         self.faults = FaultInjector(options: options, random: faultRandom, counters: counters)
         self.misbehaviour = Misbehaviour()
         self.tsa = TSAEndpoint(directory: (dir as NSString).appendingPathComponent("tsa"))

@@ -233,14 +233,12 @@ public struct BoxProvider: ArchiveProvider {
         var state = resume.load(SessionState.self, key: key)
         if var s = state {
             // What Box has is the truth: ask it which parts arrived.
-            let r = try await call("GET", "\(upload)/files/upload_sessions/\(s.id)/parts?limit=1000", doing: "listing parts of \(path)")
-            if r.status == 404 { state = nil; resume.remove(key: key) }
-            else if r.isSuccess, let entries = r.json?["entries"] as? [[String: Any]] {
-                s.parts = entries.compactMap { e in
-                    guard let id = e["part_id"] as? String, let off = JSON.int64(e["offset"]), let sz = JSON.int64(e["size"]) else { return nil }
-                    return Part(part_id: id, offset: off, size: sz, sha1: e["sha1"] as? String ?? "")
-                }
+            if let listed = try await listParts(s.id, path: path) {
+                s.parts = listed
                 state = s
+            } else {
+                state = nil
+                resume.remove(key: key)
             }
         }
         if state == nil {
@@ -278,6 +276,22 @@ public struct BoxProvider: ArchiveProvider {
                     resume.remove(key: key)
                     throw ArchiveError(.transient, "\(account): the upload session for \(path) is gone (expired); starting again")
                 }
+                if r.status == 409 || r.status == 416 {
+                    // Box keeps parts immutable: this one (or one overlapping it) is already there,
+                    // typically sent before an answer that was lost. Its list says what it holds.
+                    guard let listed = try await listParts(s.id, path: path) else {
+                        resume.remove(key: key)
+                        throw ArchiveError(.transient, "\(account): the upload session for \(path) is gone (expired); starting again")
+                    }
+                    s.parts = listed
+                    try resume.save(s, key: key)
+                    guard s.parts.contains(where: { $0.offset == at && $0.size == length }) else {
+                        throw ArchiveError(.transient, "\(account): \(what): Box refused the part (HTTP \(r.status) "
+                                           + "\(r.json?["code"] as? String ?? "")) but does not list it; will look again")
+                    }
+                    offset += length
+                    continue
+                }
                 guard r.isSuccess, let p = r.json?["part"] as? [String: Any], let id = p["part_id"] as? String else {
                     if (r.json?["code"] as? String ?? "").contains("digest") {
                         throw ArchiveError(.transient, "\(account): \(what): Box's SHA-1 of the part differs from ours (corrupted in transit); will send it again")
@@ -297,7 +311,9 @@ public struct BoxProvider: ArchiveProvider {
         for _ in 0..<30 {
             let r = try await call("POST", "\(upload)/files/upload_sessions/\(s.id)/commit", json: ["parts": parts],
                                    headers: [("Digest", "sha=\(whole)")], doing: what, retry: .throttleOnly)
-            if r.status == 202 {
+            // 202: parts still processing; 400 `parts_mismatch` right after the last part: Box
+            // has not counted it yet. Both mean "wait, then commit again".
+            if r.status == 202 || (r.status == 400 && (r.json?["code"] as? String) == "parts_mismatch") {
                 let wait = r.header("retry-after").flatMap { RetryAfter.seconds($0) } ?? 1
                 try? await Task.sleep(for: .seconds(min(wait, 60)))
                 continue
@@ -305,7 +321,30 @@ public struct BoxProvider: ArchiveProvider {
             if r.isSuccess || r.status == 409 || r.status == 404 { resume.remove(key: key) }
             return try committed(r, path: path, doing: what)
         }
-        throw ArchiveError(.transient, "\(account): \(what): Box kept answering 202 (processing); will try again")
+        throw ArchiveError(.transient, "\(account): \(what): Box kept answering that the parts are still processing; will try again")
+    }
+
+    /// Every part Box holds for session `id`, all pages (`limit`/`offset`, at most 1,000 a page);
+    /// nil when the session is gone (404).
+    func listParts(_ id: String, path: String) async throws(ArchiveError) -> [Part]? {
+        var parts: [Part] = []
+        var offset = 0
+        let what = "listing parts of \(path)"
+        while true {
+            let r = try await call("GET", "\(upload)/files/upload_sessions/\(id)/parts?limit=1000&offset=\(offset)", doing: what)
+            if r.status == 404 { return nil }
+            guard r.isSuccess, let j = r.json, let entries = j["entries"] as? [[String: Any]] else { throw failure(r, doing: what) }
+            parts += entries.compactMap { e in
+                guard let pid = e["part_id"] as? String, let off = JSON.int64(e["offset"]), let sz = JSON.int64(e["size"]) else { return nil }
+                return Part(part_id: pid, offset: off, size: sz, sha1: e["sha1"] as? String ?? "")
+            }
+            offset += entries.count
+            let total = JSON.int64(j["total_count"]).map(Int.init)
+            if entries.isEmpty || total.map({ offset >= $0 }) ?? true { break }
+        }
+        // One entry per offset (a page boundary moving under us could repeat one).
+        var seen: Set<Int64> = []
+        return parts.filter { seen.insert($0.offset).inserted }
     }
 
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
@@ -314,30 +353,58 @@ public struct BoxProvider: ArchiveProvider {
         try await followDownload(r, http: caller.http, account: account, path: path, to: local)
     }
 
+    /// A link is never made more open than `request` asks. The file's one shared link is reused
+    /// when it is at least as strict as asked, else set to what is asked. Settings Box refuses
+    /// (company access on a personal account, expiry or a password on a free plan) make the link
+    /// `collaborators` (only people invited to the file), stricter than anything asked, and
+    /// `fallback` records what was asked and made; if even that is refused the share fails with
+    /// Box's reason.
     public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
         guard let e = try await fileEntry(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
         let what = "sharing \(path)"
         let current = try await call("GET", "\(api)/files/\(e.id)?fields=shared_link", doing: what)
-        if current.isSuccess, let link = (current.json?["shared_link"] as? [String: Any]).flatMap(Self.link) { return link }
+        if current.isSuccess, let link = (current.json?["shared_link"] as? [String: Any]).flatMap(Self.link),
+           Self.atLeastAsStrict(link, as: request) {
+            return link
+        }
         var settings: [String: Any] = ["access": request.access.rawValue]
         if let p = request.password { settings["password"] = p }
         if let x = request.expires { settings["unshared_at"] = DropboxProvider.iso(x) }
         var r = try await call("PUT", "\(api)/files/\(e.id)?fields=shared_link", json: ["shared_link": settings], doing: what)
         var fallback: String?
-        if !r.isSuccess && (r.status == 400 || r.status == 403) && settings.count > 1 || (!r.isSuccess && request.access != .open && r.status == 400) {
+        if (r.status == 400 || r.status == 403) && !(settings.count == 1 && request.access == .collaborators) {
             let said = "\(r.json?["code"] as? String ?? "HTTP \(r.status)"): \(r.json?["message"] as? String ?? "")"
-            fallback = "Box refused the link settings (\(said)); made an open link without them"
-            r = try await call("PUT", "\(api)/files/\(e.id)?fields=shared_link", json: ["shared_link": ["access": "open"]], doing: what)
+            fallback = "asked \(DropboxProvider.describe(request)); Box refused (\(said)); made a link for collaborators only "
+                + "(people invited to the file)"
+            r = try await call("PUT", "\(api)/files/\(e.id)?fields=shared_link", json: ["shared_link": ["access": "collaborators"]], doing: what)
+        }
+        if r.status == 400 || r.status == 403 {
+            var refused = failure(r, doing: what)
+            refused.kind = .permanent
+            refused.message += " (asked \(DropboxProvider.describe(request)); no link was made rather than a more open one)"
+            throw refused
         }
         guard r.isSuccess, let j = r.json, var link = (j["shared_link"] as? [String: Any]).flatMap(Self.link) else { throw failure(r, doing: what) }
         link.fallback = fallback
         return link
     }
 
+    /// Box's access levels from most to least open: open < company < collaborators.
+    static func atLeastAsStrict(_ link: ShareLink, as request: ShareRequest) -> Bool {
+        let rank = ["open": 0, "company": 1, "collaborators": 2]
+        let have = rank[link.audience ?? "open"] ?? 0
+        if have == 2 { return true }
+        guard have >= rank[request.access.rawValue] ?? 0 else { return false }
+        if request.password != nil && !link.passwordProtected { return false }
+        if let wanted = request.expires, link.expires.map({ $0 > wanted }) ?? true { return false }
+        return true
+    }
+
     package static func link(_ j: [String: Any]) -> ShareLink? {
         guard let url = j["url"] as? String else { return nil }
         return ShareLink(url: url, expires: (j["unshared_at"] as? String).flatMap(parseISO),
-                         passwordProtected: j["is_password_enabled"] as? Bool ?? false)
+                         passwordProtected: j["is_password_enabled"] as? Bool ?? false,
+                         audience: j["effective_access"] as? String ?? j["access"] as? String)
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {

@@ -19,13 +19,17 @@ struct AuthorizedHTTP: Sendable {
     let session: OAuthSession
 
     /// Sends `make(token)` and returns any answer for the caller to judge (non-2xx included);
-    /// throws only when no answer arrived.
+    /// throws only when no answer arrived. `busy` marks a provider's own way of saying "nothing
+    /// was done, ask again" in an answer that is not a 429 (Dropbox's 409
+    /// `too_many_write_operations`): the shared retry loop treats it like a 429 in either mode.
     func call(_ what: String, retry: RetryMode = .full, progress: (@Sendable (Int64) -> Void)? = nil,
+              busy: (@Sendable (HTTPResponse) -> Bool)? = nil,
               _ make: (String) -> HTTPRequest) async throws(ArchiveError) -> HTTPResponse {
         var token = try await session.accessToken()
         var refreshed = false
         while true {
-            let r = try await Self.send(make(token), http: http, account: account, doing: what, retry: retry, progress: progress)
+            let r = try await Self.send(make(token), http: http, account: account, doing: what, retry: retry, progress: progress,
+                                        busy: busy)
             if r.status == 401 && !refreshed {
                 refreshed = true
                 token = try await session.rejected(token)
@@ -36,21 +40,23 @@ struct AuthorizedHTTP: Sendable {
     }
 
     static func send(_ request: HTTPRequest, http: HTTPClient, account: String, doing what: String, retry: RetryMode,
-                     progress: (@Sendable (Int64) -> Void)? = nil) async throws(ArchiveError) -> HTTPResponse {
+                     progress: (@Sendable (Int64) -> Void)? = nil,
+                     busy: (@Sendable (HTTPResponse) -> Bool)? = nil) async throws(ArchiveError) -> HTTPResponse {
         var report: (@Sendable (Int64, Int64) -> Void)?
         if let progress { report = { sent, _ in progress(sent) } }
+        let throttled: @Sendable (HTTPResponse) -> Bool = { r in r.status == 429 || (busy?(r) ?? false) }
         do {
             switch retry {
             case .full:
                 return try await http.execute(request, classify: { r in
-                    (r.status == 429 || r.status >= 500) ? .retryable(retryAfter: nil) : .success
+                    (throttled(r) || r.status >= 500) ? .retryable(retryAfter: nil) : .success
                 }, progress: report)
             case .throttleOnly:
                 var attempt = 0
                 while true {
                     attempt += 1
                     let r = try await http.send(request, progress: report)
-                    guard r.status == 429, attempt < http.configuration.retry.maxAttempts else { return r }
+                    guard throttled(r), attempt < http.configuration.retry.maxAttempts else { return r }
                     let wait = r.header("retry-after").flatMap { RetryAfter.seconds($0) } ?? Double(attempt)
                     guard wait <= http.configuration.retry.maxRetryAfter else { return r }
                     try? await Task.sleep(for: .seconds(wait))

@@ -12,7 +12,10 @@ import Foundation
 /// append, so a restarted process resumes (and `incorrect_offset` tells it where). Every
 /// write sends our `content_hash`, so Dropbox itself refuses bytes damaged on the way; `stat`
 /// reports `content_hash` for the caller's verification. Writes are serialized per account
-/// (Dropbox answers concurrent writes to one namespace with 429 `too_many_write_operations`).
+/// (Dropbox answers concurrent writes to one namespace with `too_many_write_operations`, as a
+/// 429 or inside a 409 route error such as `path/too_many_write_operations/..`: either way
+/// nothing was written, and the shared retry loop asks again). A request carries at most
+/// 150 MiB (Dropbox's limit for every upload call), so chunks are capped at 148 MiB.
 public struct DropboxProvider: ArchiveProvider {
     public let account: String
     public var hashKind: ProviderHashKind { .dropbox }
@@ -30,6 +33,9 @@ public struct DropboxProvider: ArchiveProvider {
     public static let defaultAuthorizeURL = "https://www.dropbox.com/oauth2/authorize"
     /// `files/upload` takes at most 150 MB; above that only sessions work.
     static let singleUploadLimit: Int64 = 150 << 20
+    /// The largest body of one upload call (150 MiB), and the largest 4 MiB multiple under it.
+    static let requestLimit: Int64 = 150 << 20
+    static let maxChunk: Int64 = requestLimit / (4 << 20) * (4 << 20)
 
     public init(account: String, session: OAuthSession, http: HTTPClient, baseURL: String?, uploadURL: String?,
                 resumeDirectory: String?, chunkSize: Int64 = 32 << 20) {
@@ -39,7 +45,7 @@ public struct DropboxProvider: ArchiveProvider {
         caller = AuthorizedHTTP(account: account, http: http, session: session)
         resume = ResumeStore(directory: resumeDirectory, account: account)
         let block: Int64 = 4 << 20
-        self.chunkSize = max(block, chunkSize / block * block)
+        self.chunkSize = min(Self.maxChunk, max(block, chunkSize / block * block))
     }
 
     static func trim(_ s: String) -> String { s.hasSuffix("/") ? String(s.dropLast()) : s }
@@ -55,7 +61,7 @@ public struct DropboxProvider: ArchiveProvider {
 
     func rpc(_ endpoint: String, _ args: Any, doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
         let body = JSON.data(args)
-        return try await caller.call(what, retry: retry) { token in
+        return try await caller.call(what, retry: retry, busy: Self.busy) { token in
             HTTPRequest(method: "POST", url: "\(api)/2/\(endpoint)",
                         headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")], body: .data(body))
         }
@@ -64,7 +70,7 @@ public struct DropboxProvider: ArchiveProvider {
     func contentCall(_ endpoint: String, _ args: Any, body: HTTPBody, doing what: String, retry: RetryMode,
                      downloadTo: String? = nil, progress: (@Sendable (Int64) -> Void)? = nil) async throws(ArchiveError) -> HTTPResponse {
         let arg = JSON.asciiHeader(args)
-        return try await caller.call(what, retry: retry, progress: progress) { token in
+        return try await caller.call(what, retry: retry, progress: progress, busy: Self.busy) { token in
             HTTPRequest(method: "POST", url: "\(content)/2/\(endpoint)",
                         headers: [("Authorization", "Bearer \(token)"), ("Dropbox-API-Arg", arg),
                                   ("Content-Type", "application/octet-stream")],
@@ -75,11 +81,22 @@ public struct DropboxProvider: ArchiveProvider {
     /// `error_summary` of a 409 route error ("path/not_found/..", "incorrect_offset/.."), or "".
     static func summary(_ r: HTTPResponse) -> String { r.json?["error_summary"] as? String ?? "" }
 
+    /// Dropbox's "nothing was done, ask again" outside a 429: `too_many_write_operations` (or
+    /// `too_many_requests`) anywhere in a 409's summary (`path/too_many_write_operations/..`).
+    @Sendable static func busy(_ r: HTTPResponse) -> Bool {
+        guard r.status == 409 else { return false }
+        let parts = summary(r).split(separator: "/")
+        return parts.contains("too_many_write_operations") || parts.contains("too_many_requests")
+    }
+
     func failure(_ r: HTTPResponse, doing what: String) -> ArchiveError {
         let s = Self.summary(r)
+        if Self.busy(r) {
+            return ArchiveError(.transient, "\(account): \(what): Dropbox answered \(s) (too many writes at once); will try again")
+        }
         if r.status == 409 && !s.isEmpty {
             let kind: ArchiveError.Kind = s.contains("not_found") ? .notFound : s.contains("conflict") ? .conflict
-                : (s.hasPrefix("too_many_write_operations") || s.hasPrefix("content_hash_mismatch")) ? .transient : .permanent
+                : s.hasPrefix("content_hash_mismatch") ? .transient : .permanent
             return ArchiveError(kind, "\(account): \(what): Dropbox answered \(s)")
         }
         return ArchiveError.status(r, account: account, doing: what)
@@ -228,9 +245,18 @@ public struct DropboxProvider: ArchiveProvider {
         guard r.isSuccess else { throw failure(r, doing: "reading back \(path)") }
     }
 
+    /// A link is never made more open than `request` asks. Dropbox's plans refuse settings
+    /// (password, expiry, team-only: `settings_error/not_authorized` on a Basic account); then
+    /// the link is made for no one but those who already have access (`audience: no_one`),
+    /// which is stricter than anything asked, and `fallback` records what was asked and made;
+    /// if even that is refused the share fails with Dropbox's reason. An existing link is reused
+    /// only when it is at least as strict as asked; a more open one is left alone and the share
+    /// fails, saying so (changing or revoking a link someone made is not ours to do).
     public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
-        // Reuse: a direct link on this path, whoever made it.
-        if let existing = try await listedLink(path) { return existing }
+        let what = "sharing \(path)"
+        if let existing = try await listedLinks(path).first {
+            return try reusable(existing, request, path: path)
+        }
         var settings: [String: Any] = [:]
         switch request.access {
         case .open: settings["requested_visibility"] = request.password == nil ? "public" : "password"
@@ -239,42 +265,81 @@ public struct DropboxProvider: ArchiveProvider {
         }
         if let p = request.password { settings["link_password"] = p; settings["requested_visibility"] = "password" }
         if let e = request.expires { settings["expires"] = Self.iso(e) }
-        let what = "sharing \(path)"
         var r = try await rpc("sharing/create_shared_link_with_settings", ["path": Self.dropboxPath(path), "settings": settings], doing: what)
         var fallback: String?
-        if r.status == 409 && Self.summary(r).hasPrefix("settings_error") && !settings.isEmpty {
-            let refused = [request.access != .open ? "access \"\(request.access.rawValue)\"" : nil,
-                           request.password != nil ? "a password" : nil,
-                           request.expires != nil ? "an expiry" : nil].compactMap { $0 }.joined(separator: ", ")
-            fallback = "Dropbox refused \(refused) (\(Self.summary(r).split(separator: "/").prefix(2).joined(separator: "/")): needs a paid plan or a team); made a public link without them"
-            r = try await rpc("sharing/create_shared_link_with_settings", ["path": Self.dropboxPath(path)], doing: what)
+        let strictest: [String: Any] = ["audience": "no_one"]
+        if r.status == 409 && Self.summary(r).hasPrefix("settings_error") && !(settings.count == 1 && settings["audience"] as? String == "no_one") {
+            let reason = Self.summary(r).split(separator: "/").prefix(2).joined(separator: "/")
+            fallback = "asked \(Self.describe(request)); Dropbox refused (\(reason): needs a paid plan or a team); "
+                + "made a link for no one but those who already have access (audience no_one)"
+            r = try await rpc("sharing/create_shared_link_with_settings", ["path": Self.dropboxPath(path), "settings": strictest], doing: what)
+        }
+        if r.status == 409 && Self.summary(r).hasPrefix("settings_error") {
+            throw ArchiveError(.permanent, "\(account): \(what): Dropbox refused the link settings asked (\(Self.describe(request))) "
+                               + "and a members-only link (\(Self.summary(r))); no link was made rather than a more open one")
         }
         if r.status == 409 && Self.summary(r).hasPrefix("shared_link_already_exists") {
             if let err = r.json?["error"] as? [String: Any], let inner = err["shared_link_already_exists"] as? [String: Any],
                let meta = inner["metadata"] as? [String: Any], let link = Self.link(meta) {
-                return link
+                return try reusable(link, request, path: path)
             }
-            if let existing = try await listedLink(path) { return existing }
+            if let existing = try await listedLinks(path).first { return try reusable(existing, request, path: path) }
         }
         guard r.isSuccess, let j = r.json, var link = Self.link(j) else { throw failure(r, doing: what) }
         link.fallback = fallback
         return link
     }
 
-    func listedLink(_ path: String) async throws(ArchiveError) -> ShareLink? {
+    /// "open with a password and an expiry", for the record of what was asked.
+    static func describe(_ request: ShareRequest) -> String {
+        var parts = ["access \(request.access.rawValue)"]
+        if request.password != nil { parts.append("a password") }
+        if let e = request.expires { parts.append("expiry \(iso(e))") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// `link` when it is at least as strict as `request` asks, else a permanent error.
+    func reusable(_ link: ShareLink, _ request: ShareRequest, path: String) throws(ArchiveError) -> ShareLink {
+        if Self.atLeastAsStrict(link, as: request) { return link }
+        throw ArchiveError(.permanent, "\(account): sharing \(path): a link exists that is more open than asked "
+                           + "(it is \(link.audience ?? "of unknown audience")\(link.passwordProtected ? " with a password" : "")"
+                           + "\(link.expires.map { ", expiring \(Self.iso($0))" } ?? ", never expiring"); asked \(Self.describe(request))); "
+                           + "remove that link or relax the rule's [share]")
+    }
+
+    static func atLeastAsStrict(_ link: ShareLink, as request: ShareRequest) -> Bool {
+        let audience = link.audience ?? "public"
+        if ["no_one", "shared_folder_only", "members"].contains(audience) { return true }
+        switch request.access {
+        case .collaborators: return false
+        case .company: if !["team_only", "team_and_password", "team"].contains(audience) { return false }
+        case .open: break
+        }
+        if request.password != nil && !link.passwordProtected { return false }
+        if let wanted = request.expires, link.expires.map({ $0 > wanted }) ?? true { return false }
+        return true
+    }
+
+    func listedLinks(_ path: String) async throws(ArchiveError) -> [ShareLink] {
         let r = try await rpc("sharing/list_shared_links", ["path": Self.dropboxPath(path), "direct_only": true], doing: "listing links of \(path)")
         guard r.isSuccess else {
-            if r.status == 409 { return nil }
+            if r.status == 409 { return [] }
             throw failure(r, doing: "listing links of \(path)")
         }
-        return (r.json?["links"] as? [[String: Any]])?.lazy.compactMap(Self.link).first
+        let links = (r.json?["links"] as? [[String: Any]] ?? []).compactMap(Self.link)
+        // The strictest first: it is the one to reuse if any is.
+        return links.sorted { a, b in (a.audience == "no_one" ? 0 : 1) < (b.audience == "no_one" ? 0 : 1) }
     }
 
     package static func link(_ j: [String: Any]) -> ShareLink? {
         guard let url = j["url"] as? String else { return nil }
-        let visibility = ((j["link_permissions"] as? [String: Any])?["resolved_visibility"] as? [String: Any])?[".tag"] as? String
+        let permissions = j["link_permissions"] as? [String: Any]
+        let visibility = (permissions?["resolved_visibility"] as? [String: Any])?[".tag"] as? String
+        let audience = (permissions?["effective_audience"] as? [String: Any])?[".tag"] as? String
         return ShareLink(url: url, expires: (j["expires"] as? String).flatMap(parseISO),
-                         passwordProtected: visibility == "password" || visibility == "team_and_password")
+                         passwordProtected: visibility == "password" || visibility == "team_and_password"
+                            || (permissions?["require_password"] as? Bool) == true,
+                         audience: audience == "public" || audience == nil ? visibility ?? audience : audience)
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {

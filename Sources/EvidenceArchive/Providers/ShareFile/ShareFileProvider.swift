@@ -5,29 +5,39 @@ import Foundation
 
 /// ShareFile (API v3) with the password grant or a refresh token.
 ///
-/// Folders are found with `Items/ByPath` and created with `Items(parent)/Folder`; ids are
-/// cached. Uploads ask `Items(folder)/Upload2` for an upload specification: files up to
-/// `chunkSize` go as one raw `Standard` POST to its `ChunkUri`; larger ones `Threaded`, one
-/// chunk at a time with its MD5, then `FinishUri` with the whole file's MD5. The
-/// specification and the acknowledged offset are saved after every chunk so a restart
-/// resumes on the same upload. ShareFile reports a failed finish as HTTP 200 with
-/// `"error": true`: that body is always checked. `stat` reports ShareFile's MD5 (`Hash`).
+/// The API host is the token answer's `https://{subdomain}.{apicp}/sf/v3` (`sf-api.com`,
+/// `sf-api.eu`, …) unless `base_url` says otherwise. Our root is the user's home folder
+/// (`GET Items`); everything below is resolved relative to it (`Items(parent)/ByPath?path=/name`)
+/// and created with `Items(parent)/Folder`; ids are cached. Uploads ask `Items(folder)/Upload2`
+/// (`UploadRequestParams`: `FileSize`, not a length field the service ignores) for an upload
+/// specification: files up to `chunkSize` go as one raw `Standard` POST to its `ChunkUri`
+/// (`&fmt=json`); larger ones `Threaded`, one chunk at a time with its MD5, then the `FinishUri`
+/// with the whole file's MD5 and `respformat=json`, as the ShareFile SDK sends it. The
+/// specification and the acknowledged offset are saved after every chunk so a restart resumes
+/// on the same upload. The upload server reports failures as HTTP 200 with `"error": true` or a
+/// body `ERROR:…`: every answer's body is checked. `stat` reports ShareFile's MD5 (`Hash`).
 public struct ShareFileProvider: ArchiveProvider {
     public let account: String
     public var hashKind: ProviderHashKind { .md5 }
-    let api: String
+    /// `base_url` when configured; else built from the token answer.
+    let configuredAPI: String?
+    /// The configured subdomain, for a token answer without `subdomain`/`apicp`.
+    let subdomain: String?
     let caller: AuthorizedHTTP
     let resume: ResumeStore
     let chunkSize: Int64
     let folders = FolderIDs(root: "")
+    /// Share expiry ShareFile reads as "never" (without one, a share expires after 30 days).
+    static let neverExpires = "9999-12-31T23:59:59Z"
 
     public static func defaultAPI(subdomain: String) -> String { "https://\(subdomain).sf-api.com/sf/v3" }
     public static func defaultTokenURL(subdomain: String) -> String { "https://\(subdomain).sharefile.com/oauth/token" }
 
-    public init(account: String, session: OAuthSession, http: HTTPClient, baseURL: String, resumeDirectory: String?,
-                chunkSize: Int64 = 32 << 20) {
+    public init(account: String, session: OAuthSession, http: HTTPClient, baseURL: String?, subdomain: String? = nil,
+                resumeDirectory: String?, chunkSize: Int64 = 32 << 20) {
         self.account = account
-        api = DropboxProvider.trim(baseURL)
+        configuredAPI = baseURL.map(DropboxProvider.trim)
+        self.subdomain = subdomain
         caller = AuthorizedHTTP(account: account, http: http, session: session)
         resume = ResumeStore(directory: resumeDirectory, account: account)
         self.chunkSize = max(1 << 20, chunkSize)
@@ -36,6 +46,27 @@ public struct ShareFileProvider: ArchiveProvider {
     /// ShareFile refuses `\ / : * ? " < > |`, and names ending in a dot or space; 255 characters.
     public func sanitize(component: String) -> String {
         RemotePath.sanitize(component, forbidden: [":", "*", "?", "\"", "<", ">", "|"], maxBytes: 255)
+    }
+
+    /// The API root: `base_url`, else `https://{subdomain}.{apicp}/sf/v3` from the token answer
+    /// (a tenant in the EU is on `sf-api.eu`), else the configured subdomain on `sf-api.com`.
+    package func apiBase() async throws(ArchiveError) -> String {
+        if let configuredAPI { return configuredAPI }
+        _ = try await caller.session.accessToken()
+        let extra = try await caller.session.current()?.extra ?? [:]
+        if let sub = extra["subdomain"], let cp = extra["apicp"], Self.isHostLabel(sub), Self.isHostName(cp) {
+            return "https://\(sub).\(cp)/sf/v3"
+        }
+        if let subdomain { return Self.defaultAPI(subdomain: subdomain) }
+        throw ArchiveError(.permanent, "\(account): the token answer names no subdomain/apicp and no base_url is configured")
+    }
+
+    static func isHostLabel(_ s: String) -> Bool {
+        !s.isEmpty && s.count <= 63 && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+    }
+
+    static func isHostName(_ s: String) -> Bool {
+        !s.isEmpty && s.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { isHostLabel(String($0)) }
     }
 
     func call(_ method: String, _ url: String, json: Any? = nil, doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
@@ -68,30 +99,46 @@ public struct ShareFileProvider: ArchiveProvider {
                     size: JSON.int64(j["FileSizeBytes"]), md5: (j["Hash"] as? String)?.lowercased())
     }
 
-    func byPath(_ path: String) async throws(ArchiveError) -> Item? {
-        let r = try await call("GET", "\(api)/Items/ByPath?path=\(Self.query("/" + path))", doing: "looking up \(path.isEmpty ? "/" : path)")
+    /// The home folder (`GET Items`): our root.
+    func home(_ api: String) async throws(ArchiveError) -> String {
+        if let id = await folders.get(""), !id.isEmpty { return id }
+        let r = try await call("GET", "\(api)/Items", doing: "reading the home folder")
+        guard r.isSuccess, let home = r.json.flatMap(Self.item) else { throw failure(r, doing: "reading the home folder") }
+        await folders.set("", home.id)
+        return home.id
+    }
+
+    /// `path` (relative, `a/b`) below folder `parent`, or nil when it is not there.
+    func child(_ path: String, of parent: String, _ api: String) async throws(ArchiveError) -> Item? {
+        let what = "looking up \(path)"
+        let r = try await call("GET", "\(api)/Items(\(parent))/ByPath?path=\(Self.query("/" + path))", doing: what)
         if r.status == 404 { return nil }
-        guard r.isSuccess, let j = r.json, let item = Self.item(j) else { throw failure(r, doing: "looking up \(path)") }
+        guard r.isSuccess, let j = r.json, let item = Self.item(j) else { throw failure(r, doing: what) }
         return item
     }
 
+    /// The item at `path` below the home folder, or nil.
+    func byPath(_ path: String) async throws(ArchiveError) -> Item? {
+        let api = try await apiBase()
+        return try await child(path, of: try await home(api), api)
+    }
+
     func folderID(_ path: String, create: Bool) async throws(ArchiveError) -> String? {
+        let api = try await apiBase()
         if let id = await folders.get(path), !id.isEmpty { return id }
         var current = ""
-        guard let home = try await byPath("") else { throw ArchiveError(.permanent, "\(account): the home folder was not found") }
-        var id = home.id
-        await folders.set("", id)
+        var id = try await home(api)
         for part in path.split(separator: "/").map(String.init) {
             current += (current.isEmpty ? "" : "/") + part
             if let known = await folders.get(current) { id = known; continue }
-            if let found = try await byPath(current) {
+            if let found = try await child(part, of: id, api) {
                 guard found.isFolder else { throw ArchiveError(.conflict, "\(account): \(current) is a file, not a folder") }
                 id = found.id
             } else if create {
                 let r = try await call("POST", "\(api)/Items(\(id))/Folder?overwrite=false", json: ["Name": part], doing: "creating folder \(current)")
                 if r.isSuccess, let made = r.json.flatMap(Self.item) {
                     id = made.id
-                } else if r.status == 409, let found = try await byPath(current) {
+                } else if r.status == 409, let found = try await child(part, of: id, api) {
                     id = found.id
                 } else {
                     throw failure(r, doing: "creating folder \(current)")
@@ -107,6 +154,7 @@ public struct ShareFileProvider: ArchiveProvider {
     // MARK: ArchiveProvider
 
     public func whoami() async throws(ArchiveError) -> String {
+        let api = try await apiBase()
         let r = try await call("GET", "\(api)/Items", doing: "reading the home folder")
         guard r.isSuccess, r.json.flatMap(Self.item) != nil else { throw failure(r, doing: "reading the home folder") }
         return "ShareFile home folder at \(Redact.url(api))"
@@ -136,10 +184,12 @@ public struct ShareFileProvider: ArchiveProvider {
         var spec = threaded ? resume.load(Spec.self, key: key) : nil
         if spec == nil {
             let what = "asking to upload \(path)"
+            let api = try await apiBase()
             let r = try await call("POST", "\(api)/Items(\(folder))/Upload2",
                                    json: ["Method": threaded ? "Threaded" : "Standard", "Raw": true, "FileName": name,
-                                          "FileLength": size, "Overwrite": false, "Unzip": false] as [String: Any],
-                                   doing: what, retry: .throttleOnly)
+                                          "FileSize": size, "Overwrite": false, "Unzip": false] as [String: Any],
+                                   // Asking twice only makes a second specification (an unused one expires).
+                                   doing: what, retry: .full)
             if r.status == 409 { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
             guard r.isSuccess, let j = r.json, let chunk = j["ChunkUri"] as? String, let finish = j["FinishUri"] as? String else {
                 throw failure(r, doing: what)
@@ -177,6 +227,9 @@ public struct ShareFileProvider: ArchiveProvider {
                 throw ArchiveError(.transient, "\(account): the upload of \(path) expired on ShareFile's side; starting again")
             }
             guard r.isSuccess else { throw failure(r, doing: what) }
+            if let said = Self.errorText(r) {
+                throw ArchiveError(.transient, "\(account): \(what): ShareFile answered HTTP 200 with \(said); will send it again")
+            }
             if let j = r.json, (j["error"] as? Bool) == true {
                 // A chunk that arrived but whose acknowledgement we never saved (killed in
                 // between): ShareFile names the offset it expects; go on from there.
@@ -192,10 +245,20 @@ public struct ShareFileProvider: ArchiveProvider {
             s.index += 1
             try resume.save(s, key: key)
         }
-        let r = try await AuthorizedHTTP.send(HTTPRequest(method: "POST", url: s.finishURI + "&fmt=json&filehash=\(hash)"),
+        // As the ShareFile SDK finishes a threaded upload: GET, `respformat=json`, the file's MD5.
+        let r = try await AuthorizedHTTP.send(HTTPRequest(method: "GET", url: s.finishURI + "&respformat=json&filehash=\(hash)",
+                                                          headers: [("Accept", "application/json")]),
                                               http: http, account: account, doing: "finishing \(path)", retry: .throttleOnly)
         resume.remove(key: key)
         return try finished(r, path: path, size: size)
+    }
+
+    /// The upload server's failure in a 200: a body `ERROR:…` (the SDK's documented form), as
+    /// text for the message; nil for any other body.
+    static func errorText(_ r: HTTPResponse) -> String? {
+        let text = String(decoding: r.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.uppercased().hasPrefix("ERROR:") else { return nil }
+        return "\"" + String(text.prefix(200)).map { $0.isASCII && $0.asciiValue! < 0x20 ? " " : $0 }.map(String.init).joined() + "\""
     }
 
     /// The byte offset an upload server error says it expects (`expectedByteOffset`, or
@@ -209,6 +272,9 @@ public struct ShareFileProvider: ArchiveProvider {
     /// The `{"error":false,"value":[…]}` of a finished upload; `"error":true` (in a 200) is a failure.
     func finished(_ r: HTTPResponse, path: String, size: Int64) throws(ArchiveError) -> RemoteFile {
         guard r.isSuccess else { throw failure(r, doing: "uploading \(path)") }
+        if let said = Self.errorText(r) {
+            throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile answered HTTP 200 with \(said); will try again")
+        }
         guard let j = r.json else {
             throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile's answer is not JSON; will check and retry")
         }
@@ -224,39 +290,76 @@ public struct ShareFileProvider: ArchiveProvider {
 
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
         guard let item = try await byPath(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there") }
+        let api = try await apiBase()
         let r = try await call("GET", "\(api)/Items(\(item.id))/Download", doing: "reading back \(path)")
         try await followDownload(r, http: caller.http, account: account, path: path, to: local)
     }
 
     public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
         guard let item = try await byPath(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
+        let api = try await apiBase()
         let what = "sharing \(path)"
-        let list = try await call("GET", "\(api)/Shares?$expand=Items", doing: what)
-        if list.isSuccess, let shares = list.json?["value"] as? [[String: Any]] {
-            for s in shares where (s["ShareType"] as? String) == "Send" {
+        // No password on Send links: a password asked for means "sign in".
+        let requireLogin = request.access != .open || request.password != nil
+        // Reuse a live Send share of this item that is at least as strict as asked.
+        var next: String? = "\(api)/Shares?$expand=Items"
+        var pages = 0
+        while let url = next, pages < 50 {
+            pages += 1
+            let list = try await call("GET", url, doing: what)
+            guard list.isSuccess, let j = list.json else { break }
+            for s in j["value"] as? [[String: Any]] ?? [] where (s["ShareType"] as? String) == "Send" {
                 let items = s["Items"] as? [[String: Any]] ?? []
-                if items.contains(where: { ($0["Id"] as? String) == item.id }), let uri = s["Uri"] as? String {
-                    return ShareLink(url: uri, expires: (s["ExpirationDate"] as? String).flatMap(parseISO),
-                                     passwordProtected: false)
-                }
+                guard items.contains(where: { ($0["Id"] as? String) == item.id }), let uri = s["Uri"] as? String else { continue }
+                let expires = (s["ExpirationDate"] as? String).flatMap(Self.parseDate)
+                if let expires, expires <= Date() { continue }                         // expired: dead link
+                if requireLogin && (s["RequireLogin"] as? Bool) != true { continue }   // more open than asked
+                if let wanted = request.expires, expires.map({ $0 > wanted }) ?? true { continue }  // lives longer than asked
+                return ShareLink(url: uri, expires: expires.flatMap { $0 < Self.never ? $0 : nil }, passwordProtected: false,
+                                 fallback: Self.notes(request), audience: (s["RequireLogin"] as? Bool) == true ? "RequireLogin" : "anyone")
             }
+            next = (j["odata.nextLink"] as? String ?? j["@odata.nextLink"] as? String).flatMap { Self.sameOrigin($0, as: api) }
         }
-        var body: [String: Any] = ["ShareType": "Send", "Title": String(path.split(separator: "/").last ?? ""),
-                                   "Items": [["Id": item.id]], "RequireUserInfo": false,
-                                   // No password on Send links: a password asked for means "sign in".
-                                   "RequireLogin": request.access != .open || request.password != nil]
-        if let e = request.expires { body["ExpirationDate"] = DropboxProvider.iso(e) }
+        let body: [String: Any] = ["ShareType": "Send", "Title": String(path.split(separator: "/").last ?? ""),
+                                   "Items": [["Id": item.id]], "RequireUserInfo": false, "RequireLogin": requireLogin,
+                                   // Without one, ShareFile expires a share after 30 days.
+                                   "ExpirationDate": request.expires.map(DropboxProvider.iso) ?? Self.neverExpires]
         let r = try await call("POST", "\(api)/Shares?notify=false", json: body, doing: what, retry: .throttleOnly)
         guard r.isSuccess, let j = r.json, let uri = j["Uri"] as? String else { throw failure(r, doing: what) }
+        let expires = (j["ExpirationDate"] as? String).flatMap(Self.parseDate) ?? request.expires
+        return ShareLink(url: uri, expires: expires.flatMap { $0 < Self.never ? $0 : nil }, passwordProtected: false,
+                         fallback: Self.notes(request), audience: requireLogin ? "RequireLogin" : "anyone")
+    }
+
+    /// What became of settings a Send link cannot carry as asked (always stricter, never more open).
+    static func notes(_ request: ShareRequest) -> String? {
         var notes: [String] = []
         if request.password != nil { notes.append("ShareFile Send links take no password; RequireLogin was set instead") }
         if request.access == .collaborators { notes.append("access \"collaborators\" became RequireLogin (recipients must sign in)") }
-        return ShareLink(url: uri, expires: (j["ExpirationDate"] as? String).flatMap(parseISO) ?? request.expires,
-                         passwordProtected: false, fallback: notes.isEmpty ? nil : notes.joined(separator: "; "))
+        return notes.isEmpty ? nil : notes.joined(separator: "; ")
+    }
+
+    /// Dates from year 9000 on are ShareFile's "never".
+    static let never = Date(timeIntervalSince1970: 221_845_392_000)
+
+    /// ShareFile's dates: ISO 8601 with up to seven fractional digits.
+    static func parseDate(_ s: String) -> Date? {
+        if let d = parseISO(s) { return d }
+        // Trim the fraction to milliseconds, which Foundation reads.
+        guard let dot = s.firstIndex(of: "."), let zone = s[dot...].firstIndex(where: { $0 == "Z" || $0 == "+" || $0 == "-" }) else { return nil }
+        let fraction = s[s.index(after: dot)..<zone].prefix(3)
+        return parseISO(String(s[..<dot]) + "." + fraction + String(s[zone...]))
+    }
+
+    /// `link` when it points at `api`'s origin (a next page must not take our token elsewhere).
+    static func sameOrigin(_ link: String, as api: String) -> String? {
+        guard let l = URL(string: link), let a = URL(string: api), l.scheme == a.scheme, l.host == a.host, l.port == a.port else { return nil }
+        return link
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {
         guard let item = try await byPath(path) else { return }
+        let api = try await apiBase()
         let r = try await call("DELETE", "\(api)/Items(\(item.id))", doing: "deleting \(path)")
         guard r.isSuccess || r.status == 404 else { throw failure(r, doing: "deleting \(path)") }
     }

@@ -57,14 +57,21 @@ import Hummingbird
 ///   boundary and span exactly `part_size` (the last part: the rest) and match the body, else
 ///   416 `requested_range_not_satisfiable`; `Digest: sha=<base64 SHA-1>` missing → 400
 ///   `bad_request`, wrong → 400 `bad_digest`. `part_id` is the first 4 bytes of the part's SHA-1 in
-///   uppercase hex, so re-sending the same part gives the same part (replacing it is fine).
+///   uppercase hex. Parts are immutable ("does not support re-uploading or overwriting of parts"):
+///   a part sent again at an offset already uploaded → 416 `requested_range_not_satisfiable` when
+///   it is the same bytes, 409 `conflict` when they differ; the client lists the parts instead.
+///   Quirk `box-part-answer-lost`: the next part is stored and answered 502 (the answer lost).
+/// - List parts: `limit` (default and max 1000) and `offset` (over 10,000 → 400), `total_count`;
+///   quirk `box-small-part-pages` caps a page at 2 parts.
 /// - Commit: the FIRST commit of every session answers 202 with `Retry-After: 1` and an empty body
-///   (parts "still processing"); later ones assemble → 201. A `parts` list that is not exactly the
+///   (parts "still processing"); later ones assemble → 201. Quirk `box-parts-mismatch`: the first
+///   commit answers 400 `parts_mismatch` instead, as Box does right after the last part. A `parts` list that is not exactly the
 ///   uploaded parts → 400 `bad_request`; whole-file digest mismatch → 400 `digest_mismatch`
 ///   ("File digest was incorrect. Actual: … Expected: …"), the session stays for another try.
-/// - Shared links: the sandbox user is a free personal account: `access:"company"` → 400
+/// - Shared links: the sandbox user is a personal account: `access:"company"` → 400
 ///   `bad_request` (no company on a personal account); `unshared_at` (link expiry, a paid feature)
-///   → 403 `access_denied_insufficient_permissions`; a password is accepted. Re-PUT keeps the URL;
+///   → 403 `access_denied_insufficient_permissions`; a password is accepted, except with the quirk
+///   `free-plan` (then 403 `access_denied_insufficient_permissions` too). Re-PUT keeps the URL;
 ///   `{"shared_link":null}` removes it.
 /// - Corruption (`/_sandbox/corrupt-next-upload?provider=box`) hits the next body carrying file
 ///   bytes: a small upload (then a `Content-MD5` check fails, or the stored `sha1` differs) or a
@@ -483,6 +490,10 @@ public final class BoxEmulator: Sendable {
                 }
                 var password: String?
                 if case .string(let p)? = link["password"] { password = p }
+                if password != nil, env.control.isArmed(.freePlan) {
+                    return error(.forbidden, "access_denied_insufficient_permissions",
+                                 "Password-protected shared links require a paid account.")
+                }
                 var canDownload = true
                 if case .bool(let b)? = link["permissions"]?["can_download"] { canDownload = b }
                 linkChange = .some(BoxSharedLink(token: "", access: access, password: password, canDownload: canDownload))

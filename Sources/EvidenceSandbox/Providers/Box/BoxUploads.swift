@@ -426,6 +426,11 @@ extension BoxEmulator {
             return error(.badRequest, "bad_digest", "The specified Digest did not match what we received")
         }
         let part = BoxPart(partId: String(sha1.prefix(8)).uppercased(), offset: start, size: received.size, sha1: sha1)
+        if let existing = session.parts.first(where: { $0.offset == start }) {
+            return existing.sha1 == sha1
+                ? rangeError("The part at bytes \(start)-\(end) was already uploaded; parts cannot be uploaded again")
+                : error(.conflict, "conflict", "The part at bytes \(start)-\(end) conflicts with a part already uploaded")
+        }
         let stored: Bool = try store.update { state in
             guard var s = state.sessions[id] else { return false }
             try BoxShareFileSupport.move(tmp, to: (self.sessionDirectory(id) as NSString).appendingPathComponent(String(start)))
@@ -436,6 +441,10 @@ extension BoxEmulator {
             return true
         }
         guard stored else { return notFound() }
+        if env.control.take(.boxPartAnswerLost) {
+            return .bytes(Array("<html><body><h1>502 Bad Gateway</h1></body></html>".utf8),
+                          contentType: "text/html", status: .badGateway)
+        }
         return .json(.object([("part", part.json)]))
     }
 
@@ -447,8 +456,12 @@ extension BoxEmulator {
     func listParts(_ id: String, _ request: Request) -> Response {
         guard let session = liveSession(id) else { return notFound() }
         let q = request.uri.queryParameters
-        let limit = min(q.get("limit").flatMap { Int($0) }.map { max(0, $0) } ?? Self.maxLimit, Self.maxLimit)
+        var limit = min(q.get("limit").flatMap { Int($0) }.map { max(0, $0) } ?? Self.maxLimit, Self.maxLimit)
+        if env.control.isArmed(.boxSmallPartPages) { limit = min(limit, 2) }
         let offset = q.get("offset").flatMap { Int($0) }.map { max(0, $0) } ?? 0
+        if offset > 10_000 {
+            return error(.badRequest, "bad_request", "Queries with offset parameter value exceeding 10000 are not supported")
+        }
         return .json(.object([
             ("entries", .array(session.parts.dropFirst(offset).prefix(limit).map(\.json))),
             ("total_count", .int(Int64(session.parts.count))),
@@ -484,6 +497,10 @@ extension BoxEmulator {
             parts.append(BoxPart(partId: partId, offset: offset, size: size, sha1: entry["sha1"]?.stringValue ?? ""))
         }
         parts.sort { $0.offset < $1.offset }
+        if session.commitAttempts == 0, env.control.take(.boxPartsMismatch) {
+            try store.update { state in state.sessions[id]?.commitAttempts += 1 }
+            return error(.badRequest, "parts_mismatch", "The parts listed do not match the parts uploaded yet; wait and commit again")
+        }
         let uploaded = session.parts
         let matches = parts.count == uploaded.count && zip(parts, uploaded).allSatisfy {
             $0.partId == $1.partId && $0.offset == $1.offset && $0.size == $1.size && ($0.sha1.isEmpty || $0.sha1 == $1.sha1)

@@ -57,7 +57,11 @@ import Hummingbird
 ///   older than 7 days → `not_found`. Sessions survive a restart. A finish that conflicts
 ///   keeps the session so it can be finished elsewhere.
 /// - Two overlapping write operations (upload, finish, create_folder, delete) → the second
-///   gets 429 `too_many_write_operations` with `Retry-After: 1`.
+///   gets 429 `too_many_write_operations` with `Retry-After: 1`. With the quirk
+///   `dropbox-409-too-many-writes` armed, a write answers the other form Dropbox uses, a 409
+///   route error (`path/too_many_write_operations/..`; `too_many_write_operations/..` for delete).
+/// - Every upload call (upload, start, append_v2, finish) carries at most 150 MiB; more → 409
+///   `payload_too_large` (`UploadSessionAppendError.payload_too_large`), nothing kept.
 /// - Shared links: Basic plan, so `expires`, passwords, `team_only`/team audience and
 ///   disabling downloads → 409 `settings_error/not_authorized`; one link per item, a second
 ///   create → 409 `shared_link_already_exists/metadata` with the link.
@@ -151,6 +155,7 @@ public final class DropboxEmulator: Sendable {
                 return DropboxWire.badRequest(route, "request body: expected object, got \(Self.jsonKind(arg))")
             }
             if write {
+                if self.env.control.take(.dropboxWriteContention) { return DropboxWire.writeContention(path) }
                 guard self.writes.tryEnter() else { return DropboxWire.tooManyWrites() }
                 defer { self.writes.leave() }
                 return try await self.guarded(route, context) { try await handler(arg) }
@@ -679,6 +684,10 @@ public final class DropboxEmulator: Sendable {
         if commit.target == .root {
             throw ArgError(message: "\(Self.headerPrefix): path: The root folder is unsupported.")
         }
+        if env.control.take(.dropboxWriteContention) {
+            await BoxShareFileSupport.drain(request)
+            return DropboxWire.writeContention("files/upload")
+        }
         guard writes.tryEnter() else { return DropboxWire.tooManyWrites() }
         defer { writes.leave() }
         let temp = store.tempPath()
@@ -816,6 +825,11 @@ public final class DropboxEmulator: Sendable {
         case .notFound: return DropboxWire.nested("lookup_failed", "not_found")
         case .closed: return DropboxWire.nested("lookup_failed", "closed")
         case .incorrectOffset(let n): return DropboxWire.nested("lookup_failed", "incorrect_offset", [("correct_offset", .int(n))])
+        }
+        if env.control.take(.dropboxWriteContention) {
+            await store.abortAppend(session.id)
+            await BoxShareFileSupport.drain(request)
+            return DropboxWire.writeContention("files/upload_session/finish")
         }
         guard writes.tryEnter() else {
             await store.abortAppend(session.id)

@@ -37,6 +37,20 @@ enum DropboxWire {
         ]), status: .tooManyRequests, headers: [.retryAfter: "1"])
     }
 
+    /// `too_many_write_operations` as a 409 route error, nested as each route's union has it:
+    /// `files/delete_v2` at the top (`DeleteError`), `files/upload` under `path.reason`
+    /// (`UploadWriteFailed`), the others under `path` (`WriteError`).
+    static func writeContention(_ path: String) -> Response {
+        switch path {
+        case "files/delete_v2":
+            return routeError("too_many_write_operations", tag("too_many_write_operations"))
+        case "files/upload":
+            return routeError("path/too_many_write_operations", tag("path", [("reason", tag("too_many_write_operations"))]))
+        default:
+            return nested("path", "too_many_write_operations")
+        }
+    }
+
     /// "files/create_folder_v2" → "files/create_folder:2", as the real error texts name routes.
     static func routeName(_ path: String) -> String {
         path.hasSuffix("_v2") ? String(path.dropLast(3)) + ":2" : path

@@ -20,13 +20,15 @@ import Hummingbird
 /// - `GET /sharefile/oauth/authorize?response_type=code&client_id&redirect_uri?&state?` → HTML with
 ///   `<code id="auth-code">` (single use, 5 minutes); the "Continue" link is the redirect ShareFile
 ///   would make (`code`, `state`, `subdomain`, `apicp`, `appcp`).
-/// - `GET /sharefile/sf/v3/Items` (home folder), `GET …/Items/ByPath?path=/a/b` (below home, `/` = home,
-///   case-insensitive), `GET …/Items({id})` (`home` is an alias), `GET …/Items({id})/Children`,
+/// - `GET /sharefile/sf/v3/Items` (home folder), `GET …/Items/ByPath?path=/a/b` (absolute: from the
+///   account root, read-only, whose child is the home folder "My Files & Folders"; `/` = the root),
+///   `GET …/Items({id})/ByPath?path=/a/b` (relative to folder `id`; case-insensitive),
+///   `GET …/Items({id})` (`home` is an alias), `GET …/Items({id})/Children`,
 ///   `POST …/Items({parent})/Folder?overwrite=false`, `DELETE …/Items({id})` → 204,
 ///   `GET …/Items({id})/Download` → 302 to `{S}/sharefile/dl/<opaque>` (no auth, 15 min; `redirect=false`
 ///   answers the DownloadSpecification instead), `POST …/Items({folder})/Upload2`.
 /// - Upload server (no Authorization: the upload id is the capability):
-///   `POST {S}/sharefile/upload/{id}/chunk?uploadid=…` and `POST {S}/sharefile/upload/{id}/finish?uploadid=…`.
+///   `POST {S}/sharefile/upload/{id}/chunk?uploadid=…` and `GET|POST {S}/sharefile/upload/{id}/finish?uploadid=…`.
 /// - `POST /sharefile/sf/v3/Shares?notify=false`, `GET /sharefile/sf/v3/Shares`, `GET …/Shares({id})`.
 ///
 /// Quirks emulated:
@@ -40,16 +42,21 @@ import Hummingbird
 ///   period, empty and over-255-character names → 400 BadRequest.
 /// - Folder create: a same-named item exists → 409 Conflict "A folder with the same name already
 ///   exists"; with `overwrite=true` the existing folder is answered (200) instead.
-/// - Upload2 needs `"Raw":true` (the sandbox does not take multipart bodies). `Overwrite:false` and
+/// - Upload2 takes the SDK's `UploadRequestParams`: the size is `FileSize` (required for Threaded;
+///   an unknown `FileLength` is ignored, as ShareFile ignores it). It needs `"Raw":true` (the
+///   sandbox does not take multipart bodies). `Overwrite:false` and
 ///   the name exists → 409 Conflict at Upload2 (the contract's choice: real accounts differ with
 ///   versioning settings); `Overwrite:true` replaces the file (the new version gets a new `Id`).
 ///   Standard is limited to 128 MiB. Threaded: each chunk is `POST ChunkUri&index=N&byteOffset=X&hash=<md5>`;
 ///   `byteOffset` must equal the bytes received so far (the error carries `expectedByteOffset`),
-///   the chunk's MD5 must match `hash`. Then `POST FinishUri&fmt=json&filehash=<md5>`.
+///   the chunk's MD5 must match `hash`. Then `GET FinishUri&respformat=json&filehash=<md5>` (the SDK's
+///   call); without `respformat=json` the finish answers `OK` or `ERROR: message` as text.
 /// - The upload server answers HTTP 200 even on failure, with `{"error":true,"errorMessage","errorCode"}`
 ///   (wrong file hash, missing chunks, bad chunk hash or offset, unknown upload id). Success is
 ///   `{"error":false,"value":[{"uploadid","parentid","id","filename","displayname","size","md5"}]}`
 ///   (a threaded chunk: `{"error":false,"value":null}`). A Standard upload without `fmt=json` answers `OK`.
+///   Quirks `sharefile-chunk-error-text` / `-json`: the next chunk or finish answers 200 with
+///   `ERROR: …` (the SDK's documented failure form) or `{"error":true,…}`, storing nothing.
 /// - Upload ids persist: a client that crashed re-posts the remaining chunks to the same ChunkUri,
 ///   and a Threaded Upload2 for the same folder, name and length while one is unfinished answers that
 ///   upload's specification again with `IsResume:true`, `ResumeIndex`, `ResumeOffset`, `ResumeFileHash`.
@@ -57,7 +64,11 @@ import Hummingbird
 ///   bytes: a Standard upload (stored `Hash` differs from the client's MD5) or a Threaded chunk
 ///   (its `hash` check fails; the client re-posts it).
 /// - Shares: `ShareType:"Send"` only (others → 400); `Uri` is `https://sandbox.sharefile.com/d-<Id>`;
-///   `ExpirationDate` defaults to `9999-12-31T23:59:59.9999999Z`; `GET Shares` lists them with `Items`.
+///   without `ExpirationDate` a share expires 30 days after it is made (`9999-12-31…` = never);
+///   `GET Shares` lists them with `Items`. Lists (`Shares`, `Items(id)/Children`) are OData feeds:
+///   `$top`/`$skip`, `odata.nextLink` while more follow; quirk `sharefile-small-pages` makes a
+///   page hold one entry.
+/// - Quirk `sharefile-eu-tenant`: token answers name `apicp: sf-api.eu`, `appcp: sharefile.eu`.
 public final class ShareFileEmulator: Sendable {
     let env: ProviderEnvironment
     let store: BoxShareFilePersisted<ShareFileState>
@@ -114,6 +125,9 @@ public final class ShareFileEmulator: Sendable {
             try await self.chunk(try context.parameters.require("id"), request)
         }
         router.post("sharefile/upload/:id/finish") { request, context in
+            try await self.finish(try context.parameters.require("id"), request)
+        }
+        router.get("sharefile/upload/:id/finish") { request, context in
             try await self.finish(try context.parameters.require("id"), request)
         }
         router.get("sharefile/dl/:token") { _, context in self.download(try context.parameters.require("token")) }
@@ -190,8 +204,8 @@ public final class ShareFileEmulator: Sendable {
             ("refresh_token", .string(newRefresh)),
             ("token_type", .string("bearer")),
             ("expires_in", .int(Int64(env.tokenLifetime))),
-            ("appcp", .string("sharefile.com")),
-            ("apicp", .string("sf-api.com")),
+            ("appcp", .string(env.control.isArmed(.shareFileEUTenant) ? "sharefile.eu" : "sharefile.com")),
+            ("apicp", .string(env.control.isArmed(.shareFileEUTenant) ? "sf-api.eu" : "sf-api.com")),
             ("subdomain", .string("sandbox")),
             ("access_files_folders", .bool(true)),
             ("modify_files_folders", .bool(true)),
@@ -244,9 +258,9 @@ public final class ShareFileEmulator: Sendable {
         case (.get, 1) where segments[0] == "Items":
             return itemResponse(store.read { $0.homeId }, api)
         case (.get, 2) where segments[0] == "Items" && segments[1] == "ByPath":
-            return byPath(request.uri.queryParameters.get("path") ?? "/", api)
+            return byPath(request.uri.queryParameters.get("path") ?? "/", from: nil, api)
         case (.get, 1) where segments[0] == "Shares":
-            return listShares(api)
+            return listShares(request, api)
         case (.post, 1) where segments[0] == "Shares":
             return try await createShare(request, api)
         default: break
@@ -265,7 +279,8 @@ public final class ShareFileEmulator: Sendable {
         switch (method, segments.count > 1 ? segments[1] : "") {
         case (.get, ""): return itemResponse(id, api)
         case (.delete, ""): return try deleteItem(id)
-        case (.get, "Children"): return children(id, api)
+        case (.get, "Children"): return children(id, request, api)
+        case (.get, "ByPath"): return byPath(request.uri.queryParameters.get("path") ?? "/", from: id, api)
         case (.post, "Folder"): return try await createFolder(parent: id, request, api)
         case (.post, "Upload2"), (.post, "Upload"): return try await upload2(folder: id, request, api)
         case (.get, "Download"): return downloadRedirect(id, request, api)
@@ -282,11 +297,36 @@ public final class ShareFileEmulator: Sendable {
         }
     }
 
-    func byPath(_ path: String, _ api: String) -> Response {
+    /// The account root above the home folder: what an absolute `Items/ByPath` starts from.
+    /// Read-only: nothing is created in it.
+    static let rootId = "root"
+    static let homeName = "My Files & Folders"
+
+    func rootItem(_ state: ShareFileState) -> ShareFileItem {
+        let home = state.items[state.homeId]
+        return ShareFileItem(id: Self.rootId, isFolder: true, name: "Root", parentId: nil, description: "", size: 0, md5: nil,
+                             createdAt: home?.createdAt ?? 0, modifiedAt: home?.modifiedAt ?? 0, clientCreatedAt: nil)
+    }
+
+    /// `Items/ByPath?path=/a/b` (absolute: from the account root, whose child is the home folder
+    /// "My Files & Folders") or `Items(id)/ByPath?path=/a/b` (relative to folder `id`).
+    func byPath(_ path: String, from start: String?, _ api: String) -> Response {
         store.read { state in
-            var current = state.homeId
-            for name in path.split(separator: "/") where !name.isEmpty {
-                guard let child = ShareFileJSON.child(named: String(name), in: current, state: state) else {
+            var names = path.split(separator: "/").filter { !$0.isEmpty }.map(String.init)
+            var current: String
+            if let start {
+                guard state.items[start]?.isFolder == true else { return notFound() }
+                current = start
+            } else {
+                guard let first = names.first else { return .json(ShareFileJSON.item(rootItem(state), in: state, api: api, metadata: true)) }
+                guard first.lowercased() == Self.homeName.lowercased() else {
+                    return odataError(.notFound, "NotFound", "Item not found: \(path)")
+                }
+                names.removeFirst()
+                current = state.homeId
+            }
+            for name in names {
+                guard let child = ShareFileJSON.child(named: name, in: current, state: state) else {
                     return odataError(.notFound, "NotFound", "Item not found: \(path)")
                 }
                 current = child.id
@@ -296,15 +336,32 @@ public final class ShareFileEmulator: Sendable {
         }
     }
 
-    func children(_ id: String, _ api: String) -> Response {
+    /// Entries a page holds: all, or one under the quirk `sharefile-small-pages`.
+    func pageSize(_ request: Request) -> Int {
+        let top = request.uri.queryParameters.get("$top").flatMap { Int($0) }.map { max(1, $0) } ?? Int.max
+        return env.control.isArmed(.shareFileSmallPages) ? 1 : top
+    }
+
+    /// An OData feed page of `all` from `$skip`, with `odata.nextLink` when more follow.
+    func feed(_ all: [JSONValue], metadata: String, _ request: Request, _ api: String, path: String) -> Response {
+        let skip = request.uri.queryParameters.get("$skip").flatMap { Int($0) }.map { max(0, $0) } ?? 0
+        let size = pageSize(request)
+        let page = Array(all.dropFirst(skip).prefix(size))
+        var fields: [(String, JSONValue)] = [("odata.metadata", .string(metadata)), ("odata.count", .int(Int64(all.count))),
+                                             ("value", .array(page))]
+        if skip + page.count < all.count {
+            var items = request.uri.queryParameters.filter { $0.key != "$skip" }.map { "\($0.key)=\($0.value)" }
+            items.append("$skip=\(skip + page.count)")
+            fields.append(("odata.nextLink", .string("\(api)/\(path)?" + items.joined(separator: "&"))))
+        }
+        return .json(.object(fields))
+    }
+
+    func children(_ id: String, _ request: Request, _ api: String) -> Response {
         store.read { state in
             guard let folder = state.items[id], folder.isFolder else { return notFound() }
-            let list = ShareFileJSON.children(of: id, in: state)
-            return .json(.object([
-                ("odata.metadata", .string("\(api)/$metadata#Items")),
-                ("odata.count", .int(Int64(list.count))),
-                ("value", .array(list.map { ShareFileJSON.item($0, in: state, api: api, metadata: false) })),
-            ]))
+            let list = ShareFileJSON.children(of: id, in: state).map { ShareFileJSON.item($0, in: state, api: api, metadata: false) }
+            return feed(list, metadata: "\(api)/$metadata#Items", request, api, path: "Items(\(id))/Children")
         }
     }
 
@@ -399,14 +456,11 @@ public final class ShareFileEmulator: Sendable {
 
     // MARK: Shares
 
-    func listShares(_ api: String) -> Response {
+    func listShares(_ request: Request, _ api: String) -> Response {
         store.read { state in
             let shares = state.shareOrder.compactMap { state.shares[$0] }
-            return .json(.object([
-                ("odata.metadata", .string("\(api)/$metadata#Shares")),
-                ("odata.count", .int(Int64(shares.count))),
-                ("value", .array(shares.map { ShareFileJSON.share($0, in: state, api: api, metadata: false) })),
-            ]))
+            return feed(shares.map { ShareFileJSON.share($0, in: state, api: api, metadata: false) },
+                        metadata: "\(api)/$metadata#Shares", request, api, path: "Shares")
         }
     }
 
@@ -421,12 +475,16 @@ public final class ShareFileEmulator: Sendable {
         }
         let ids = listed.compactMap { $0["Id"]?.stringValue }
         guard ids.count == listed.count else { return odataError(.badRequest, "BadRequest", "Each item in Items needs an Id") }
+        // Without an ExpirationDate a share lives 30 days; `9999-12-31` is "never".
         var expiration = ShareFileJSON.neverExpires
+        if case .string(let s) = ShareFileJSON.date(env.clock().timeIntervalSince1970 + 30 * 86400) { expiration = s }
         if let text = body["ExpirationDate"]?.stringValue, !text.isEmpty {
             guard let t = ShareFileJSON.parseDate(text) else {
                 return odataError(.badRequest, "BadRequest", "Invalid ExpirationDate: \(text)")
             }
-            if text != ShareFileJSON.neverExpires, case .string(let s) = ShareFileJSON.date(t) { expiration = s }
+            if text.hasPrefix("9999-12-31") {
+                expiration = ShareFileJSON.neverExpires
+            } else if case .string(let s) = ShareFileJSON.date(t) { expiration = s }
         }
         func flag(_ key: String) -> Bool { if case .bool(let b)? = body[key] { return b }; return false }
         let now = env.clock().timeIntervalSince1970

@@ -17,14 +17,15 @@ extension ShareFileEmulator {
         }
         guard let name = body["FileName"]?.stringValue else { return odataError(.badRequest, "BadRequest", "FileName is required") }
         if let problem = ShareFileJSON.nameProblem(name) { return odataError(.badRequest, "BadRequest", problem) }
+        // `UploadRequestParams.FileSize`; ShareFile knows no `FileLength` and ignores it.
         var length: Int64 = -1
-        switch body["FileLength"] {
+        switch body["FileSize"] {
         case .int(let n)?: length = n
         case .double(let d)? where d == d.rounded(): length = Int64(d)
         default: break
         }
         let threaded = method == "Threaded"
-        if threaded, length < 0 { return odataError(.badRequest, "BadRequest", "FileLength is required for Threaded uploads") }
+        if threaded, length < 0 { return odataError(.badRequest, "BadRequest", "FileSize is required for Threaded uploads") }
         if !threaded, length > Self.standardLimit {
             return odataError(.badRequest, "BadRequest", "Standard uploads are limited to 128 MiB; use the Threaded method")
         }
@@ -98,6 +99,10 @@ extension ShareFileEmulator {
         guard let upload = store.read({ $0.uploads[id] }) else {
             await BoxShareFileSupport.drain(request)
             return uploadError("Invalid or expired upload id \(id)", code: 404)
+        }
+        if let failed = armedUploadFailure() {
+            await BoxShareFileSupport.drain(request)
+            return failed
         }
         let q = request.uri.queryParameters
         let tmp = tmpPath()
@@ -211,15 +216,46 @@ extension ShareFileEmulator {
         return outcome
     }
 
+    /// The quirks `sharefile-chunk-error-text` / `-json`: this chunk or finish fails in a 200.
+    func armedUploadFailure() -> Response? {
+        if env.control.take(.shareFileChunkErrorText) {
+            return .bytes(Array("ERROR: The storage zone could not write the chunk; try again".utf8), contentType: "text/plain; charset=utf-8")
+        }
+        if env.control.take(.shareFileChunkErrorJSON) {
+            return uploadError("The storage zone could not write the chunk; try again", code: 500)
+        }
+        return nil
+    }
+
+    /// The SDK finishes with `GET FinishUri&respformat=json&filehash=…`; without
+    /// `respformat=json` the upload server answers a bare `OK`.
     func finish(_ id: String, _ request: Request) async throws -> Response {
         await BoxShareFileSupport.drain(request)
         guard let upload = store.read({ $0.uploads[id] }) else {
             return uploadError("Invalid or expired upload id \(id)", code: 404)
         }
-        guard upload.threaded else { return uploadError("Standard uploads finish with their single chunk", code: 400) }
+        if let failed = armedUploadFailure() { return failed }
+        let json = request.uri.queryParameters.get("respformat")?.lowercased() == "json"
+        switch try finishUpload(upload, request) {
+        case .success(let u, let item):
+            return json ? uploadSuccess(u, item: item) : .bytes(Array("OK".utf8), contentType: "text/plain; charset=utf-8")
+        case .failure(let message, let code, let extra):
+            return json ? uploadError(message, code: code, extra: extra)
+                : .bytes(Array("ERROR: \(message)".utf8), contentType: "text/plain; charset=utf-8")
+        }
+    }
+
+    enum FinishOutcome {
+        case success(ShareFileUpload, ShareFileItem)
+        case failure(String, Int, [(String, JSONValue)])
+    }
+
+    func finishUpload(_ upload: ShareFileUpload, _ request: Request) throws -> FinishOutcome {
+        let id = upload.id
+        guard upload.threaded else { return .failure("Standard uploads finish with their single chunk", 400, []) }
         guard upload.received == upload.fileLength else {
-            return uploadError("Upload incomplete: missing chunks (received \(upload.received) of \(upload.fileLength) bytes)", code: 400,
-                               extra: [("expectedByteOffset", .int(upload.received))])
+            return .failure("Upload incomplete: missing chunks (received \(upload.received) of \(upload.fileLength) bytes)", 400,
+                            [("expectedByteOffset", .int(upload.received))])
         }
         let partial = partialPath(id)
         if upload.fileLength == 0, !FileManager.default.fileExists(atPath: partial) {
@@ -227,13 +263,16 @@ extension ShareFileEmulator {
         }
         let md5 = try BoxShareFileSupport.digests(path: partial).md5
         if let claimed = request.uri.queryParameters.get("filehash"), !claimed.isEmpty, claimed.lowercased() != md5 {
-            return uploadError("File hash mismatch: uploaded data has MD5 \(md5), filehash is \(claimed)", code: 400)
+            return .failure("File hash mismatch: uploaded data has MD5 \(md5), filehash is \(claimed)", 400, [])
         }
         // Keep the partial file until the move succeeds: move a copy-free hard link.
         let staging = tmpPath()
         guard link(partial, staging) == 0 else { throw BoxShareFileIOError("link \(partial): errno \(errno)") }
-        let outcome = try storeUpload(upload, from: staging, size: upload.received, md5: md5)
-        if case .failure = outcome { try? FileManager.default.removeItem(atPath: staging) }
-        return outcome.response(self)
+        switch try storeUpload(upload, from: staging, size: upload.received, md5: md5) {
+        case .success(let u, let item): return .success(u, item)
+        case .failure(let message, let code):
+            try? FileManager.default.removeItem(atPath: staging)
+            return .failure(message, code, [])
+        }
     }
 }

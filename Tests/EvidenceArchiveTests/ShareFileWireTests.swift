@@ -1,0 +1,106 @@
+import EvidenceArchive
+import EvidenceHTTP
+import EvidenceStore
+import EvidenceSandbox
+import EvidenceTesting
+import Foundation
+import Testing
+
+/// ShareFile as the real service and its SDK speak: `FileSize` in Upload2, paths relative to
+/// the home folder, the API host from the token answer, shares that would expire after 30
+/// days, OData paging, failures inside a 200, and the SDK's finish call.
+@Suite("ShareFile client: wire behaviour")
+struct ShareFileWireTests {
+    @Test("a threaded upload names its size as FileSize, which the upload server holds it to")
+    func fileSize() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            let local = s.file("t.bin", bytes: (3 << 20) + 5)
+            let md5 = try hex(local, .md5)
+            let stored = try await p.upload(local: local, size: (3 << 20) + 5, hash: md5, to: "t.bin", progress: nil)
+            #expect(stored.size == (3 << 20) + 5 && stored.hash == md5)
+        }
+    }
+
+    @Test("folders and files live below the home folder, found relative to it, not from the account root")
+    func homeRelative() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            try await p.makeFolders("evidence/cam")
+            let local = s.file("a.bin", bytes: 10)
+            _ = try await p.upload(local: local, size: 10, hash: try hex(local, .md5), to: "evidence/cam/a.bin", progress: nil)
+            #expect(try await p.stat("evidence/cam/a.bin")?.size == 10)
+            #expect(s.uploads() == ["sharefile:/evidence/cam/a.bin": 1], "\(s.uploads())")
+        }
+    }
+
+    @Test("without base_url the API host comes from the token answer's subdomain and apicp (an EU tenant: sf-api.eu)")
+    func apiHostFromToken() async throws {
+        try await withInProcessSandbox { s in
+            s.server.providerControl.arm(.shareFileEUTenant, count: nil)
+            let p = ShareFileProvider(account: "sf", session: s.shareFileSession(), http: s.http, baseURL: nil,
+                                      subdomain: "configured", resumeDirectory: nil)
+            let base = try await p.apiBase()
+            #expect(base == "https://sandbox.sf-api.eu/sf/v3")
+        }
+    }
+
+    @Test("a share asked without expiry never expires (ShareFile's own default is 30 days)")
+    func shareNeverExpires() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            let local = s.file("s.bin", bytes: 10)
+            _ = try await p.upload(local: local, size: 10, hash: try hex(local, .md5), to: "s.bin", progress: nil)
+            let link = try await p.share("s.bin", ShareRequest(access: .open))
+            #expect(link.expires == nil, "expires \(String(describing: link.expires))")
+        }
+    }
+
+    @Test("an expired share is not reused; a live one is found on a later page of the share list")
+    func shareReuse() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            for name in ["x.bin", "y.bin", "z.bin"] {
+                let local = s.file(name, bytes: 10)
+                _ = try await p.upload(local: local, size: 10, hash: try hex(local, .md5), to: name, progress: nil)
+            }
+            // A share that has already expired (as one made 30 days ago without ExpirationDate has).
+            let old = try await p.share("x.bin", ShareRequest(access: .open, expires: Date().addingTimeInterval(-60)))
+            _ = try await p.share("y.bin", ShareRequest(access: .open))
+            let z = try await p.share("z.bin", ShareRequest(access: .open))
+            s.server.providerControl.arm(.shareFileSmallPages, count: nil)
+            #expect(try await p.share("z.bin", ShareRequest(access: .open)).url == z.url, "found on the third page")
+            let again = try await p.share("x.bin", ShareRequest(access: .open))
+            #expect(again.url != old.url, "the expired share is dead")
+        }
+    }
+
+    @Test("a chunk answered HTTP 200 'ERROR: …' or {\"error\":true} is a retryable failure, and the next try completes",
+          arguments: [ProviderControl.Quirk.shareFileChunkErrorText, .shareFileChunkErrorJSON])
+    func chunkErrorIn200(_ quirk: ProviderControl.Quirk) async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            let local = s.file("e.bin", bytes: (2 << 20) + 1)
+            let md5 = try hex(local, .md5)
+            s.server.providerControl.arm(quirk, count: 1)
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.upload(local: local, size: (2 << 20) + 1, hash: md5, to: "e.bin", progress: nil)
+            }
+            #expect(error?.retryable == true, "\(error?.message ?? "")")
+            #expect(try await p.stat("e.bin") == nil)
+            let stored = try await p.upload(local: local, size: (2 << 20) + 1, hash: md5, to: "e.bin", progress: nil)
+            #expect(stored.hash == md5)
+        }
+    }
+
+    @Test("a threaded upload is finished as the SDK finishes it (respformat=json), and the answer names the stored file")
+    func finishFormat() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            let local = s.file("f.bin", bytes: (1 << 20) + 1)
+            let md5 = try hex(local, .md5)
+            let stored = try await p.upload(local: local, size: (1 << 20) + 1, hash: md5, to: "f.bin", progress: nil)
+            #expect(stored.hash == md5 && stored.id != nil)
+        }
+    }
+}
