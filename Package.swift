@@ -157,7 +157,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceFuzzingTests", dependencies: ["EvidenceFuzzing", "EvidenceConfig"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidencePipelineTests", dependencies: ["EvidencePipeline", "EvidenceCatalog", "EvidenceCore",
+        .testTarget(name: "EvidencePipelineTests", dependencies: ["EvidencePipeline", "EvidenceCatalog", "EvidenceCore", "EvidenceArchive",
                                                                   "EvidenceConfig", "EvidenceNotary", "EvidenceTesting",
                                                                   .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),

@@ -46,7 +46,7 @@ extension SQLiteCatalog {
             } else {
                 _ = try Self.appendEvent(db, itemID: row.id, kind: "seen-again", actor: r.actor, details: details)
             }
-            for spec in r.jobsForNewSource {
+            for spec in r.jobsForNewSource + (created ? [] : r.jobsForKnownItem) {
                 var p = spec.payload
                 p["source_id"] = String(source.id!)
                 p["path"] = r.path

@@ -299,7 +299,8 @@ struct AttackCLITests {
             let config = try String(contentsOfFile: h.configPath!, encoding: .utf8)
                 .split(separator: "\n").filter { !$0.hasPrefix("ca_file") }.joined(separator: "\n")
             try config.write(toFile: h.configPath!, atomically: true, encoding: .utf8)
-            let r = CLI.exec([CLI.binary, "--config", h.configPath!, "--home", h.home, "run", "--rules", h.rules], timeout: 20)
+            let r = CLI.exec([CLI.binary, "--config", h.configPath!, "--home", h.home, "run", "--rules", h.rules], timeout: 10,
+                             environment: h.environment)
             #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
             #expect(r.stderr.contains(h.configPath!) && r.stderr.contains("notaries.tsa.ca_file"), "\(r.stderr)")
         }

@@ -43,8 +43,9 @@ public struct ArchiveHandler: JobHandler {
             throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
         }
         let home = self.home
-        let (plan, done) = try await blockingJobWork {
-            (try Self.plan(home: home, itemID: itemID, rule: rule, provider: provider), try home.catalog.archivedFiles(itemID: itemID))
+        let (plan, done, state) = try await blockingJobWork {
+            (try Self.plan(home: home, itemID: itemID, rule: rule, provider: provider), try home.catalog.archivedFiles(itemID: itemID),
+             try home.catalog.item(id: itemID)?.state)
         }
 
         for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {
@@ -53,6 +54,13 @@ public struct ArchiveHandler: JobHandler {
         }
         let original = plan.first { $0.role == "original" }?.remotePath ?? ""
         let next = PipelinePlan(rule: rule)
+        if state == next.finalState {
+            // A later rule's copy of content whose own pipeline already finished (queued by that
+            // rule's after-action): recorded, without moving the item back a stage.
+            return .done(JobTransition(state: nil, event: "archived",
+                                       details: ["account": accountName, "remote_path": original, "files": String(plan.count),
+                                                 "rule": rule.name]))
+        }
         return .done(JobTransition(state: next.stateAfterArchive, event: "archived",
                                    details: ["account": accountName, "remote_path": original, "files": String(plan.count)],
                                    jobs: next.jobsAfterArchive))

@@ -6,8 +6,15 @@ import Foundation
 import Glibc
 
 /// The rule's `after` action on one source: `delete` it or `move:DIR` it, only once its
-/// item reached the rule's final stage, only if the source is still the very file version
-/// that was ingested, and only after the stored copy was re-read and matched.
+/// item reached the rule's final stage AND this source's own rule has its evidence (every one
+/// of its notaries confirmed, and a verified copy of the original in its archive account), only
+/// if the source is still the very file version that was ingested, and only after the stored
+/// copy was re-read and matched.
+///
+/// The item's state is shared by every rule that saw its content: a file dropped under rule B
+/// whose content was first taken under rule A is `done` as soon as A's work is. So the job
+/// checks B's own stages in the catalog's proof and archive records, queues those B lacks
+/// (B's notaries, B's archive), and waits for them. Action `keep` does only that.
 public struct AfterActionHandler: JobHandler {
     public let kind = JobKind.afterAction
     let home: EvidenceHome
@@ -43,6 +50,27 @@ public struct AfterActionHandler: JobHandler {
                            reason: "item #\(itemID) is \(item.state.rawValue), waiting for \(plan?.finalState.rawValue ?? "its rule")")
         }
 
+        // This rule's own evidence, from the catalog: what it lacks is queued, and the source waits.
+        let missing = await onIOThread { Result { () throws(CatalogError) -> [JobSpec] in
+            let lacking = plan.missingStages(item: item, proofs: try home.catalog.proofs(itemID: itemID),
+                                             archived: try home.catalog.archivedFiles(itemID: itemID))
+            for spec in lacking { _ = try home.catalog.enqueue(spec, itemID: itemID, dedupeKey: spec.itemKey(itemID)) }
+            return lacking
+        } }
+        switch missing {
+        case .failure(let e): throw JobError(e.description, retryable: true)
+        case .success(let lacking) where !lacking.isEmpty:
+            let age = -job.createdAt.timeIntervalSinceNow
+            let what = lacking.map { $0.payload["notary"].map { "notary \($0)" } ?? "archive to \(plan.rule.archive ?? "-")" }
+            return .notYet(until: Date().addingTimeInterval(min(600, max(1, age / 10))),
+                           reason: "rule \(plan.rule.name) still needs \(what.joined(separator: ", ")) for item #\(itemID); \(path) left in place")
+        case .success:
+            break
+        }
+        if action == "keep" {
+            return .done(JobTransition(state: nil, event: "rule-stages-complete", details: ["rule": plan.rule.name, "path": path]))
+        }
+
         let dest = action == "move" ? job.payload["to"].map { destination(for: path, in: $0, rule: plan.rule) } : nil
         let objectPath = home.store.objectPath(item.sha256)
         return try await onIOThread { () -> Result<JobOutcome, JobError> in
@@ -64,6 +92,12 @@ public struct AfterActionHandler: JobHandler {
             if errno == ENOENT {
                 if let dest, let d = try? SourceStat.lstat(dest).get(), d.inode == source.inode, d.device == source.device {
                     return .success(.done(JobTransition(state: nil, event: "source-moved", details: ["from": path, "to": dest])))
+                }
+                // We unlinked it and stopped before recording that (a crash): the intent says so.
+                if action == "delete", let events = try? home.catalog.events(itemID: item.id),
+                   events.contains(where: { $0.kind == "source-deleting" && $0.details.contains("\"source_id\":\"\(source.id)\"") }) {
+                    return .success(.done(JobTransition(state: nil, event: "source-deleted",
+                                                        details: ["path": path, "sha256": item.sha256.hex, "recorded": "after a restart"])))
                 }
                 return .success(.done(JobTransition(state: nil, event: "after-action-skipped",
                                                     reason: "source is already gone", details: ["path": path])))
@@ -89,6 +123,14 @@ public struct AfterActionHandler: JobHandler {
         }
         switch action {
         case "delete":
+            // The intent first, in its own transaction: a crash right after the unlink must not
+            // leave the custody log saying the file merely went missing.
+            do {
+                try home.catalog.appendEvent(itemID: item.id, kind: "source-deleting",
+                                             details: ["path": path, "sha256": item.sha256.hex, "source_id": String(source.id)])
+            } catch {
+                return .failure(JobError("\(error.description); source \(path) left in place", retryable: true))
+            }
             if unlink(path) != 0 {
                 return .failure(JobError("\(path): delete failed: \(String(cString: strerror(errno)))", retryable: true))
             }

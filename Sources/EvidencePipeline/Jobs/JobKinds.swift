@@ -14,7 +14,10 @@ public enum JobKind {
     public static let archive = "archive"
     /// Create or reuse the share link of the archived original.
     public static let share = "share"
-    /// The rule's `after` action (move/delete) on one source, once the item is final.
+    /// The rule's `after` action (move/delete) on one source, once the item is final and the
+    /// source's own rule has its evidence (notaries confirmed, archive copy verified). For a
+    /// duplicate under a rule that keeps its files, action `keep`: it only gets that rule's
+    /// missing stages done.
     public static let afterAction = "after-action"
     /// Copy one custody anchor to the `[custody] anchor_archive` account (no item).
     public static let anchorCopy = "anchor-copy"
@@ -33,6 +36,32 @@ public struct PipelinePlan: Sendable {
 
     public var jobsForNewItem: [JobSpec] {
         [JobSpec(kind: JobKind.verify, payload: ["rule": rule.name])]
+    }
+
+    /// Jobs for a new sighting of content already known (a duplicate, perhaps under another
+    /// rule): a rule that keeps its files still gets its own notaries and archive, through a
+    /// `keep` after-action that queues the stages it lacks. (`delete`/`move` have their
+    /// after-action from `jobsForNewSource`, which does the same before acting.)
+    public var jobsForKnownItem: [JobSpec] {
+        guard case .keep = rule.after, !rule.notary.isEmpty || rule.archive != nil else { return [] }
+        return [JobSpec(kind: JobKind.afterAction, payload: ["rule": rule.name, "action": "keep"], maxAttempts: 20)]
+    }
+
+    /// What this rule still needs before its after-action may touch the source: a notarize job
+    /// for each of its notaries without a confirmed proof; once they are all confirmed, an
+    /// archive job for its account when no verified copy of the original is recorded there.
+    /// Empty: the rule's own evidence exists.
+    public func missingStages(item: Item, proofs: [Proof], archived: [ArchivedFile]) -> [JobSpec] {
+        let confirmed = Set(proofs.filter { $0.state == .confirmed && $0.receipt != nil }.map(\.notary))
+        let notarize = rule.notary.filter { !confirmed.contains($0) }.map {
+            JobSpec(kind: JobKind.notarize, payload: ["rule": rule.name, "notary": $0], maxAttempts: 12, scope: $0)
+        }
+        if !notarize.isEmpty { return notarize }
+        if let account = rule.archive,
+           !archived.contains(where: { $0.account == account && $0.role == "original" && $0.sha256 == item.sha256 }) {
+            return jobsForArchive
+        }
+        return []
     }
 
     public var jobsForNewSource: [JobSpec] {
@@ -58,7 +87,10 @@ public struct PipelinePlan: Sendable {
         return JobTransition(state: finalState, event: "verified", details: details)
     }
 
-    var jobsForArchive: [JobSpec] { [JobSpec(kind: JobKind.archive, payload: ["rule": rule.name], maxAttempts: 12)] }
+    /// One archive job per item and account (so that another rule's account gets its own).
+    var jobsForArchive: [JobSpec] {
+        [JobSpec(kind: JobKind.archive, payload: ["rule": rule.name], maxAttempts: 12, scope: rule.archive.map { "account:" + $0 })]
+    }
 
     /// Created when every notary of the rule confirmed.
     public var jobsWhenConfirmed: [JobSpec] {

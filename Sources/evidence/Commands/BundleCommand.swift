@@ -58,7 +58,8 @@ struct BundleCommand: ParsableCommand {
             if it.state < .confirmed || it.state == .failed || it.state == .quarantined {
                 Output.line("note: item #\(it.id) is \(it.state.rawValue): its proofs are incomplete")
             }
-            Output.line("check it with: (cd \(output) && sha256sum -c SHA256SUMS), or: evidence verify \(output)")
+            Output.line("check it with: (cd \(output) && sha256sum -c SHA256SUMS), and: evidence verify \(output) --trust TSA-CA.pem "
+                        + "(the TSA's CA certificate, obtained from the TSA; VERIFY.md has the openssl commands)")
         }
     }
 }
