@@ -11,6 +11,7 @@
 
 set -uo pipefail
 cd "$(dirname "$0")/.."
+swift=${SWIFT:-swift}
 files=${SOAK_FILES:-500}
 kills=${SOAK_KILLS:-20}
 fault_files=${SOAK_FAULT_FILES:-40}
@@ -19,16 +20,19 @@ seed=${SOAK_SEED:-$((RANDOM * 3 + 1))}
 report=$(mktemp /tmp/evidence-soak.XXXXXX)
 trap 'rm -f "$report"' EXIT
 
-swift build --build-tests "$@" || exit 2
+"$swift" build --build-tests "$@" || exit 2
 status=0
 started=$(date +%s)
 for provider in $providers; do
   echo "== soak: $files files, $kills SIGKILLs, then $fault_files files under faults; provider $provider; seed $seed"
   EVIDENCE_SOAK_FILES=$files EVIDENCE_SOAK_KILLS=$kills EVIDENCE_SOAK_FAULT_FILES=$fault_files \
   EVIDENCE_SOAK_PROVIDER=$provider EVIDENCE_SOAK_SEED=$seed EVIDENCE_SOAK_REPORT=$report \
-    swift test --disable-xctest --skip-build --filter SoakCLITests "$@" 2>&1 \
-    | grep --line-buffered -v -e '^soak	' -e '^\[' || true
-  ((PIPESTATUS[0] == 0)) || status=1
+    "$swift" test --disable-xctest --skip-build --filter SoakCLITests "$@" 2>&1 \
+    | grep --line-buffered -v -e '^soak	' -e '^\['
+  # The runner's status, read at once: after `… | grep … || true` PIPESTATUS held true's 0,
+  # so a failed scenario once printed PASSED.
+  rc=${PIPESTATUS[0]}
+  ((rc == 0)) || status=1
 done
 
 echo

@@ -15,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
-logs=.build/test-logs
+logs=${EVIDENCE_TEST_LOGS:-.build/test-logs}
 
 passes=(
   "local|EvidenceStoreTests EvidenceCatalogTests EvidenceConfigTests EvidenceCertificateTests EvidenceMediaTests EvidenceFuzzingTests"
@@ -29,8 +29,17 @@ for dir in Tests/*/; do
   printf '%s\n' "${passes[@]}" | grep -qw "$target" || { echo "scripts/test.sh: Tests/$target is in no pass: add it to one" >&2; exit 2; }
 done
 
-"$swift" build --build-tests "$@" || exit 1
 mkdir -p "$logs"
+"$swift" build --build-tests "$@" 2>&1 | tee "$logs/build.txt"
+((PIPESTATUS[0] == 0)) || exit 1
+# Zero warnings from our own files (a dependency's warnings are not ours to fix). A clean
+# build, as CI's, compiles every file; an incremental one shows only what it recompiled.
+warnings=$(grep -E "^$PWD/(Sources|Tests)/[^:]+:[0-9]+:[0-9]+: warning:" "$logs/build.txt" | sort -u)
+if [ -n "$warnings" ]; then
+  echo "== make test: FAILED: the build printed warnings from our own files:"
+  printf '%s\n' "$warnings" | head -40 | sed 's/^/  /'
+  exit 1
+fi
 
 failed=()
 summary=()

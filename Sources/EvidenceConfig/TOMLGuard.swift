@@ -29,6 +29,11 @@ enum TOMLGuard {
                 i += 1
             }
         }
+        /// `YYYY-MM-DD` just before `i`, and no digit after it.
+        func endsDateWithoutTime() -> Bool {
+            i >= 10 && isDigit(i - 1) && isDigit(i - 2) && s[i - 3] == "-" && isDigit(i - 4)
+                && isDigit(i - 5) && s[i - 6] == "-" && isDigit(i - 10) && !isDigit(i + 1)
+        }
         while i < s.count {
             let c = s[i]
             switch c {
@@ -49,8 +54,7 @@ enum TOMLGuard {
                 advance()
             case "}" where last == "[" || last == ",":
                 return Problem(line: line, column: column + 1, message: "`}` cannot follow `\(last)`")
-            case "T", "t" where i >= 10 && isDigit(i - 1) && isDigit(i - 2) && s[i - 3] == "-" && isDigit(i - 4)
-                && isDigit(i - 5) && s[i - 6] == "-" && isDigit(i - 10) && !isDigit(i + 1):
+            case "T" where endsDateWithoutTime(), "t" where endsDateWithoutTime():
                 return Problem(line: line, column: column + 1, message: "a date's `\(c)` must be followed by a time (HH:MM:SS)")
             default:
                 last = c

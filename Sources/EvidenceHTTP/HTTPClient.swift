@@ -44,13 +44,17 @@ public final class HTTPClient: Sendable {
                     // A pause noted while this request waited for a transfer slot holds it too:
                     // `waitForOrigin` ran before the queue, and the queue can be seconds long.
                     // The job stays queued while it waits, so cancelling it still answers at once.
-                    let left = OriginPause.shared.remaining(for: request.url)
-                    if left > configuration.retry.maxRetryAfter {
-                        guard job.start() else { return }
-                        job.finish(.failure(Self.pausedError(request, left: left)))
-                        return
+                    // Checked again after each wait: another answer may have extended it meanwhile.
+                    var left = OriginPause.shared.remaining(for: request.url)
+                    while left > 0 {
+                        if left > configuration.retry.maxRetryAfter {
+                            guard job.start() else { return }
+                            job.finish(.failure(Self.pausedError(request, left: left)))
+                            return
+                        }
+                        Thread.sleep(forTimeInterval: Self.jittered(left))
+                        left = OriginPause.shared.remaining(for: request.url)
                     }
-                    if left > 0 { Thread.sleep(forTimeInterval: Self.jittered(left)) }
                     guard job.start() else { return }
                     let outcome = Transfer.run(job, on: easy)
                     // Noted here, on the transfer thread, before it takes the next queued job

@@ -1,6 +1,6 @@
 import ArgumentParser
 import EvidenceCore
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Hummingbird
 import Logging

@@ -1,6 +1,6 @@
 import EvidenceArchive
 import EvidenceHTTP
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Testing
 

@@ -2,7 +2,7 @@ import EvidenceArchive
 import EvidenceHTTP
 import EvidenceStore
 import Foundation
-import EvidenceTesting
+import EvidenceSandbox
 import Testing
 
 /// One suite every provider passes (like rclone's fstests): the per-provider part is

@@ -1,6 +1,7 @@
 import EvidenceArchive
 import EvidenceHTTP
 import EvidenceStore
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Logging

@@ -1,8 +1,9 @@
 import EvidenceArchive
 import EvidenceHTTP
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("OAuth accounts against the sandbox's authorization servers", .serialized)
 struct OAuthTests {

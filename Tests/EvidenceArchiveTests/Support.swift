@@ -4,17 +4,14 @@ import EvidenceStore
 import Foundation
 import Glibc
 import Logging
-import EvidenceTesting
+import EvidenceSandbox
 import Testing
+import EvidenceTesting
 
-/// A fresh folder, removed on `cleanup()`.
-final class TempDir {
-    let path: String
-    init() {
-        path = (NSTemporaryDirectory() as NSString).appendingPathComponent("evidence-archive-\(UUID().uuidString.prefix(8))")
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    func cleanup() { try? FileManager.default.removeItem(atPath: path) }
+typealias TempDir = TempDirectory
+
+extension TempDirectory {
+    func cleanup() { remove() }
 
     /// A file of `bytes` random bytes, copied from /dev/urandom a MiB at a time (fast even in
     /// debug builds, so big files do not hold up the test threads).
@@ -27,7 +24,7 @@ final class TempDir {
         while left > 0 {
             let n = buffer.withUnsafeMutableBytes { read(src, $0.baseAddress, min(left, 1 << 20)) }
             guard n > 0 else { break }
-            _ = buffer.withUnsafeBytes { write(dst, $0.baseAddress, n) }
+            _ = buffer.withUnsafeBytes { Glibc.write(dst, $0.baseAddress, n) }
             left -= n
         }
         return p

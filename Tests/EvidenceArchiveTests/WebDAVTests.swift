@@ -1,4 +1,5 @@
 import EvidenceArchive
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Testing

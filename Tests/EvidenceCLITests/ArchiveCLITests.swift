@@ -1,3 +1,4 @@
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc
@@ -25,7 +26,7 @@ struct ArchiveCLITests {
 
     func sha8(_ data: Data, in s: Scratch) -> String {
         let f = s.path + "/hash-me"
-        FileManager.default.createFile(atPath: f, contents: data)
+        _ = FileManager.default.createFile(atPath: f, contents: data)
         return String(CLI.exec(["sha256sum", f]).stdout.prefix(8))
     }
 
@@ -59,8 +60,8 @@ struct ArchiveCLITests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let samePath = dir + "/\(sha8(same, in: h.scratch))-a.bin"
         let otherPath = dir + "/\(sha8(other, in: h.scratch))-b.bin"
-        FileManager.default.createFile(atPath: samePath, contents: same)        // a crash after the upload, before the record
-        FileManager.default.createFile(atPath: otherPath, contents: stranger)   // someone else's file at our name
+        _ = FileManager.default.createFile(atPath: samePath, contents: same)        // a crash after the upload, before the record
+        _ = FileManager.default.createFile(atPath: otherPath, contents: stranger)   // someone else's file at our name
         try h.start()
         h.write("a.bin", same)
         h.write("b.bin", other)

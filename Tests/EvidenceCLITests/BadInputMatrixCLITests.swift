@@ -1,3 +1,5 @@
+import EvidenceProcess
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc
@@ -34,22 +36,16 @@ struct BadInputMatrixCLITests {
 
     /// A process kept running for the test (a writer, a lock holder, a TLS front).
     final class Helper {
-        let process = Process()
-        let stdin = Pipe()
-        init(_ argv: [String], stdout: FileHandle? = nil) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = argv
-            process.standardInput = stdin
-            process.standardOutput = stdout ?? FileHandle.nullDevice
-            process.standardError = stdout ?? FileHandle.nullDevice
-            try startSerialized(process)
+        let process: ChildProcess
+        init(_ argv: [String]) throws {
+            process = try ChildProcess(argv[0], Array(argv.dropFirst()), stdin: .pipe, stdout: .null, stderr: .null)
         }
-        func send(_ text: String) { stdin.fileHandleForWriting.write(Data(text.utf8)) }
+        func send(_ text: String) { process.send(text) }
         func stop() {
-            // SIGKILL: children of the test runner may inherit an ignored SIGTERM (socat then never exits).
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            try? stdin.fileHandleForWriting.close()
-            process.waitUntilExit()
+            // SIGKILL: a child that ignores SIGTERM (socat) must not outlive the test.
+            process.signal(SIGKILL)
+            if let fd = process.stdinPipe { close(fd) }
+            process.wait()
         }
         deinit { stop() }
     }
@@ -180,7 +176,7 @@ struct BadInputMatrixCLITests {
         let f = h.drop + "/recording.bin"
         // Appends 64 KiB every 50 ms for about 2 s, as a slow capture device would.
         let writer = try Helper(["sh", "-c", "for i in $(seq 40); do head -c 65536 /dev/urandom >> '\(f)'; sleep 0.05; done"])
-        writer.process.waitUntilExit()
+        writer.process.wait()
         let finalHash = sha256(f)
         #expect(waitUntil(timeout: 20) { h.items() == 1 }, "\(h.log.suffix(2000))")
         usleep(1_500_000)   // a second, partial item would have shown up by now
@@ -314,7 +310,7 @@ struct BadInputMatrixCLITests {
         #expect(tmpEntries(mnt + "/home").isEmpty)
         #expect(h.items() == 0)
         unlink(filler)
-        kill(h.process!.processIdentifier, SIGUSR1)
+        kill(h.process!.pid, SIGUSR1)
         #expect(waitUntil(timeout: 30) { h.items() == 1 }, "\(h.log.suffix(2000))")
         #expect((show(h, "1")["item"] as? [String: Any])?["sha256"] as? String == sha256(big))
         #expect(tmpEntries(mnt + "/home").isEmpty)
@@ -386,14 +382,14 @@ struct BadInputMatrixCLITests {
             ]
             for (i, c) in cases.enumerated() {
                 let id = String(i + 1)
-                let before = peakMemory(h.process!.processIdentifier)
+                let before = peakMemory(h.process!.pid)
                 misbehave(sandbox, "/v1/reports/", c.mode, count: 1000)
                 h.write("\(c.mode).bin", randomBytes(3_000 + i))
                 #expect(waitUntil(timeout: 30) { lastErrors(h, id).contains { $0.contains(c.named) } },
                         "\(c.mode): \(lastErrors(h, id)) \(h.log.suffix(1500))")
                 #expect(lastErrors(h, id).allSatisfy { $0.hasPrefix("qed: ") }, "\(lastErrors(h, id))")
                 if c.mode == "oversized" {
-                    let grown = peakMemory(h.process!.processIdentifier) - before
+                    let grown = peakMemory(h.process!.pid) - before
                     #expect(grown < 16 << 20, "peak memory grew by \(grown) bytes for a 65 MiB answer")
                 }
                 misbehave(sandbox, "/v1/reports/", c.mode, count: 0)
@@ -457,7 +453,7 @@ struct BadInputMatrixCLITests {
             ssl(["req"] + ec + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(name)"])
             ssl(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
                  "-extfile", "\(name).ext", "-out", "\(name).pem"])
-            let bundle = (try? String(contentsOfFile: dir + "/\(name).pem", encoding: .utf8) ?? "") ?? ""
+            let bundle = (try? String(contentsOfFile: dir + "/\(name).pem", encoding: .utf8)) ?? ""
             let key = (try? String(contentsOfFile: dir + "/\(name).key", encoding: .utf8)) ?? ""
             try? (bundle + key).write(toFile: dir + "/\(name)-bundle.pem", atomically: true, encoding: .utf8)
         }

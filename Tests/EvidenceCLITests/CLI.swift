@@ -1,6 +1,8 @@
-import EvidenceTesting
+import EvidenceProcess
+import EvidenceSandbox
 import Foundation
 import Glibc
+import EvidenceTesting
 
 /// Runs the built `evidence` binary (next to the test bundle) as a real process.
 struct CLI {
@@ -31,52 +33,30 @@ struct CLI {
     }
 
     static func exec(_ argv: [String], timeout: Double = 60, environment: [String: String] = [:], cwd: String? = nil) -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = argv
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "EVIDENCE_HOME")
-        env.removeValue(forKey: "EVIDENCE_CONFIG")
-        for (k, v) in environment { env[k] = v }
-        p.environment = env
-        if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try! startSerialized(p)
-        let killer = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        // Read both pipes concurrently so a chatty child cannot block on a full pipe.
-        nonisolated(unsafe) var errData = Data()
-        let g = DispatchGroup()
-        DispatchQueue.global().async(group: g) { errData = err.fileHandleForReading.readDataToEndOfFile() }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        g.wait()
-        p.waitUntilExit()
-        killer.cancel()
-        return Result(status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+        let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
+        do {
+            let r = try ChildProcess.run(argv[0], Array(argv.dropFirst()), environment: env, directory: cwd,
+                                         separateStandardError: true, timeout: timeout)
+            // A signal shows as its number, as Foundation's terminationStatus did.
+            let status: Int32
+            switch r.termination {
+            case .exited(let code): status = code
+            case .signaled(let signal): status = signal
+            }
+            return Result(status: status, stdout: r.output, stderr: r.standardError)
+        } catch {
+            return Result(status: 127, stdout: "", stderr: "\(error)")
+        }
     }
 }
 
+/// A test's folder (see `TempDirectory`), with the CLI tests' conventions: `home` inside it.
 final class Scratch {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "/evidence-cli-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit {
-        _ = CLI.exec(["chmod", "-R", "u+rwX", path])
-        try? FileManager.default.removeItem(atPath: path)
-    }
+    private let directory = TempDirectory("cli")
+    var path: String { directory.path }
+
     var home: String { path + "/home" }
 
     @discardableResult
-    func file(_ name: String, _ text: String) -> String {
-        let p = path + "/" + name
-        try! FileManager.default.createDirectory(atPath: (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
-        return p
-    }
+    func file(_ name: String, _ text: String) -> String { directory.write(name, text) }
 }

@@ -1,4 +1,4 @@
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Glibc
 import Testing
@@ -90,7 +90,7 @@ struct CustodyAnchorCLITests {
             cli.environment["EVIDENCE_CONFIG"] = h.configPath!
             for name in ["note.txt", "memo.txt"] {
                 let file = h.scratch.path + "/" + name
-                FileManager.default.createFile(atPath: file, contents: Data(name.utf8))
+                _ = FileManager.default.createFile(atPath: file, contents: Data(name.utf8))
                 #expect(cli.run(["ingest", file]).status == 0)
             }
             let events = try #require(Int(sqlite(h.home + "/catalog.sqlite", "SELECT max(seq) FROM custody_event").stdout
@@ -112,7 +112,7 @@ struct CustodyAnchorCLITests {
             // The anchor covers every event; one more ingest is one event not yet covered.
             #expect(cli.run(["status"]).stdout.contains("anchors  1, the newest covers event #\(events), written "))
             let extra = h.scratch.path + "/extra.txt"
-            FileManager.default.createFile(atPath: extra, contents: Data("extra".utf8))
+            _ = FileManager.default.createFile(atPath: extra, contents: Data("extra".utf8))
             #expect(cli.run(["ingest", extra]).status == 0)
             let after = try #require((cli.run(["status", "--json"]).json as? [String: Any])?["custodyAnchors"] as? [String: Any])
             #expect(after["count"] as? Int == 1 && after["newestSeq"] as? Int == events, "\(after)")

@@ -1,7 +1,8 @@
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 /// `evidence run` serving `/metrics`, `/healthz` and `/readyz` while it notarizes (QED + a real
 /// `openssl ts` TSA) and archives to the sandbox's ownCloud; the scrape is compared with
@@ -107,7 +108,7 @@ struct MetricsCLITests {
             #expect(curl(base + "/healthz").stdout == "ok\n\n200")
             #expect(curl(base + "/readyz").stdout == "ready\n\n200")
 
-            let pid = try #require(h.process?.processIdentifier)
+            let pid = try #require(h.process?.pid)
             #expect(listeningSockets(pid).count == 1)
             #expect(h.stop() == 0, "stops gracefully with the metrics server: \(h.log.suffix(2000))")
             #expect(curl(base + "/healthz").status != 0, "the port is closed after the stop")
@@ -118,7 +119,7 @@ struct MetricsCLITests {
     func noPortByDefault() throws {
         let h = RunHarness()
         try h.start()
-        let pid = try #require(h.process?.processIdentifier)
+        let pid = try #require(h.process?.pid)
         #expect(listeningSockets(pid).isEmpty, "\(listeningSockets(pid))")
         #expect(!h.log.contains("metrics on "))
         #expect(h.stop() == 0)

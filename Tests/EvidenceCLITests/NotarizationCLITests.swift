@@ -1,3 +1,4 @@
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc
@@ -73,7 +74,7 @@ struct NotarizationCLITests {
     func sha256(_ data: Data) -> String {
         let s = Scratch()
         let f = s.path + "/data"
-        FileManager.default.createFile(atPath: f, contents: data)
+        _ = FileManager.default.createFile(atPath: f, contents: data)
         return String(CLI.exec(["sha256sum", f]).stdout.prefix(64))
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 @Suite("evidence run: real inotify, real processes", .serialized)
 struct RunCLITests {
@@ -82,10 +83,10 @@ struct RunCLITests {
         // A hard link creates a name with IN_CREATE only (no close-write): with settle 0 the
         // watcher only finds it by rescanning, as after an IN_Q_OVERFLOW.
         let outside = h.scratch.path + "/outside.bin"
-        FileManager.default.createFile(atPath: outside, contents: randomBytes(4000))
+        _ = FileManager.default.createFile(atPath: outside, contents: randomBytes(4000))
         #expect(link(outside, h.drop + "/linked.bin") == 0)
         usleep(700_000)
-        kill(h.process!.processIdentifier, SIGUSR1)
+        kill(h.process!.pid, SIGUSR1)
         #expect(waitUntil(timeout: 10) { h.items() == 1 })
         #expect(h.log.contains("rescanned"))
         #expect(h.stop() == 0)
@@ -100,7 +101,7 @@ struct RunCLITests {
         let staging = h.scratch.path + "/staging"
         try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: h.drop + "/k", withIntermediateDirectories: true)
-        for i in 0..<n { FileManager.default.createFile(atPath: staging + "/f\(i).bin", contents: randomBytes(20_000)) }
+        for i in 0..<n { _ = FileManager.default.createFile(atPath: staging + "/f\(i).bin", contents: randomBytes(20_000)) }
         for i in 0..<n { #expect(rename(staging + "/f\(i).bin", h.drop + "/k/f\(i).bin") == 0) }
         _ = waitUntil(timeout: 20) { h.items() >= 50 }
         #expect(h.stop(SIGKILL) == -9)

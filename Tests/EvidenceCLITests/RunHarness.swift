@@ -1,7 +1,9 @@
-import EvidenceTesting
+import EvidenceProcess
+import EvidenceSandbox
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 /// `evidence run` as a real process on a temp home, rules folder and watched folder.
 final class RunHarness {
@@ -11,7 +13,7 @@ final class RunHarness {
     var rules: String { scratch.path + "/rules" }
     var logPath: String { scratch.path + "/run.log" }
     var cli: CLI { CLI(home: home) }
-    private(set) var process: Process?
+    private(set) var process: ChildProcess?
     /// An evidence.toml to pass with --config (notaries, archives), if any.
     var configPath: String?
     /// Extra environment for the service (e.g. the notary's API key variable).
@@ -23,25 +25,14 @@ final class RunHarness {
         try! "path = \"\(drop)\"\nsettle = \"\(settle)\"\n\(extra)\n".write(toFile: rules + "/cam.toml", atomically: true, encoding: .utf8)
     }
 
-    deinit { if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+    deinit { if let p = process, p.isRunning { p.signal(SIGKILL); p.wait() } }
 
     /// Starts the service and waits until its first scan is done.
     func start(timeout: Double = 30) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLI.binary)
-        p.arguments = (configPath.map { ["--config", $0] } ?? []) + ["--home", home, "run", "--rules", rules, "--log-format", "json"]
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "EVIDENCE_HOME"); env.removeValue(forKey: "EVIDENCE_CONFIG")
-        env.merge(environment) { _, new in new }
-        p.environment = env
-        p.currentDirectoryURL = URL(fileURLWithPath: scratch.path)
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = FileHandle(forWritingAtPath: logPath)!
-        log.seekToEndOfFile()
-        p.standardError = log
-        p.standardOutput = log
-        p.standardInput = FileHandle.nullDevice
-        try startSerialized(p)
+        let arguments = (configPath.map { ["--config", $0] } ?? []) + ["--home", home, "run", "--rules", rules, "--log-format", "json"]
+        let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
+        let p = try ChildProcess(CLI.binary, arguments, environment: env, directory: scratch.path,
+                                 stdout: .file(logPath, append: false), stderr: .stdout)
         process = p
         let ready = waitUntil(timeout: timeout) { self.log.contains("initial scan") || !p.isRunning }
         guard ready, p.isRunning else { throw HarnessError.notReady(self.log) }
@@ -52,12 +43,10 @@ final class RunHarness {
     /// Sends a signal and waits for the exit status (nil if it did not exit in time).
     func stop(_ sig: Int32 = SIGTERM, timeout: Double = 20) -> Int32? {
         guard let p = process else { return nil }
-        kill(p.processIdentifier, sig)
-        let exited = waitUntil(timeout: timeout) { !p.isRunning }
-        guard exited else { return nil }
-        p.waitUntilExit()
+        p.signal(sig)
+        guard let done = p.wait(seconds: timeout) else { return nil }
         process = nil
-        return sig == SIGKILL ? -9 : p.terminationStatus
+        return sig == SIGKILL ? -9 : done.status
     }
 
     func status() -> [String: Any] {
@@ -71,23 +60,13 @@ final class RunHarness {
     func write(_ name: String, _ data: Data) -> String {
         let p = drop + "/" + name
         try! FileManager.default.createDirectory(atPath: (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: p, contents: data)
+        _ = FileManager.default.createFile(atPath: p, contents: data)
         return p
     }
 
     enum HarnessError: Error { case notReady(String) }
 }
 
-/// Polls `condition` every 50 ms until true or `timeout` seconds pass.
-@discardableResult
-func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(50_000)
-    }
-    return condition()
-}
 
 func randomBytes(_ n: Int) -> Data {
     var g = SystemRandomNumberGenerator()

@@ -1,3 +1,4 @@
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc
@@ -179,9 +180,9 @@ struct SecurityCLITests {
             let seen = Exposure()
 
             try h.start()
-            let pid = try #require(h.process?.processIdentifier)
+            let pid = try #require(h.process?.pid)
             for (rule, folder) in folders.sorted(by: { $0.key < $1.key }) {
-                FileManager.default.createFile(atPath: folder + "/clip-\(rule).bin", contents: randomBytes(20_000))
+                _ = FileManager.default.createFile(atPath: folder + "/clip-\(rule).bin", contents: randomBytes(20_000))
             }
             #expect(providers.waitDone(h, folders.count, timeout: 150), "\(h.cli.run(["status"]).stdout)\n\(h.log.suffix(4000))")
             seen.add("evidence run arguments (/proc/\(pid)/cmdline)", commandLine(pid))
@@ -219,7 +220,7 @@ struct SecurityCLITests {
 
             // The portal, with Basic and bearer credentials, while run keeps going.
             let serve = try ServeCLITests.ServeProcess(config: config, home: h.home, scratch: h.scratch.path, environment: [:])
-            seen.add("evidence serve arguments", commandLine(serve.process.processIdentifier))
+            seen.add("evidence serve arguments", commandLine(serve.process.pid))
             let basic = ["-u", "auditor:\(Self.portalPassword)"], bearer = ["-H", "Authorization: Bearer \(Self.portalToken)"]
             for page in ["", "status", "?q=clip"] + (1...folders.count).map({ "items/\($0)" }) {
                 for auth in [basic, bearer] {

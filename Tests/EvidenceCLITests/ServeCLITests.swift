@@ -1,7 +1,9 @@
-import EvidenceTesting
+import EvidenceProcess
+import EvidenceSandbox
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 /// `evidence serve` as a real process over a home that `evidence run` filled against the
 /// sandbox (QED + a real `openssl ts` TSA): HTTP with curl, downloads checked with standard
@@ -15,7 +17,7 @@ struct ServeCLITests {
 
     /// `evidence serve` on a free loopback port; stdout and stderr go to files.
     final class ServeProcess {
-        let process = Process()
+        let process: ChildProcess
         let outPath: String
         let logPath: String
         private(set) var url = ""
@@ -23,18 +25,9 @@ struct ServeCLITests {
         init(config: String, home: String, scratch: String, environment: [String: String]) throws {
             outPath = scratch + "/serve.out"
             logPath = scratch + "/serve.log"
-            FileManager.default.createFile(atPath: outPath, contents: nil)
-            FileManager.default.createFile(atPath: logPath, contents: nil)
-            process.executableURL = URL(fileURLWithPath: CLI.binary)
-            process.arguments = ["--config", config, "--home", home, "serve", "--listen", "127.0.0.1:0"]
-            var env = ProcessInfo.processInfo.environment
-            env.removeValue(forKey: "EVIDENCE_HOME"); env.removeValue(forKey: "EVIDENCE_CONFIG")
-            env.merge(environment) { _, new in new }
-            process.environment = env
-            process.standardOutput = FileHandle(forWritingAtPath: outPath)
-            process.standardError = FileHandle(forWritingAtPath: logPath)
-            process.standardInput = FileHandle.nullDevice
-            try startSerialized(process)
+            let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
+            process = try ChildProcess(CLI.binary, ["--config", config, "--home", home, "serve", "--listen", "127.0.0.1:0"],
+                                       environment: env, stdout: .file(outPath, append: false), stderr: .file(logPath, append: false))
             let ready = waitUntil(timeout: 20) { self.stdout.contains("listening on ") || !self.process.isRunning }
             guard ready, process.isRunning, let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
                 throw ServeError.notReady(stdout + log)
@@ -42,16 +35,14 @@ struct ServeCLITests {
             url = String(line.dropFirst("listening on ".count))   // http://127.0.0.1:PORT/
         }
 
-        deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        deinit { if process.isRunning { process.signal(SIGKILL); process.wait() } }
 
         var stdout: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
         var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
         func stop() -> Int32? {
-            kill(process.processIdentifier, SIGTERM)
-            guard waitUntil(timeout: 15, { !self.process.isRunning }) else { return nil }
-            process.waitUntilExit()
-            return process.terminationStatus
+            process.signal(SIGTERM)
+            return process.wait(seconds: 15)?.status
         }
 
         enum ServeError: Error { case notReady(String) }
@@ -118,7 +109,7 @@ struct ServeCLITests {
             let serial = try #require((notarization.show(h, "1")["proofs"] as? [[String: Any]])?.first { $0["notary"] as? String == "tsa" }?["remoteID"] as? String)
 
             let tokenFile = h.scratch.path + "/portal.token"
-            FileManager.default.createFile(atPath: tokenFile, contents: Data((Self.token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: tokenFile, contents: Data((Self.token + "\n").utf8), attributes: [.posixPermissions: 0o600])
             let config = try String(contentsOfFile: h.configPath!, encoding: .utf8) + """
 
                 [serve]

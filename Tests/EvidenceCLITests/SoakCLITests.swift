@@ -1,4 +1,5 @@
 import EvidenceCore
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc
@@ -34,7 +35,7 @@ struct SoakCLITests {
                 // Mostly small; every 25th a few MB, so uploads of several chunks get killed too.
                 let size = i % 25 == 7 ? 5_000_000 + Int(rng.next() % 3_000_000) : 1 + Int(rng.next() % 200_000)
                 let name = String(format: "clip-%04d.bin", i)
-                FileManager.default.createFile(atPath: staging + "/" + name, contents: randomBytes(size))
+                _ = FileManager.default.createFile(atPath: staging + "/" + name, contents: randomBytes(size))
                 names.append(name)
             }
             let sums = CLI.exec(["sh", "-c", "cd '\(staging)' && sha256sum -- *"], timeout: 300).stdout

@@ -1,3 +1,4 @@
+import EvidenceProcess
 import Foundation
 import Glibc
 
@@ -14,22 +15,17 @@ final class Terminal {
         let env = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
         // Keep the window after the command ends so its last screen and status can be read.
         let script = "env -u EVIDENCE_HOME -u EVIDENCE_CONFIG \(env) \(quoted); echo \(marker)$?; sleep 300"
-        // Neither CLI.exec (the tmux server it forks keeps inherited pipes open, so reading
-        // them never ends) nor Process (waitUntilExit hung here on the exited client): spawn
-        // with stdio on /dev/null and wait for that pid.
-        let args = ["/usr/bin/env", "tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "400", "-y", "60", script]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd: Int32 in 0...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
-        var cargs = args.map { strdup($0) } + [nil]
-        defer { for a in cargs { free(a) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/usr/bin/env", &actions, nil, &cargs, environ)
-        guard rc == 0 else { throw TerminalError(message: "cannot start tmux: \(String(cString: strerror(rc)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else { throw TerminalError(message: "tmux new-session failed (wait status \(status))") }
+        // Not CLI.exec: the tmux server it forks keeps the inherited pipes open, so reading them
+        // would never end. Stdio on /dev/null, and wait for the client alone.
+        let args = ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "400", "-y", "60", script]
+        let client: ChildProcess
+        do {
+            client = try ChildProcess("tmux", args, stdout: .null, stderr: .null)
+        } catch {
+            throw TerminalError(message: "cannot start tmux: \(error)")
+        }
+        let done = client.wait()
+        guard done == .exited(0) else { throw TerminalError(message: "tmux new-session failed (\(done))") }
     }
 
     deinit { _ = CLI.exec(["tmux", "-L", socket, "kill-server"]) }

@@ -3,6 +3,7 @@ import EvidenceCore
 import Foundation
 import GRDB
 import Testing
+import EvidenceTesting
 
 func record(_ hex: Character, path: String, size: Int64 = 10, inode: UInt64 = 1, mtime: Int64 = 1_000_000_000,
             media: MediaInfo? = nil) -> IngestRecord {
@@ -166,11 +167,3 @@ struct CustodyChainTests {
     }
 }
 
-final class TempDirectory {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "/evidence-catalog-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}

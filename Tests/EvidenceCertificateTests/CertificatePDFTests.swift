@@ -2,6 +2,7 @@ import EvidenceCertificate
 import EvidenceCore
 import Foundation
 import Testing
+import EvidenceTesting
 
 /// Checks the rendered PDFs with the tools an auditor has: qpdf, pdfinfo, pdftotext, pdftoppm.
 @Suite("Certificate PDF")

@@ -1,24 +1,12 @@
+import EvidenceProcess
 import EvidenceCertificate
 import EvidenceCore
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
-/// A temp folder removed when the value goes away.
-final class TempDir {
-    let path: String
-    init() {
-        var template = Array((NSTemporaryDirectory() + "/evidence-cert-test.XXXXXX").utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    }
-    deinit { _ = try? FileManager.default.removeItem(atPath: path) }
-
-    func write(_ name: String, _ data: Data) -> String {
-        let p = path + "/" + name
-        _ = FileManager.default.createFile(atPath: p, contents: data)
-        return p
-    }
-}
+typealias TempDir = TempDirectory
 
 struct ToolResult {
     var out: String
@@ -28,28 +16,12 @@ struct ToolResult {
 
 /// Runs a command (looked up on PATH) with output captured through files.
 func tool(_ args: [String], in dir: TempDir) -> ToolResult {
-    let id = UUID().uuidString
-    let outPath = dir.path + "/.out-\(id)", errPath = dir.path + "/.err-\(id)"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    defer {
-        try? FileManager.default.removeItem(atPath: outPath)
-        try? FileManager.default.removeItem(atPath: errPath)
-    }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = args
-    p.standardInput = FileHandle.nullDevice
-    p.standardOutput = FileHandle(forWritingAtPath: outPath)
-    p.standardError = FileHandle(forWritingAtPath: errPath)
-    do { try p.run() } catch {
+    do {
+        let r = try ChildProcess.run(args[0], Array(args.dropFirst()), separateStandardError: true)
+        return ToolResult(out: r.output, err: r.standardError, status: r.status)
+    } catch {
         return ToolResult(out: "", err: "cannot run \(args[0]): \(error)", status: -1)
     }
-    p.waitUntilExit()
-    let out = FileManager.default.contents(atPath: outPath) ?? Data()
-    let err = FileManager.default.contents(atPath: errPath) ?? Data()
-    return ToolResult(out: String(decoding: out, as: UTF8.self), err: String(decoding: err, as: UTF8.self),
-                      status: p.terminationStatus)
 }
 
 /// A rendered certificate on disk plus what the standard PDF tools say about it.
@@ -64,7 +36,7 @@ struct RenderedPDF {
         data = try CertificateRenderer.render(content)
         path = dir.write("certificate.pdf", data)
         if let keepAs, let keep = ProcessInfo.processInfo.environment["EVIDENCE_CERT_SAMPLE_DIR"] {
-            FileManager.default.createFile(atPath: keep + "/" + keepAs, contents: data)
+            _ = FileManager.default.createFile(atPath: keep + "/" + keepAs, contents: data)
         }
     }
 

@@ -1,6 +1,7 @@
 import EvidenceConfig
 import Foundation
 import Testing
+import EvidenceTesting
 
 /// The `evidence.toml` example of DESIGN.md, verbatim.
 let designExampleConfig = """
@@ -40,7 +41,7 @@ path = "/srv/evidence-archive"
 
 @Suite struct ConfigLoadTests {
     @Test func noConfigAnywhereGivesEmbeddedDefaults() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let config = try ConfigLoader.load(path: nil, environment: [:], currentDirectory: dir.path)
         #expect(config == EvidenceConfig.embeddedDefaults)
         #expect(config.file == nil)
@@ -52,30 +53,30 @@ path = "/srv/evidence-archive"
     }
 
     @Test func evidenceTomlInCurrentDirectoryIsFound() throws {
-        let dir = try TempDir()
-        try dir.write("evidence.toml", "log_level = \"debug\"\n")
+        let dir = TempDir()
+        dir.write("evidence.toml", "log_level = \"debug\"\n")
         let config = try ConfigLoader.load(path: nil, environment: [:], currentDirectory: dir.path)
         #expect(config.file == dir.path + "/evidence.toml")
         #expect(config.logLevel == .debug)
     }
 
     @Test func environmentVariableWinsOverCurrentDirectory() throws {
-        let dir = try TempDir()
-        try dir.write("evidence.toml", "log_level = \"debug\"\n")
-        let other = try dir.write("etc/other.toml", "log_level = \"error\"\n")
+        let dir = TempDir()
+        dir.write("evidence.toml", "log_level = \"debug\"\n")
+        let other = dir.write("etc/other.toml", "log_level = \"error\"\n")
         let config = try ConfigLoader.load(path: nil, environment: ["EVIDENCE_CONFIG": other], currentDirectory: dir.path)
         #expect(config.file == other)
         #expect(config.logLevel == .error)
     }
 
     @Test func explicitPathMustExist() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try ConfigLoader.load(path: "missing.toml", environment: [:], currentDirectory: dir.path) }
         #expect(error?.description == "missing.toml: no such file")
     }
 
     @Test func designExampleParsesToExpectedValues() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let config = try loadConfig(designExampleConfig, in: dir)
         #expect(config.file == dir.path + "/evidence.toml")
         #expect(config.home == "/var/lib/evidence")
@@ -98,7 +99,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func relativePathsResolveAgainstTheConfigFile() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let config = try loadConfig("""
             home = "data"
             rules = "./conf/../watch-rules"
@@ -119,7 +120,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func wrongTypeNamesFileLineAndField() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("home = \"/x\"\n\n[workers]\ningest = 2\njobs = \"4\"\n", in: dir) }
         #expect(error == ConfigError(
             file: dir.path + "/evidence.toml", line: 5, field: "workers.jobs", message: "expected an integer, found string"))
@@ -127,7 +128,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func wrongTypeOnADottedKeyIsLocated() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("# c\nworkers.ingest = true\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.field == "workers.ingest")
@@ -135,7 +136,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func wrongTypeInsideANotaryIsLocated() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [notaries.tsa]
             kind = "rfc3161"
@@ -147,7 +148,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func durationGivenAsNumberIsATypeError() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [notaries.qed]
             kind = "qed"
@@ -160,7 +161,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func badDurationIsWrappedWithFileLineAndField() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [notaries.qed]
             kind = "qed"
@@ -173,7 +174,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func unknownFieldIsRejectedWithSuggestion() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("[workers]\ningets = 2\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.field == "workers.ingets")
@@ -181,13 +182,13 @@ path = "/srv/evidence-archive"
     }
 
     @Test func unknownFieldSuggestionToleratesSwappedLetters() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("[workers]\njbos = 3\n", in: dir) }
         #expect(error?.message.hasPrefix("unknown field `jbos` (did you mean `jobs`?)") == true)
     }
 
     @Test func unknownTopLevelFieldIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("home = \"/x\"\nlog_colour = \"red\"\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.field == "log_colour")
@@ -195,7 +196,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func inlineApiKeyIsRejectedWithoutEchoingIt() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [notaries.qed]
             kind = "qed"
@@ -209,7 +210,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func inlineArchivePasswordIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [archives.office]
             kind = "owncloud"
@@ -224,7 +225,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func secretGivenBothAsEnvAndFileIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [notaries.qed]
             kind = "qed"
@@ -236,28 +237,28 @@ path = "/srv/evidence-archive"
     }
 
     @Test func qedNotaryNeedsAnApiKey() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("[notaries.qed]\nkind = \"qed\"\n", in: dir) }
         #expect(error?.field == "notaries.qed.api_key_env")
         #expect(error?.line == 1)
     }
 
     @Test func invalidEnumValueListsTheChoices() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("log_level = \"verbose\"\n", in: dir) }
         #expect(error?.field == "log_level")
         #expect(error?.message == "invalid value \"verbose\"; expected one of: trace | debug | info | notice | warning | error")
     }
 
     @Test func workersOutOfRangeIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("[workers]\njobs = 0\n", in: dir) }
         #expect(error?.field == "workers.jobs")
         #expect(error?.message == "must be between 1 and 64, found 0")
     }
 
     @Test func archiveFieldUnknownForItsKindIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [archives.vault]
             kind = "local"
@@ -270,7 +271,7 @@ path = "/srv/evidence-archive"
     }
 
     @Test func syntaxErrorReportsLineAndColumn() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("home = \"/x\"\nlog_level = = \"info\"\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.column != nil)
@@ -282,7 +283,7 @@ path = "/srv/evidence-archive"
     /// starts with a character no key can start with, instead of reporting a syntax error.
     @Test(arguments: ["[\u{0e}workers]\n", "[!]\n", "[é]\n", "[\r]\n", "[\n", "[[\t\u{01}]]\n", "[[[a]]]\n", "[\u{7f}]\n"])
     func tableHeaderWithAnImpossibleKeyIsASyntaxError(_ header: String) throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("home = \"/x\"\n  " + header, in: dir) }
         #expect(error?.line == 2)
         #expect(error?.column != nil)
@@ -292,14 +293,14 @@ path = "/srv/evidence-archive"
     /// Found by `make fuzz`: more toml++ assertions on invalid TOML (see TOMLGuard).
     @Test(arguments: [("a = [}\n", 1), ("a = [\"x\",\n  # c\n}]\n", 3), ("when = 1979-05-27T;7:32300Z\n", 1)])
     func invalidTOMLThatCrashedTOMLKitIsASyntaxError(_ text: String, _ line: Int) throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("home = \"/x\"\n" + text, in: dir) }
         #expect(error?.line == line + 1)
         #expect(error?.message.hasPrefix("TOML syntax error") == true)
     }
 
     @Test func stringsCommentsDatesAndInlineTablesThatLookAlikeStillParse() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let text = """
             home = "/x [} ,} 1979-05-27T;"   # [} in a comment, 2024-01-01T;
             [metrics]
@@ -312,8 +313,16 @@ path = "/srv/evidence-archive"
         #expect(config.home == "/x [} ,} 1979-05-27T;")
     }
 
+    /// The date check once applied its condition to `t` only, so every bare `T` (a table or key
+    /// name such as `Team`) was refused as "a date's `T` must be followed by a time".
+    @Test func anUppercaseTInANameIsNotTakenForADate() throws {
+        let dir = TempDir()
+        let config = try loadConfig("[archives.Team]\nkind = \"local\"\npath = \"/srv/T\"\n", in: dir)
+        #expect(config.archives["Team"] != nil)
+    }
+
     @Test func quotedAndSpacedTableHeadersStillParse() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let config = try loadConfig("[ notaries . \"q d\" ]\nkind = \"qed\"\nbase_url = \"http://h/v1/\"\napi_key_env = \"K\"\n", in: dir)
         #expect(config.notaries["q d"]?.kind == .qed)
     }
@@ -321,7 +330,7 @@ path = "/srv/evidence-archive"
     /// A file saved with Windows line ends: errors still name the right line ("\r\n" is one
     /// Character in Swift, so splitting on "\n" alone saw a single line).
     @Test func crlfFileErrorsNameTheRightLine() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("home = \"/x\"\r\n\r\n[workers]\r\njobs = \"4\"\r\n", in: dir) }
         #expect(error?.line == 4)
         #expect(error?.field == "workers.jobs")

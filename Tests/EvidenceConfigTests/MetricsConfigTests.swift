@@ -1,6 +1,7 @@
 import EvidenceConfig
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("[metrics] table")
 struct MetricsConfigTests {
@@ -29,8 +30,8 @@ struct MetricsConfigTests {
 
     @Test("a non-loopback address is refused, naming file and field, unless allow_remote = true")
     func remote() throws {
-        let dir = try TempDir()
-        let file = try dir.write("evidence.toml", "[metrics]\nlisten = \"0.0.0.0:9464\"\n")
+        let dir = TempDir()
+        let file = dir.write("evidence.toml", "[metrics]\nlisten = \"0.0.0.0:9464\"\n")
         let e = configError { try ConfigLoader.load(path: file) }
         #expect(e?.field == "metrics.listen" && e?.line == 2)
         #expect(e?.description.contains(file) == true, "\(e?.description ?? "")")

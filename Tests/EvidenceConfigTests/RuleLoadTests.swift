@@ -1,6 +1,7 @@
 import EvidenceConfig
 import Foundation
 import Testing
+import EvidenceTesting
 
 /// The watch-rule example of DESIGN.md, verbatim.
 let designExampleRule = """
@@ -28,7 +29,7 @@ unit = "K-9"
 
 @Suite struct RuleLoadTests {
     @Test func minimalRuleGetsDefaults() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule("path = \"/srv/drop\"\n", named: "scanner", in: dir)
         #expect(rule == WatchRule(name: "scanner", file: dir.path + "/watch-rules/scanner.toml", path: "/srv/drop"))
         #expect(rule.include == ["*"] && rule.exclude.isEmpty)
@@ -40,7 +41,7 @@ unit = "K-9"
     }
 
     @Test func designExampleRuleParsesToExpectedValues() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule(designExampleRule, in: dir)
         #expect(rule == WatchRule(
             name: "bodycam", file: dir.path + "/watch-rules/bodycam.toml", path: "/srv/drop/bodycam",
@@ -54,7 +55,7 @@ unit = "K-9"
     }
 
     @Test func badSettleDurationNamesFileLineAndField() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/srv/drop\"\n\n\nsettle = \"2x\"\n", in: dir) }
         #expect(error?.line == 4)
         #expect(error?.field == "settle")
@@ -63,7 +64,7 @@ unit = "K-9"
     }
 
     @Test func wrongTypeOfBooleanIsNamed() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/srv/drop\"\nrecursive = \"yes\"\n", in: dir) }
         #expect(error == ConfigError(
             file: dir.path + "/watch-rules/bodycam.toml", line: 2, field: "recursive",
@@ -71,7 +72,7 @@ unit = "K-9"
     }
 
     @Test func wrongArrayElementTypeNamesTheElement() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/srv/drop\"\ninclude = [\n  \"*.mp4\",\n  4,\n]\n", in: dir) }
         #expect(error?.field == "include[1]")
         #expect(error?.line == 2)
@@ -79,7 +80,7 @@ unit = "K-9"
     }
 
     @Test func lineSearchSkipsMultiLineStringsAndArrays() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("""
             path = "/a"
             note = \"\"\"
@@ -95,7 +96,7 @@ unit = "K-9"
     }
 
     @Test func missingPathIsRequired() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("settle = \"1s\"\n", in: dir) }
         #expect(error?.field == "path")
         #expect(error?.line == nil)
@@ -103,7 +104,7 @@ unit = "K-9"
     }
 
     @Test func unknownFieldSuggestsTheClosest() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/srv/drop\"\nsetle = \"2s\"\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.field == "setle")
@@ -111,7 +112,7 @@ unit = "K-9"
     }
 
     @Test func fieldInsideShareSectionIsLocated() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("""
             path = "/srv/drop"
             archive = "office"
@@ -125,7 +126,7 @@ unit = "K-9"
     }
 
     @Test func inlineSharePasswordIsRejectedWithoutEchoingIt() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("""
             path = "/srv/drop"
             archive = "office"
@@ -140,7 +141,7 @@ unit = "K-9"
     }
 
     @Test func secretKeyNotTakenByTheTableIsAnUnknownField() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/srv/drop\"\ntoken = \"tok-123\"\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.field == "token")
@@ -149,14 +150,14 @@ unit = "K-9"
     }
 
     @Test func shareNeedsAnArchive() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/srv/drop\"\n[share]\naccess = \"open\"\n", in: dir) }
         #expect(error?.field == "share")
         #expect(error?.line == 2)
     }
 
     @Test func relativePathsResolveAgainstTheRuleFile() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule("""
             path = "../drop/cam"
             after = "move:../done"
@@ -171,14 +172,14 @@ unit = "K-9"
     }
 
     @Test func afterAcceptsKeepDeleteAndMove() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         #expect(try loadRule("path = \"/a\"\nafter = \"delete\"\n", in: dir).after == .delete)
         #expect(try loadRule("path = \"/a\"\nafter = \"keep\"\n", in: dir).after == .keep)
         #expect(try loadRule("path = \"/a\"\nafter = \"move:/srv/done\"\n", in: dir).after == .move("/srv/done"))
     }
 
     @Test func badAfterValueIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/a\"\nafter = \"archive\"\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.field == "after")
@@ -186,14 +187,14 @@ unit = "K-9"
     }
 
     @Test func moveIntoTheWatchedFolderIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/srv/drop\"\nafter = \"move:/srv/drop/done\"\n", in: dir) }
         #expect(error?.field == "after")
         #expect(error?.message.contains("inside the watched folder /srv/drop") == true)
     }
 
     @Test func unknownPlaceholderIsRejectedAtLoad() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/a\"\nremote_path = \"ev/{rule}/{month}/{name}\"\n", in: dir) }
         #expect(error?.line == 2)
         #expect(error?.field == "remote_path")
@@ -201,13 +202,13 @@ unit = "K-9"
     }
 
     @Test func metaDataValuesBecomeStrings() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule("path = \"/a\"\n[meta_data]\nunit = \"K-9\"\nbadge = 4711\nsealed = true\n", in: dir)
         #expect(rule.metaData == ["unit": "K-9", "badge": "4711", "sealed": "true"])
     }
 
     @Test func metaDataRejectsNestedValues() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/a\"\n[meta_data]\ntags = [\"a\"]\n", in: dir) }
         #expect(error?.field == "meta_data.tags")
         #expect(error?.line == 3)
@@ -215,18 +216,18 @@ unit = "K-9"
     }
 
     @Test func duplicateNotaryIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadRule("path = \"/a\"\nnotary = [\"qed\", \"qed\"]\n", in: dir) }
         #expect(error?.field == "notary[1]")
     }
 
     @Test func loadRulesCollectsEveryErrorAndKeepsTheGoodRules() throws {
-        let dir = try TempDir()
-        try dir.write("rules/b-bad.toml", "path = \"/b\"\nsettle = \"soon\"\n")
-        try dir.write("rules/a-good.toml", "path = \"/a\"\n")
-        try dir.write("rules/c-bad.toml", "path = 3\n")
-        try dir.write("rules/d-good.toml", "path = \"/d\"\n")
-        try dir.write("rules/README.md", "not a rule")
+        let dir = TempDir()
+        dir.write("rules/b-bad.toml", "path = \"/b\"\nsettle = \"soon\"\n")
+        dir.write("rules/a-good.toml", "path = \"/a\"\n")
+        dir.write("rules/c-bad.toml", "path = 3\n")
+        dir.write("rules/d-good.toml", "path = \"/d\"\n")
+        dir.write("rules/README.md", "not a rule")
         let (rules, errors) = ConfigLoader.loadRules(directory: dir.path + "/rules")
         #expect(rules.map(\.name) == ["a-good", "d-good"])
         #expect(errors.map(\.file) == [dir.path + "/rules/b-bad.toml", dir.path + "/rules/c-bad.toml"])
@@ -234,7 +235,7 @@ unit = "K-9"
     }
 
     @Test func loadRulesReportsAMissingFolder() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let (rules, errors) = ConfigLoader.loadRules(directory: dir.path + "/nope")
         #expect(rules.isEmpty)
         #expect(errors.count == 1)

@@ -1,6 +1,7 @@
 import EvidenceConfig
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite struct RuleValidationTests {
     func config(in dir: TempDir) throws -> EvidenceConfig {
@@ -10,13 +11,13 @@ import Testing
     }
 
     @Test func matchingRulesPass() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule(designExampleRule, in: dir)
         #expect(ConfigLoader.validate(rules: [rule], against: try config(in: dir)).isEmpty)
     }
 
     @Test func unknownNotaryAndArchiveAreReportedWithLines() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule("path = \"/srv/a\"\nnotary = [\"qed\", \"opentimestamps\"]\narchive = \"dropbox\"\n", in: dir)
         let errors = ConfigLoader.validate(rules: [rule], against: try config(in: dir))
         #expect(errors.count == 2)
@@ -29,14 +30,14 @@ import Testing
     }
 
     @Test func notaryNamesFailAgainstEmbeddedDefaults() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule("path = \"/srv/a\"\nnotary = [\"qed\"]\n", in: dir)
         let errors = ConfigLoader.validate(rules: [rule], against: .embeddedDefaults)
         #expect(errors.map(\.message) == ["unknown notary `qed`; no notaries are configured in the embedded defaults"])
     }
 
     @Test func twoRulesOnTheSameFolderAreRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let a = try loadRule("path = \"/srv/drop\"\n", named: "a", in: dir)
         let b = try loadRule("settle = \"1s\"\npath = \"/srv/drop/\"\n", named: "b", in: dir)
         let errors = ConfigLoader.validate(rules: [a, b], against: .embeddedDefaults)
@@ -47,7 +48,7 @@ import Testing
     }
 
     @Test func ruleInsideHomeIsRejected() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule("path = \"/var/lib/evidence/tmp\"\n", in: dir)
         let errors = ConfigLoader.validate(rules: [rule], against: try config(in: dir))
         #expect(errors.map(\.field) == ["path"])
@@ -57,7 +58,7 @@ import Testing
     /// A local archive's link is the file's file:// URL (recorded with a note), so it is allowed;
     /// a share on an unknown account is still refused, at `archive`.
     @Test func shareOnALocalArchiveIsAllowedUnknownAccountIsNot() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let rule = try loadRule("path = \"/srv/a\"\narchive = \"vault\"\n[share]\naccess = \"open\"\n", in: dir)
         #expect(ConfigLoader.validate(rules: [rule], against: try config(in: dir)).isEmpty)
         let other = try loadRule("path = \"/srv/b\"\narchive = \"nowhere\"\n[share]\naccess = \"open\"\n", in: dir)

@@ -1,11 +1,12 @@
 import EvidenceConfig
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite struct SecretTests {
     @Test func fileReadableByOthersIsRefusedWithoutLeakingIt() throws {
-        let dir = try TempDir()
-        let file = try dir.write("qed.key", "sk-very-secret\n", mode: 0o644)
+        let dir = TempDir()
+        let file = dir.write("qed.key", "sk-very-secret\n", mode: 0o644)
         let error = configError {
             try ConfigLoader.readSecret(.file(file), field: "notaries.qed.api_key_file", configFile: "evidence.toml")
         }
@@ -16,29 +17,29 @@ import Testing
     }
 
     @Test func groupWritableFileIsRefused() throws {
-        let dir = try TempDir()
-        let file = try dir.write("qed.key", "s3cr3t", mode: 0o620)
+        let dir = TempDir()
+        let file = dir.write("qed.key", "s3cr3t", mode: 0o620)
         let error = configError { try ConfigLoader.readSecret(.file(file), field: "f", configFile: "c") }
         #expect(error?.message.contains("(mode 0620)") == true)
         #expect(error?.description.contains("s3cr3t") == false)
     }
 
     @Test func privateFileIsReadAndTrimmed() throws {
-        let dir = try TempDir()
-        let file = try dir.write("qed.key", "  sk-very-secret\n", mode: 0o600)
+        let dir = TempDir()
+        let file = dir.write("qed.key", "  sk-very-secret\n", mode: 0o600)
         let secret = try ConfigLoader.readSecret(.file(file), field: "f", configFile: "c")
         #expect(secret == "sk-very-secret")
     }
 
     @Test func emptySecretFileIsRefused() throws {
-        let dir = try TempDir()
-        let file = try dir.write("empty.key", "\n", mode: 0o600)
+        let dir = TempDir()
+        let file = dir.write("empty.key", "\n", mode: 0o600)
         let error = configError { try ConfigLoader.readSecret(.file(file), field: "f", configFile: "c") }
         #expect(error?.message == "secret file \(file) is empty")
     }
 
     @Test func missingFileIsReported() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try ConfigLoader.readSecret(.file(dir.path + "/none"), field: "f", configFile: "c") }
         #expect(error?.message.hasPrefix("cannot open secret file \(dir.path)/none") == true)
     }

@@ -1,6 +1,7 @@
 import EvidenceHTTP
 import Foundation
 import Testing
+import EvidenceTesting
 
 extension Loopback {
     @Suite struct Concurrency {
@@ -59,7 +60,7 @@ extension Loopback {
             defer { server.stop() }
             let client = makeClient()
             let task = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/hang"))) } }
-            try await waitUntil { server.hits("/hang") == 1 }
+            #expect(await waitUntil(timeout: 5) { server.hits("/hang") == 1 })
 
             let (error, elapsed) = await timed {
                 task.cancel()
@@ -69,7 +70,7 @@ extension Loopback {
             #expect(error?.kind == .cancelled)
             #expect(error?.isRetryable == false)
             #expect(elapsed < 2.5, "cancellation took \(elapsed)s")
-            try await waitUntil { server.inFlightNow("/hang") == 0 }  // curl closed the connection
+            #expect(await waitUntil(timeout: 5) { server.inFlightNow("/hang") == 0 })  // curl closed the connection
         }
 
         @Test func cancellingAQueuedRequestAnswersAtOnceAndNeverSendsIt() async throws {
@@ -77,7 +78,7 @@ extension Loopback {
             defer { server.stop() }
             let client = makeClient { $0.maxConcurrentTransfers = 1 }
             let blocker = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/hang"))) } }
-            try await waitUntil { server.hits("/hang") == 1 }
+            #expect(await waitUntil(timeout: 5) { server.hits("/hang") == 1 })
             let queued = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/queued"))) } }
             try await Task.sleep(for: .milliseconds(100))
 
@@ -112,7 +113,7 @@ extension Loopback {
             defer { server.stop() }
             let client = makeClient()
             let task = Task { await httpError { try await client.execute(HTTPRequest(url: server.url("/busy"))) } }
-            try await waitUntil { server.hits("/busy") == 1 }
+            #expect(await waitUntil(timeout: 5) { server.hits("/busy") == 1 })
 
             let (error, elapsed) = await timed {
                 try? await Task.sleep(for: .milliseconds(50))
@@ -127,14 +128,3 @@ extension Loopback {
     }
 }
 
-/// Polls `condition` every 10 ms for up to `seconds`.
-func waitUntil(seconds: Double = 5, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("condition not met within \(seconds)s")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}

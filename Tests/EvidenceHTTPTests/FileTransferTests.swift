@@ -2,6 +2,7 @@ import EvidenceHTTP
 import Foundation
 import Synchronization
 import Testing
+import EvidenceTesting
 
 /// Largest value seen, shared with progress callbacks.
 final class Peak: @unchecked Sendable {
@@ -22,7 +23,7 @@ extension Loopback {
         static let size: Int64 = 50 << 20
 
         @Test func uploadOfA50MBFileIsStreamedInBoundedMemory() async throws {
-            let dir = try TempDirectory()
+            let dir = TempDirectory("http")
             defer { dir.remove() }
             let path = dir.file("clip.mp4")
             try Pattern.writeFile(path, size: Self.size)
@@ -51,7 +52,7 @@ extension Loopback {
         }
 
         @Test func uploadSendsExactlyTheRequestedRange() async throws {
-            let dir = try TempDirectory()
+            let dir = TempDirectory("http")
             defer { dir.remove() }
             let path = dir.file("chunked.bin")
             try Pattern.writeFile(path, size: 300_000)
@@ -85,7 +86,7 @@ extension Loopback {
         }
 
         @Test func downloadOfA50MBBodyLandsInTheFileWithNoTemporaryLeft() async throws {
-            let dir = try TempDirectory()
+            let dir = TempDirectory("http")
             defer { dir.remove() }
             let server = try TestServer(routes: ["/cert.pdf": { _, _ in .stream(200, length: Self.size) }])
             defer { server.stop() }
@@ -106,7 +107,7 @@ extension Loopback {
         }
 
         @Test func downloadAnsweredWith404LeavesNoFile() async throws {
-            let dir = try TempDirectory()
+            let dir = TempDirectory("http")
             defer { dir.remove() }
             let server = try TestServer(routes: ["/missing": { _, _ in .respond(404, body: Data(#"{"error":"not_found"}"#.utf8)) }])
             defer { server.stop() }
@@ -119,10 +120,10 @@ extension Loopback {
         }
 
         @Test func interruptedDownloadKeepsThePreviousFileAndNoTemporary() async throws {
-            let dir = try TempDirectory()
+            let dir = TempDirectory("http")
             defer { dir.remove() }
             let destination = dir.file("bundle.zip")
-            try dir.write("bundle.zip", "previous")
+            dir.write("bundle.zip", "previous")
             let server = try TestServer(routes: ["/bundle": { _, _ in .stream(200, length: 1 << 20, dropAfter: 300_000) }])
             defer { server.stop() }
             let client = makeClient { $0.retry.maxAttempts = 2 }
@@ -136,7 +137,7 @@ extension Loopback {
         }
 
         @Test func emptySuccessfulDownloadCreatesAnEmptyFile() async throws {
-            let dir = try TempDirectory()
+            let dir = TempDirectory("http")
             defer { dir.remove() }
             let server = try TestServer(routes: ["/empty": { _, _ in .respond(200) }])
             defer { server.stop() }

@@ -1,6 +1,7 @@
 import EvidenceHTTP
 import Foundation
 import Testing
+import EvidenceTesting
 
 extension Loopback {
     @Suite struct Retries {
@@ -69,7 +70,7 @@ extension Loopback {
             let client = makeClient()
             let first = Task { try await client.execute(HTTPRequest(url: server.url("/limited"))) }
             // The 429 has reached the client (a fixed sleep was too short on a loaded machine).
-            try await waitUntil { OriginPause.shared.remaining(for: server.url("/")) > 0 }
+            #expect(await waitUntil(timeout: 5) { OriginPause.shared.remaining(for: server.url("/")) > 0 })
             let pauseEnds = Date().addingTimeInterval(OriginPause.shared.remaining(for: server.url("/")))
 
             let free = try await client.send(HTTPRequest(url: elsewhere.url("/free")))
@@ -93,7 +94,7 @@ extension Loopback {
             defer { server.stop() }
             let client = makeClient { $0.maxConcurrentTransfers = 1 }
             let first = Task { try await client.send(HTTPRequest(url: server.url("/limited"))) }
-            try await waitUntil { server.hits("/limited") == 1 }
+            #expect(await waitUntil(timeout: 5) { server.hits("/limited") == 1 })
             let second = Task { try await client.send(HTTPRequest(url: server.url("/other"))) }
             let limited = try await first.value
             let answered = Date()
@@ -101,6 +102,36 @@ extension Loopback {
             #expect(try await second.value.status == 200)
             let sent = try #require(arrivals.first)
             #expect(sent.timeIntervalSince(answered) >= 1.5, "the queued request went \(sent.timeIntervalSince(answered)) s after the 429, inside its 2 s")
+        }
+
+        @Test func aRequestWaitingOutAPauseAtItsSlotAlsoWaitsOutAnExtensionNotedMeanwhile() async throws {
+            // Two slots. /first answers 429 + Retry-After: 1 after 0.3 s; /queued, third in line,
+            // then takes that slot and waits out the pause there. While it waits, /second answers
+            // 429 + Retry-After: 2, extending the pause: /queued must wait for the new end too.
+            let arrivals = ArrivalTimes()
+            let extended = ArrivalTimes()
+            let server = try TestServer(routes: [
+                "/first": { _, _ in .delay(0.3, .respond(429, headers: [("Retry-After", "1")])) },
+                "/second": { _, _ in .delay(0.7, .respond(429, headers: [("Retry-After", "2")])) },
+                "/queued": { _, _ in arrivals.note(); return .respond(200) },
+            ])
+            defer { server.stop() }
+            let client = makeClient { $0.maxConcurrentTransfers = 2 }
+            let first = Task { try await client.send(HTTPRequest(url: server.url("/first"))) }
+            let second = Task {
+                let r = try await client.send(HTTPRequest(url: server.url("/second")))
+                extended.note()
+                return r
+            }
+            #expect(await waitUntil(timeout: 5) { server.hits("/first") == 1 && server.hits("/second") == 1 })
+            let queued = Task { try await client.send(HTTPRequest(url: server.url("/queued"))) }
+            #expect(try await first.value.status == 429)
+            #expect(try await second.value.status == 429)
+            #expect(try await queued.value.status == 200)
+            let sent = try #require(arrivals.first)
+            let answered = try #require(extended.first)
+            #expect(sent.timeIntervalSince(answered) >= 1.75,
+                    "the queued request went \(sent.timeIntervalSince(answered)) s after the extending 429, inside its 2 s")
         }
 
         @Test func aPauseLongerThanAllowedThrowsPausedWithoutSending() async throws {

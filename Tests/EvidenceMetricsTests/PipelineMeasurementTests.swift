@@ -86,7 +86,7 @@ struct PipelineMeasurementTests {
 
         let data = Data(repeating: 9, count: 12_345)
         let local = f.dir + "/upload.bin"
-        FileManager.default.createFile(atPath: local, contents: data)
+        _ = FileManager.default.createFile(atPath: local, contents: data)
         let hash = try provider.hashKind.digest(of: local)
         #expect(try await provider.stat("a/upload.bin") == nil)
         try await provider.makeFolders("a")

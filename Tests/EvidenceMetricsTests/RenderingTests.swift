@@ -116,7 +116,7 @@ struct RenderingTests {
 
         // An anchor of event #1 written 5 minutes ago (the gauges read names and times, not tokens).
         let file = dir + "/000000000001-" + String(repeating: "ab", count: 32) + ".tsr"
-        FileManager.default.createFile(atPath: file, contents: Data("token".utf8))
+        _ = FileManager.default.createFile(atPath: file, contents: Data("token".utf8))
         let written = Date().addingTimeInterval(-300)
         try FileManager.default.setAttributes([.modificationDate: written], ofItemAtPath: file)
         try gauges.update(now: written.addingTimeInterval(300))

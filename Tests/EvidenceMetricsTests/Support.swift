@@ -20,7 +20,7 @@ final class MetricsFixture: Sendable {
     @discardableResult
     func ingest(_ name: String, _ data: Data) throws -> Item {
         let path = dir + "/drop/" + name
-        FileManager.default.createFile(atPath: path, contents: data)
+        _ = FileManager.default.createFile(atPath: path, contents: data)
         guard case .ingested(let outcome) = Ingestor(home: home, actor: "test").ingest(path: path) else {
             throw FixtureError.ingest(path)
         }

@@ -1,8 +1,9 @@
 import EvidenceCore
 import EvidenceNotary
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 /// A fresh temporary directory, removed when the value is discarded by `withTempDirectory`.
 func withTempDirectory<T>(_ body: (String) throws -> T) throws -> T {

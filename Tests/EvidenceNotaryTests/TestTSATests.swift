@@ -1,8 +1,9 @@
 import EvidenceCore
 import EvidenceNotary
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("TestTSA")
 struct TestTSATests {

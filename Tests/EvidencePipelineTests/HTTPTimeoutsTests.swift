@@ -2,7 +2,7 @@ import EvidenceConfig
 import EvidenceCore
 @testable import EvidenceNotary
 import EvidencePipeline
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Logging
 import Testing

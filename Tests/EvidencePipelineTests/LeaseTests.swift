@@ -1,3 +1,4 @@
+import EvidenceProcess
 import EvidenceCatalog
 import EvidenceCore
 import EvidencePipeline
@@ -58,19 +59,14 @@ struct LeaseTests {
     func startReleasesOnlyTheDead() async throws {
         let catalog = try SQLiteCatalog.inMemory()
         // A process that has exited: its pid is gone.
-        let dead = Process()
-        dead.executableURL = URL(fileURLWithPath: "/bin/true")
-        try dead.run()
-        dead.waitUntilExit()
+        let dead = try ChildProcess("/bin/true")
+        dead.wait()
         let host = ProcessInfo.processInfo.hostName
-        let goneOwner = "run@\(host):\(dead.processIdentifier)/1"
+        let goneOwner = "run@\(host):\(dead.pid)/1"
         // A live process: a sleeping child, as `evidence archive` in a terminal.
-        let live = Process()
-        live.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        live.arguments = ["30"]
-        try live.run()
-        defer { kill(live.processIdentifier, SIGKILL); live.waitUntilExit() }
-        let liveOwner = "archive@\(host):\(live.processIdentifier)/2"
+        let live = try ChildProcess("/bin/sleep", ["30"])
+        defer { live.signal(SIGKILL); live.wait() }
+        let liveOwner = "archive@\(host):\(live.pid)/2"
         let me = Lease.owner(role: "run")
         #expect(Lease.isGone(goneOwner, current: me))
         #expect(!Lease.isGone(liveOwner, current: me))

@@ -185,7 +185,7 @@ struct PortalHTTPTests {
                     #expect(r.headers[.contentDisposition] == "attachment; filename=\"evidence-item-\(a.id)-\(a.sha256.short).\(format)\"")
                     #expect(r.headers[.contentLength] == String(r.body.readableBytes))
                     let file = out + "/b.\(format)"
-                    FileManager.default.createFile(atPath: file, contents: Data(buffer: r.body))
+                    _ = FileManager.default.createFile(atPath: file, contents: Data(buffer: r.body))
                     let dest = out + "/" + format
                     try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true)
                     let unpack = format == "zip" ? try run(["unzip", "-q", file, "-d", dest]) : try run(["tar", "-xf", file, "-C", dest])

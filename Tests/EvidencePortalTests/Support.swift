@@ -1,3 +1,4 @@
+import EvidenceProcess
 import EvidenceCatalog
 import EvidenceCore
 import EvidencePipeline
@@ -24,7 +25,7 @@ final class PortalFixture {
     }
 
     deinit {
-        _ = try? Process.run(URL(fileURLWithPath: "/bin/chmod"), arguments: ["-R", "u+rwX", dir]).waitUntilExit()
+        _ = try? ChildProcess.run("/bin/chmod", ["-R", "u+rwX", dir])
         try? FileManager.default.removeItem(atPath: dir)
     }
 
@@ -32,7 +33,7 @@ final class PortalFixture {
     @discardableResult
     func ingest(_ name: String, _ data: Data) throws -> Item {
         let path = dir + "/drop/" + name
-        FileManager.default.createFile(atPath: path, contents: data)
+        _ = FileManager.default.createFile(atPath: path, contents: data)
         guard case .ingested(let outcome) = Ingestor(home: home, actor: "test").ingest(path: path) else {
             throw FixtureError.ingest(path)
         }
@@ -42,7 +43,7 @@ final class PortalFixture {
     /// Stores `data` as an object (like a certificate or receipt) and returns its digest.
     func storeObject(_ data: Data) throws -> SHA256Digest {
         let path = dir + "/object-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: path, contents: data)
+        _ = FileManager.default.createFile(atPath: path, contents: data)
         defer { try? FileManager.default.removeItem(atPath: path) }
         return try home.store.ingest(path: path).digest
     }
@@ -71,15 +72,6 @@ extension TestResponse {
 
 /// Runs `argv` and returns its exit status and output.
 func run(_ argv: [String], cwd: String? = nil) throws -> (status: Int32, out: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = argv
-    if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
-    try p.run()
-    let out = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: out, as: UTF8.self))
+    let r = try ChildProcess.run(argv[0], Array(argv.dropFirst()), directory: cwd)
+    return (r.status, r.output)
 }

@@ -11,9 +11,9 @@ struct TarWriterTests {
         try FileManager.default.createDirectory(atPath: dir + "/x", withIntermediateDirectories: true)
         let long = String(repeating: "very-long-name-", count: 12) + "日本語 📷.mp4"
         let big = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        FileManager.default.createFile(atPath: dir + "/a", contents: big)
-        FileManager.default.createFile(atPath: dir + "/b", contents: Data("hello\n".utf8))
-        FileManager.default.createFile(atPath: dir + "/t.tar", contents: nil)
+        _ = FileManager.default.createFile(atPath: dir + "/a", contents: big)
+        _ = FileManager.default.createFile(atPath: dir + "/b", contents: Data("hello\n".utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/t.tar", contents: nil)
         let out = try #require(FileHandle(forWritingAtPath: dir + "/t.tar"))
         let tar = TarWriter(writingTo: out)
         try tar.addDirectory("top")

@@ -1,5 +1,5 @@
 import EvidenceCore
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

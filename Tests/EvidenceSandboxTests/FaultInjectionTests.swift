@@ -1,4 +1,4 @@
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Testing
 

@@ -3,6 +3,7 @@ import EvidenceStore
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 @Suite("Content-addressed store")
 struct ObjectStoreTests {
@@ -93,8 +94,8 @@ struct ObjectStoreTests {
         // pid 2^22+1 is above Linux's pid_max default range of live processes here.
         let dead = home + "/tmp/4194305.123.tmp"
         let live = home + "/tmp/\(getpid()).456.tmp"
-        FileManager.default.createFile(atPath: dead, contents: Data("partial".utf8))
-        FileManager.default.createFile(atPath: live, contents: Data("in flight".utf8))
+        _ = FileManager.default.createFile(atPath: dead, contents: Data("partial".utf8))
+        _ = FileManager.default.createFile(atPath: live, contents: Data("in flight".utf8))
         _ = try ObjectStore(home: home)
         #expect(!FileManager.default.fileExists(atPath: dead))
         #expect(FileManager.default.fileExists(atPath: live))
@@ -119,7 +120,7 @@ struct ObjectStoreTests {
         chmod(obj, 0o644)
         let h = FileHandle(forWritingAtPath: obj)!
         h.write(Data("X".utf8)); h.closeFile()
-        FileManager.default.createFile(atPath: store.objectsDir + "/junk", contents: Data())
+        _ = FileManager.default.createFile(atPath: store.objectsDir + "/junk", contents: Data())
         let kinds = Set(store.check().problems.map(\.kind))
         #expect(kinds == [.hashMismatch, .writable, .strayFile])
     }

@@ -2,6 +2,7 @@ import EvidenceCore
 import EvidenceStore
 import Foundation
 import Testing
+import EvidenceTesting
 
 @Suite("Streaming SHA-256")
 struct SHA256Tests {

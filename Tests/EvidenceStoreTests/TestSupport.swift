@@ -1,20 +1,12 @@
+import EvidenceProcess
 import Foundation
 import Glibc
+import EvidenceTesting
 
-/// A temp folder removed at the end of the test.
-final class TempDir {
-    let path: String
-    init() {
-        var template = Array((NSTemporaryDirectory() + "/evidence-test.XXXXXX").utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    }
-    deinit { _ = try? FileManager.default.removeItem(atPath: path) }
+typealias TempDir = TempDirectory
 
-    func file(_ name: String, _ data: Data) -> String {
-        let p = path + "/" + name
-        FileManager.default.createFile(atPath: p, contents: data)
-        return p
-    }
+extension TempDirectory {
+    func file(_ name: String, _ data: Data) -> String { write(name, data) }
 }
 
 func randomData(_ n: Int) -> Data {
@@ -30,16 +22,8 @@ func randomData(_ n: Int) -> Data {
 
 /// Runs a command, returns stdout (trimmed) and exit status.
 func run(_ args: [String]) -> (out: String, status: Int32) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = args
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = FileHandle.nullDevice
-    try! p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), p.terminationStatus)
+    let r = try! ChildProcess.run(args[0], Array(args.dropFirst()), separateStandardError: true)
+    return (r.output.trimmingCharacters(in: .whitespacesAndNewlines), r.status)
 }
 
 func sha256sum(_ path: String) -> String {

@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import Synchronization
 import Testing
+import EvidenceTesting
 
 /// Everything the watcher emitted, with arrival times.
 final class EventLog: Sendable {
@@ -104,35 +105,16 @@ enum HarnessError: Error, CustomStringConvertible {
     }
 }
 
-/// Polls `condition` every 5 ms until it holds or `timeout` seconds pass.
-@discardableResult
-func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
 
 func pause(_ seconds: Double) async {
     try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
 }
 
-/// A fresh folder under the system temp directory; removed by `cleanup()`.
-struct TempDir {
-    let path: String
+typealias TempDir = TempDirectory
 
-    init() throws {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("evidence-watch-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        path = url.path
-    }
-
-    func sub(_ name: String) -> String { path + "/" + name }
-
-    func cleanup() { try? FileManager.default.removeItem(atPath: path) }
+extension TempDirectory {
+    func sub(_ name: String) -> String { file(name) }
+    func cleanup() { remove() }
 }
 
 // MARK: - Raw file helpers (no Foundation atomic-write temp files in the watched folders)

@@ -2,13 +2,14 @@ import EvidenceWatch
 import Foundation
 import Glibc
 import Testing
+import EvidenceTesting
 
 @Suite("Watcher (real inotify, temp folders)", .timeLimit(.minutes(1)))
 struct WatcherTests {
 
     @Test("slow writer: chunks over ~3 s, settle 1 s → exactly one event, final size, after the last write")
     func slowWriter() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 1)])
         let path = tmp.sub("clip.mp4")
@@ -40,7 +41,7 @@ struct WatcherTests {
     @Test("temp name + rename into place → one event for the final name, none for .part",
           arguments: [0.0, 0.3])
     func renameIntoPlace(settle: Double) async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: settle)])
         let part = tmp.sub("x.mp4.part")
@@ -65,7 +66,7 @@ struct WatcherTests {
 
     @Test("burst of 1,000 files with settle 0 → all reported exactly once")
     func burst() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "burst", root: tmp.path, settle: 0)])
         for i in 0..<1000 {
@@ -86,7 +87,7 @@ struct WatcherTests {
 
     @Test("files present before start are reported (catch-up), also in subfolders")
     func catchUp() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         writeFile(tmp.sub("a.mp4"), bytes: 10)
         makeDir(tmp.sub("day1"))
@@ -104,7 +105,7 @@ struct WatcherTests {
 
     @Test("new subfolder with files written at once inside it", arguments: [true, false])
     func newSubdirectory(recursive: Bool) async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, recursive: recursive, settle: 0.2)])
         makeDir(tmp.sub("cam"))
@@ -112,7 +113,7 @@ struct WatcherTests {
         makeDir(tmp.sub("cam/deep"))
         writeFile(tmp.sub("cam/deep/d.jpg"), bytes: 7)
         // a folder moved in from elsewhere (IN_MOVED_TO|IN_ISDIR)
-        let outside = try TempDir()
+        let outside = TempDir()
         defer { outside.cleanup() }
         makeDir(outside.sub("moved"))
         writeFile(outside.sub("moved/m.jpg"), bytes: 9)
@@ -142,7 +143,7 @@ struct WatcherTests {
 
     @Test("settle 0: files in a new subfolder are reported once, complete, even if still open when found")
     func newSubdirectorySettleZero() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, recursive: true, settle: 0)])
         for round in 0..<5 {
@@ -170,9 +171,9 @@ struct WatcherTests {
 
     @Test("overflow rescan: nothing reported twice, a file without a completing event is found")
     func overflowRescan() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
-        let outside = try TempDir()
+        let outside = TempDir()
         defer { outside.cleanup() }
         writeFile(tmp.sub("before.mp4"), bytes: 3)
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, recursive: true, settle: 0)])
@@ -199,7 +200,7 @@ struct WatcherTests {
 
     @Test("settle 0: a hard link made while watching is settled at once under its new name (no IN_CLOSE_WRITE comes for it)")
     func hardLinkSettleZero() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 0)])
         writeFile(tmp.sub("first.mp4"), bytes: 100)
@@ -212,9 +213,9 @@ struct WatcherTests {
 
     @Test("symlinks and FIFOs are rejected once, never settled, never block the watcher")
     func specialFiles() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
-        let outside = try TempDir()
+        let outside = TempDir()
         defer { outside.cleanup() }
         writeFile(outside.sub("target.mp4"), bytes: 10)
         makeDir(outside.sub("dir"))
@@ -247,7 +248,7 @@ struct WatcherTests {
 
     @Test("include/exclude globs; default ignores (dotfiles, .part, .tmp, ~) also skip folders")
     func globs() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let spec = WatchSpec(rule: "g", root: tmp.path, include: ["*.mp4", "*.wav"], exclude: ["skip*"],
                              recursive: true, settle: 0)
@@ -272,7 +273,7 @@ struct WatcherTests {
 
     @Test("replaced with new content → reported again; touched with identical identity → not")
     func replaceAndTouch() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 0.2)])
         let path = tmp.sub("f.mp4")
@@ -306,7 +307,7 @@ struct WatcherTests {
 
     @Test("deleted before settling → dropped silently")
     func vanished() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 1)])
         writeFile(tmp.sub("gone.mp4"), bytes: 10)
@@ -323,7 +324,7 @@ struct WatcherTests {
 
     @Test("non-UTF-8 name → rejected with its bytes; NFC and NFD spellings are two files")
     func fileNameEncodings() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 0)])
         // "bad\xFF.mp4" created from raw bytes
@@ -362,9 +363,9 @@ struct WatcherTests {
 
     @Test("pollInterval rescans find files inotify did not complete")
     func pollRescan() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
-        let outside = try TempDir()
+        let outside = TempDir()
         defer { outside.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "p", root: tmp.path, settle: 0, pollInterval: 0.3)])
         writeFile(outside.sub("src.wav"), bytes: 8)
@@ -378,7 +379,7 @@ struct WatcherTests {
 
     @Test("several rules on one folder each get their events")
     func overlappingRules() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         makeDir(tmp.sub("sub"))
         let h = try await WatchHarness.start([
@@ -398,7 +399,7 @@ struct WatcherTests {
 
     @Test("a watched subfolder renamed inside the tree keeps being watched under its new name")
     func directoryRename() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         makeDir(tmp.sub("cam"))
         makeDir(tmp.sub("cam/inner"))
@@ -419,7 +420,7 @@ struct WatcherTests {
 
     @Test("root deleted and recreated → watched again, new files reported")
     func rootReappears() async throws {
-        let parent = try TempDir()
+        let parent = TempDir()
         defer { parent.cleanup() }
         let root = parent.sub("drop")
         makeDir(root)
@@ -440,7 +441,7 @@ struct WatcherTests {
 
     @Test("cancelling the consumer stops the loop and releases its inotify watch")
     func stopsOnCancel() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         var st = stat()
         #expect(lstat(tmp.path, &st) == 0)
@@ -462,7 +463,7 @@ struct WatcherTests {
 
     @Test("setup errors: missing root, root that is a file, relative root")
     func setupErrors() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         writeFile(tmp.sub("file"), bytes: 1)
         let cases: [(WatchSpec, String)] = [
@@ -486,7 +487,7 @@ struct WatcherTests {
 
     @Test("detection latency close → event with settle 0")
     func latency() async throws {
-        let tmp = try TempDir()
+        let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 0)])
         var samples: [Duration] = []

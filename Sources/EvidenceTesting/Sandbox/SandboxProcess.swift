@@ -1,4 +1,6 @@
+import EvidenceProcess
 import Foundation
+import Glibc
 
 /// A running `evidence-sandbox` executable, for end-to-end tests: started on port 0, ready
 /// once it printed `listening on http://127.0.0.1:PORT`, stopped with SIGTERM.
@@ -8,7 +10,7 @@ public final class SandboxProcess: @unchecked Sendable {
     public let port: Int
     public let stateDirectory: String
     public let stderrPath: String
-    private let process: Process
+    private let process: ChildProcess
 
     public enum StartError: Error, CustomStringConvertible {
         case launch(String)
@@ -23,7 +25,7 @@ public final class SandboxProcess: @unchecked Sendable {
         }
     }
 
-    private init(process: Process, port: Int, stateDirectory: String, stderrPath: String) {
+    private init(process: ChildProcess, port: Int, stateDirectory: String, stderrPath: String) {
         self.process = process
         self.port = port
         self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
@@ -38,35 +40,21 @@ public final class SandboxProcess: @unchecked Sendable {
                              timeout: Double = 60) async throws -> SandboxProcess {
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
         let stderrPath = (stateDirectory as NSString).appendingPathComponent("sandbox-stderr.log")
-        if !FileManager.default.fileExists(atPath: stderrPath) {
-            _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        }
         // stdout goes to a file, not a pipe read by `readabilityHandler`: that handler is a
         // dispatch source on the pipe's descriptor, and on Linux a descriptor closed (the Pipe
         // released) while its source is armed is later reused and crashes libdispatch in
         // _dispatch_event_loop_drain — seen once in the services test pass. A file needs no
         // source; the listening line is read from where this start began writing.
         let stdoutPath = (stateDirectory as NSString).appendingPathComponent("sandbox-stdout.log")
-        if !FileManager.default.fileExists(atPath: stdoutPath) {
-            _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["--port", "0", "--state-dir", stateDirectory] + arguments
-        let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        let from = stdout.seekToEndOfFile()  // a restart on the same folder appends
-        process.standardOutput = stdout
-        let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        stderr.seekToEndOfFile()
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
+        // Where this start begins writing: a restart on the same folder appends.
+        let from = (try? FileManager.default.attributesOfItem(atPath: stdoutPath)[.size] as? UInt64) ?? 0
+        let process: ChildProcess
         do {
-            try startSerialized(process)
+            process = try ChildProcess(executable.path, ["--port", "0", "--state-dir", stateDirectory] + arguments,
+                                       stdout: .file(stdoutPath), stderr: .file(stderrPath))
         } catch {
-            throw StartError.launch("\(executable.path): \(error)")
+            throw StartError.launch("\(error)")
         }
-        try? stdout.close()   // the child has its own copy
-        try? stderr.close()
         func written() -> String {
             guard let h = FileHandle(forReadingAtPath: stdoutPath) else { return "" }
             defer { try? h.close() }
@@ -85,33 +73,35 @@ public final class SandboxProcess: @unchecked Sendable {
             if !process.isRunning { break }
             try await Task.sleep(nanoseconds: 20_000_000)
         }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.signal(SIGKILL)
+        process.wait()
         let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
         throw StartError.notReady(stdout: written(), stderr: err)
     }
 
-    public var processIdentifier: Int32 { process.processIdentifier }
+    public var processIdentifier: Int32 { process.pid }
     public var isRunning: Bool { process.isRunning }
 
     /// Sends SIGTERM and waits up to `timeout` seconds; kills with SIGKILL after that.
     /// Returns the exit status (nil if it had to be killed).
     @discardableResult
     public func stop(timeout: Double = 10) async -> Int32? {
-        guard process.isRunning else { return process.terminationStatus }
-        process.terminate()
+        if let done = process.termination { return done.status }
+        process.signal(SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline {
             try? await Task.sleep(nanoseconds: 20_000_000)
         }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        return process.terminationStatus
+        if let done = process.termination { return done.status }
+        process.signal(SIGKILL)
+        await process.exit()
+        return nil
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning {
+            process.signal(SIGKILL)
+            process.wait()
+        }
     }
 }

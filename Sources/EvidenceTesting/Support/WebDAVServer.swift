@@ -1,3 +1,4 @@
+import EvidenceProcess
 import Foundation
 import Glibc
 
@@ -8,46 +9,39 @@ public final class WebDAVServer: @unchecked Sendable {
     public var url: String { "http://127.0.0.1:\(port)/" }
     public static let user = "evidence"
     public static let password = "app-password-\(UUID().uuidString.prefix(6))"
+    private let running: ChildProcess
 
     /// Starts the server on a free loopback port and waits until it answers.
     public init(root: String) throws {
         self.root = root
-        var chosen = 0
         for _ in 0..<20 {
             let candidate = Int.random(in: 20_000...60_000)
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            p.arguments = ["rclone", "serve", "webdav", root, "--addr", "127.0.0.1:\(candidate)",
-                           "--user", Self.user, "--pass", Self.password, "--config", "/dev/null"]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try startSerialized(p)
+            let server = try ChildProcess("rclone", ["serve", "webdav", root, "--addr", "127.0.0.1:\(candidate)",
+                                                     "--user", Self.user, "--pass", Self.password, "--config", "/dev/null"],
+                                          stdout: .null, stderr: .null)
             // Ready when it answers (401 without credentials).
-            for _ in 0..<100 {
-                let r = Process()
-                r.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                r.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(candidate)/"]
-                let out = Pipe()
-                r.standardOutput = out
-                r.standardError = FileHandle.nullDevice
-                try startSerialized(r); r.waitUntilExit()
-                let code = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                if code == "401" { chosen = candidate; break }
-                if !p.isRunning { break }
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while server.isRunning, Date() < deadline {
+                if Self.answers401(port: candidate) {
+                    running = server
+                    port = candidate
+                    return
+                }
                 usleep(50_000)
             }
-            if chosen != 0 {
-                self.running = p
-                break
-            }
-            if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+            server.signal(SIGKILL)
+            server.wait()
         }
-        guard chosen != 0 else { throw ServerError.notReady }
-        port = chosen
+        throw ServerError.notReady
     }
 
-    private var running: Process?
-    public func stop() { if let p = running, p.isRunning { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() } }
+    private static func answers401(port: Int) -> Bool {
+        let probe = try? ChildProcess.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/"],
+                                          timeout: 10)
+        return probe?.output == "401"
+    }
+
+    public func stop() { running.terminate() }
+    deinit { running.terminate(grace: 2) }
     public enum ServerError: Error { case notReady }
 }
-

@@ -144,7 +144,7 @@ struct AccountsCheck: AsyncParsableCommand {
         let remote = "\(dir)/probe-\(getpid())-\(Int(Date().timeIntervalSince1970)).txt"
         let local = NSTemporaryDirectory() + "evidence-probe-\(UUID().uuidString)"
         defer { unlink(local) }
-        FileManager.default.createFile(atPath: local, contents: Data("evidence accounts check \(Date())\n".utf8))
+        _ = FileManager.default.createFile(atPath: local, contents: Data("evidence accounts check \(Date())\n".utf8))
         let size = Int64((try? FileManager.default.attributesOfItem(atPath: local)[.size] as? NSNumber)??.int64Value ?? 0)
         let hash = try p.hashKind.digest(of: local)
         try await p.makeFolders(dir)

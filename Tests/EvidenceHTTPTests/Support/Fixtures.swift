@@ -4,6 +4,7 @@ import Logging
 import Testing
 #if canImport(Glibc)
 import Glibc
+import EvidenceTesting
 #endif
 
 /// Deterministic, non-repeating-at-power-of-two content for large transfers: byte `i` is
@@ -80,24 +81,6 @@ enum Pattern {
     }
 }
 
-/// A fresh temporary directory, removed by `remove()`.
-struct TempDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/evidence-http-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-        path = String(cString: made)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    var contents: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
 
 /// Resident set size of this process, in bytes (from /proc/self/status).
 func residentBytes() -> Int {

@@ -1,7 +1,7 @@
+import EvidenceProcess
 import Foundation
-#if canImport(Glibc)
 import Glibc
-#endif
+import EvidenceTesting
 
 /// `openssl s_server -www` with a certificate issued by a throw-away CA, both made with the
 /// `openssl` CLI in a temporary directory. The server certificate names only IP 127.0.0.1.
@@ -9,7 +9,7 @@ import Glibc
 final class TLSServer: @unchecked Sendable {
     let directory: TempDirectory
     let port: Int
-    private var pid: pid_t = 0
+    private var server: ChildProcess?
     private let lock = NSLock()
     private var stopped = false
 
@@ -17,16 +17,16 @@ final class TLSServer: @unchecked Sendable {
     func url(host: String = "127.0.0.1") -> String { "https://\(host):\(port)/" }
 
     init() throws {
-        let dir = try TempDirectory()
+        let dir = TempDirectory("http")
         directory = dir
         do {
             try Self.makeCertificates(in: dir)
             // s_server needs a fixed port: take a free one from the kernel and hand it over.
             port = try TestServer.freePort()
             // `timeout` kills s_server should this test process die without calling stop().
-            pid = try Self.spawn(["timeout", "-s", "KILL", "120",
+            server = try ChildProcess("timeout", ["-s", "KILL", "120",
                                   "openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", dir.file("server.crt"),
-                                  "-key", dir.file("server.key"), "-www", "-quiet"])
+                                  "-key", dir.file("server.key"), "-www", "-quiet"], stdout: .null, stderr: .null)
         } catch {
             dir.remove()
             throw error
@@ -44,22 +44,11 @@ final class TLSServer: @unchecked Sendable {
         guard !stopped else { return }
         stopped = true
         defer { directory.remove() }
-        guard pid > 0 else { return }  // kill(0, …) would signal our own process group
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date(timeIntervalSinceNow: 3)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                break
-            }
-            usleep(10_000)
-        }
+        server?.terminate(grace: 3)
     }
 
     private static func makeCertificates(in directory: TempDirectory) throws {
-        try directory.write("server.ext", """
+        directory.write("server.ext", """
             subjectAltName = IP:127.0.0.1
             basicConstraints = CA:FALSE
             keyUsage = digitalSignature
@@ -76,49 +65,11 @@ final class TLSServer: @unchecked Sendable {
                                    "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext"])
     }
 
-    /// posix_spawn with an empty signal mask: threads of a test process block signals, and a
-    /// child would inherit that and ignore SIGTERM.
-    private static func spawn(_ arguments: [String]) throws -> pid_t {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGTERM)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
-        guard result == 0 else { throw POSIXError(.init(rawValue: result) ?? .EIO) }
-        return pid
-    }
-
     private static func openssl(in dir: TempDirectory, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: dir.path)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw NSError(domain: "openssl", code: Int(process.terminationStatus),
-                          userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments.first ?? "") failed"])
+        let result = try ChildProcess.run("openssl", arguments, directory: dir.path)
+        guard result.succeeded else {
+            throw NSError(domain: "openssl", code: Int(result.status),
+                          userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments.first ?? "") failed: \(result.output.prefix(500))"])
         }
     }
 
@@ -143,8 +94,3 @@ final class TLSServer: @unchecked Sendable {
     }
 }
 
-extension TempDirectory {
-    func write(_ name: String, _ text: String) throws {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: file(name)))
-    }
-}

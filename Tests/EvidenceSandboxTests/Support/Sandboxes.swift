@@ -1,3 +1,5 @@
+import EvidenceProcess
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Testing
@@ -68,23 +70,6 @@ struct ToolResult {
 /// Runs `tool` (looked up on PATH) to completion; its output is captured in files so a
 /// chatty tool cannot block on a full pipe.
 func runTool(_ tool: String, _ arguments: [String], timeout: Double = 30) async throws -> ToolResult {
-    let dir = try makeTemporaryDirectory("tool")
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let out = (dir as NSString).appendingPathComponent("out")
-    let err = (dir as NSString).appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: out, contents: nil)
-    _ = FileManager.default.createFile(atPath: err, contents: nil)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = [tool] + arguments
-    p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-    p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-    p.standardInput = FileHandle.nullDevice
-    try p.run()
-    let deadline = Date().addingTimeInterval(timeout)
-    while p.isRunning, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
-    if p.isRunning { p.terminate(); p.waitUntilExit() }
-    return ToolResult(status: p.terminationStatus,
-                      stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    let r = try await ChildProcess.runDetached(tool, arguments, separateStandardError: true, timeout: timeout)
+    return ToolResult(status: r.status, stdout: r.output, stderr: r.standardError)
 }

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import EvidenceTesting
+import EvidenceSandbox
 
 /// One HTTP exchange as the tests see it.
 struct HTTPResult: Sendable {

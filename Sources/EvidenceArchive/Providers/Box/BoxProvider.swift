@@ -190,7 +190,7 @@ public struct BoxProvider: ArchiveProvider {
         let temp = NSTemporaryDirectory() + "evidence-box-\(UUID().uuidString)"
         defer { unlink(temp) }
         do {
-            FileManager.default.createFile(atPath: temp, contents: Data(head.utf8), attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: temp, contents: Data(head.utf8), attributes: [.posixPermissions: 0o600])
             let out = try FileHandle(forWritingTo: URL(fileURLWithPath: temp))
             defer { try? out.close() }
             try out.seekToEnd()

@@ -1,30 +1,14 @@
+import EvidenceProcess
 import Foundation
 
 /// Runs the `openssl` command-line tool (found on PATH) and captures its combined output.
 /// Used by the test TSA and by tests that check artefacts the way an auditor would.
 public enum OpenSSLCLI {
-    public struct Result: Sendable {
-        public let status: Int32
-        /// stdout and stderr, interleaved as written.
-        public let output: String
-        public var succeeded: Bool { status == 0 }
-    }
+    public typealias Result = ChildProcess.Result
 
     /// Runs `openssl <arguments>` in `directory` (the current directory when nil).
     public static func run(_ arguments: [String], in directory: String? = nil) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory, isDirectory: true) }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try startSerialized(process)
-        // Read to EOF before waiting so a chatty child can never block on a full pipe.
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        try ChildProcess.run("openssl", arguments, directory: directory)
     }
 
     /// Like `run`, but throws `TestTSAError.commandFailed` on a non-zero exit.
@@ -38,7 +22,6 @@ public enum OpenSSLCLI {
         return result.output
     }
 }
-
 public enum TestTSAError: Error, CustomStringConvertible, Sendable {
     case commandFailed(command: String, status: Int32, output: String)
     case io(String)

@@ -223,7 +223,7 @@ extension ShareFileEmulator {
         }
         let partial = partialPath(id)
         if upload.fileLength == 0, !FileManager.default.fileExists(atPath: partial) {
-            FileManager.default.createFile(atPath: partial, contents: nil)
+            _ = FileManager.default.createFile(atPath: partial, contents: nil)
         }
         let md5 = try BoxShareFileSupport.digests(path: partial).md5
         if let claimed = request.uri.queryParameters.get("filehash"), !claimed.isEmpty, claimed.lowercased() != md5 {

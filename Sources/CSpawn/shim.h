@@ -1,0 +1,20 @@
+#ifndef EVIDENCE_CSPAWN_SHIM_H
+#define EVIDENCE_CSPAWN_SHIM_H
+#include <spawn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+// glibc declares these only under _GNU_SOURCE, which Swift's Glibc module is not built with.
+// They are in glibc since 2.29 (addchdir_np) and 2.34 (addclosefrom_np); Debian 12 has 2.36.
+extern int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+extern int pipe2(int fds[2], int flags);
+
+static inline int evidence_spawn_addchdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
+}
+static inline int evidence_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+static inline int evidence_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+#endif

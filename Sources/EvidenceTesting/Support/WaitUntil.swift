@@ -1,0 +1,34 @@
+import Foundation
+import Glibc
+
+/// Polls `condition` until it holds or `timeout` seconds pass; true when it held.
+///
+/// The pause between polls starts at 2 ms and doubles up to 50 ms, so a condition that holds
+/// soon is seen soon and a long wait costs little. This overload sleeps the calling thread:
+/// it is for synchronous helpers. In async code the other overload is chosen (with `await`),
+/// which suspends the task instead and leaves the cooperative pool free.
+@discardableResult
+public func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    var pause = 0.002
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(UInt32(pause * 1_000_000))
+        pause = min(pause * 2, 0.05)
+    }
+    return condition()
+}
+
+/// Polls `condition` until it holds or `timeout` seconds pass, suspending the task between
+/// polls; true when it held.
+@discardableResult
+public func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    var pause = 2
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(pause))
+        pause = min(pause * 2, 50)
+    }
+    return condition()
+}
