@@ -1,3 +1,4 @@
+import EvidenceSandbox
 import EvidenceTesting
 import Foundation
 import Glibc

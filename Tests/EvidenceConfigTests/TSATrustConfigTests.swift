@@ -8,7 +8,7 @@ import Testing
 struct TSATrustConfigTests {
     @Test("an rfc3161 notary with neither ca_file nor tsa_cert_sha256 is refused, naming file, line and ca_file")
     func missingAnchorRefused() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             home = "/tmp/x"
 
@@ -24,7 +24,7 @@ struct TSATrustConfigTests {
 
     @Test("a notary used as [custody] anchor_tsa without ca_file is refused the same way")
     func anchorTSAWithoutCARefused() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [notaries.tsa]
             kind = "rfc3161"
@@ -38,7 +38,7 @@ struct TSATrustConfigTests {
 
     @Test("a pinned fingerprint alone is enough; any common spelling is normalized to openssl's")
     func pinAccepted() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let hex = String(repeating: "ab", count: 31) + "0f"
         let config = try loadConfig("""
             [notaries.tsa]
@@ -53,7 +53,7 @@ struct TSATrustConfigTests {
 
     @Test("a fingerprint that is not 32 bytes of hex is refused, naming the field")
     func badPinRefused() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let error = configError { try loadConfig("""
             [notaries.tsa]
             kind = "rfc3161"

@@ -1,7 +1,7 @@
 import EvidenceCore
 import EvidenceHTTP
 import EvidenceNotary
-import EvidenceTesting
+import EvidenceSandbox
 import Foundation
 import Logging
 import Testing

@@ -3,6 +3,7 @@ import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
 import EvidencePipeline
+import EvidenceTesting
 import Foundation
 import Testing
 
@@ -12,21 +13,20 @@ import Testing
 @Suite("After-actions wait for their own rule's notaries and archive", .serialized)
 struct AfterActionTests {
     final class Setup {
-        let root: String
+        let scratch = TempDirectory("after-action")
+        var root: String { scratch.path }
         let home: EvidenceHome
         var rules: [String: WatchRule] = [:]
         let archives: Archives
 
         init() throws {
-            root = NSTemporaryDirectory() + "/evidence-after-\(UUID().uuidString)"
+            let root = scratch.path
             for sub in ["a", "b", "vault"] {
                 try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true)
             }
             home = try EvidenceHome(path: root + "/home")
             archives = Archives(providers: ["vault": LocalProvider(account: "vault", root: root + "/vault")])
         }
-
-        deinit { try? FileManager.default.removeItem(atPath: root) }
 
         func rule(_ name: String, notary: [String] = [], archive: String? = nil, after: AfterAction = .keep) {
             rules[name] = WatchRule(name: name, file: root + "/\(name).toml", path: root + "/" + name.prefix(1), settle: 0,
