@@ -192,12 +192,13 @@ echo "== offline, with standard tools only:"
   cd "$work/bundle"
   echo "\$ sha256sum -c SHA256SUMS"; sha256sum -c SHA256SUMS
   original=$(ls original/)
-  echo "\$ openssl ts -verify -data 'original/$original' -in proofs/tsa.tsr -CAfile proofs/tsa-ca.pem"
-  openssl ts -verify -data "original/$original" -in proofs/tsa.tsr -CAfile proofs/tsa-ca.pem 2>/dev/null
+  # The TSA's CA as fetched from the TSA (the sandbox's /tsa/ca.pem), never the bundle's copy.
+  echo "\$ openssl ts -verify -data 'original/$original' -in proofs/tsa.tsr -CAfile $work/tsa-ca.pem -untrusted proofs/tsa-tsa.crt"
+  openssl ts -verify -data "original/$original" -in proofs/tsa.tsr -CAfile "$work/tsa-ca.pem" -untrusted proofs/tsa-tsa.crt 2>/dev/null
 )
 echo
-echo "== evidence verify $work/bundle"
-ev verify "$work/bundle"
+echo "== evidence verify $work/bundle --trust $work/tsa-ca.pem   (the TSA's CA from the TSA; the bundle's own is never trusted)"
+ev verify "$work/bundle" --trust "$work/tsa-ca.pem"
 echo
 echo "== evidence fsck"
 ev fsck

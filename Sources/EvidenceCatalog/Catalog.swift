@@ -123,13 +123,16 @@ public struct IngestRecord: Sendable {
     public var jobsForNewItem: [JobSpec]
     /// Jobs created for every new sighting (e.g. the rule's after-action on this source).
     public var jobsForNewSource: [JobSpec]
+    /// Jobs created for a new sighting of content already in the catalog (a duplicate, maybe
+    /// under another rule), per source like `jobsForNewSource`.
+    public var jobsForKnownItem: [JobSpec]
 
     public init(sha256: SHA256Digest, size: Int64, path: String, rule: String?, device: UInt64, inode: UInt64,
                 mtimeNanos: Int64, media: MediaInfo?, newObject: Bool, actor: String,
-                jobsForNewItem: [JobSpec] = [], jobsForNewSource: [JobSpec] = []) {
+                jobsForNewItem: [JobSpec] = [], jobsForNewSource: [JobSpec] = [], jobsForKnownItem: [JobSpec] = []) {
         self.sha256 = sha256; self.size = size; self.path = path; self.rule = rule; self.device = device
         self.inode = inode; self.mtimeNanos = mtimeNanos; self.media = media; self.newObject = newObject; self.actor = actor
-        self.jobsForNewItem = jobsForNewItem; self.jobsForNewSource = jobsForNewSource
+        self.jobsForNewItem = jobsForNewItem; self.jobsForNewSource = jobsForNewSource; self.jobsForKnownItem = jobsForKnownItem
     }
 }
 

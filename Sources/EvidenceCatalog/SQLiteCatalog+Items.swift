@@ -46,7 +46,7 @@ extension SQLiteCatalog {
             } else {
                 _ = try Self.appendEvent(db, itemID: row.id, kind: "seen-again", actor: r.actor, details: details)
             }
-            for spec in r.jobsForNewSource {
+            for spec in r.jobsForNewSource + (created ? [] : r.jobsForKnownItem) {
                 var sp = spec
                 if case .afterAction(let rule, let action, _) = spec.payload {
                     sp.payload = .afterAction(rule: rule, action: action, source: SourceRef(id: source.id!, path: r.path))

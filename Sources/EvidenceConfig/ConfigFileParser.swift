@@ -45,7 +45,7 @@ enum ConfigFileParser {
         var allowed: Set<String> = HTTPTimeouts.keys.union(["kind", "poll_first", "poll_max", "tls_ca_file"])
         switch kind {
         case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
-        case .rfc3161: allowed.formUnion(["urls", "ca_file"])
+        case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256"])
         }
         try r.checkKeys(t, allowed: allowed)
         var n = NotaryConfig(name: name, kind: kind)
@@ -73,8 +73,35 @@ enum ConfigFileParser {
                 if let problem = TOMLReader.urlProblem(u) { throw r.error(t.path + ["urls"], problem, element: i) }
             }
             n.urls = urls
+            n.tsaCertSHA256 = try fingerprints(r, t, "tsa_cert_sha256")
+            // A token's signature is only worth something against an anchor the operator chose.
+            if n.caFile == nil && n.tsaCertSHA256.isEmpty {
+                throw r.error(t.path + ["ca_file"], "missing required field (the TSA's CA certificate, PEM, obtained from the TSA; "
+                    + "or tsa_cert_sha256 = the SHA-256 fingerprint of its signing certificate): without it no token's signature can be verified")
+            }
         }
         return n
+    }
+
+    /// A SHA-256 certificate fingerprint, or a list of them, in any common spelling
+    /// (`ab12…`, `AB:12:…`), returned as upper-case colon-separated pairs.
+    static func fingerprints(_ r: TOMLReader, _ t: TOMLTableRef, _ key: String) throws(ConfigError) -> [String] {
+        let texts: [String]
+        if case .string = t[key] {
+            texts = try r.string(t, key).map { [$0] } ?? []
+        } else {
+            texts = try r.stringArray(t, key) ?? []
+        }
+        var out: [String] = []
+        for (i, text) in texts.enumerated() {
+            let hex = text.filter { !$0.isWhitespace && $0 != ":" }.uppercased()
+            guard hex.count == 64, hex.allSatisfy(\.isHexDigit) else {
+                throw r.error(t.path + [key], "\"\(text.prefix(100))\" is not a SHA-256 fingerprint (64 hex digits, colons allowed; "
+                    + "`openssl x509 -in tsa.crt -noout -fingerprint -sha256` prints it)", element: texts.count > 1 ? i : nil)
+            }
+            out.append(stride(from: 0, to: 64, by: 2).map { String(Array(hex)[$0..<$0 + 2]) }.joined(separator: ":"))
+        }
+        return out
     }
 
     static func archive(_ r: TOMLReader, _ t: TOMLTableRef, name: String) throws(ConfigError) -> ArchiveConfig {

@@ -4,7 +4,9 @@
 /// - all: `kind`, `poll_first` (duration, default 10s), `poll_max` (default 10m), `tls_ca_file`,
 ///   `connect_timeout` (default 10s), `stall_timeout` (default 60s; see `HTTPTimeouts`)
 /// - `qed`: `base_url` (http/https, optional), exactly one of `api_key_env` / `api_key_file`
-/// - `rfc3161`: `urls` (non-empty list of http/https URLs), `ca_file` (optional)
+/// - `rfc3161`: `urls` (non-empty list of http/https URLs), and at least one of `ca_file` (the
+///   TSA's CA certificate, PEM) and `tsa_cert_sha256` (SHA-256 fingerprint(s) of the TSA's signing
+///   certificate): the trust anchors every token must verify against
 /// File paths are absolute (resolved relative to the config file's directory).
 public struct NotaryConfig: Sendable, Equatable {
     public var name: String
@@ -20,6 +22,8 @@ public struct NotaryConfig: Sendable, Equatable {
     public var pollMax: Double
     public var urls: [String]
     public var caFile: String?
+    /// Pinned SHA-256 fingerprints (`AB:CD:…`) of TSA signing certificates (`tsa_cert_sha256`).
+    public var tsaCertSHA256: [String] = []
     public var tlsCAFile: String?
     public var timeouts = HTTPTimeouts()
 

@@ -16,8 +16,11 @@ public enum JobKind: String, Codable, Sendable, CaseIterable {
     case anchorCopy = "anchor-copy"
 }
 
-/// What a rule does with a source once its item is final (`after = "delete"` / `"move:DIR"`).
+/// What an after-action job does with its source once the item is final and the source's own
+/// rule has its evidence (`after = "delete"` / `"move:DIR"`). `keep`: nothing; it is the job of a
+/// duplicate under a rule that keeps its files, and only gets that rule's missing stages done.
 public enum SourceAction: Sendable, Equatable {
+    case keep
     case delete
     case move(to: String)
 }
@@ -78,6 +81,7 @@ public enum JobPayload: Sendable, Equatable, Codable {
         case .afterAction(let rule, let action, let source):
             var f = ["rule": rule]
             switch action {
+            case .keep: f["action"] = "keep"
             case .delete: f["action"] = "delete"
             case .move(let to): f["action"] = "move"; f["to"] = to
             }
@@ -104,6 +108,7 @@ public enum JobPayload: Sendable, Equatable, Codable {
         case .afterAction:
             let action: SourceAction
             switch try need("action") {
+            case "keep": action = .keep
             case "delete": action = .delete
             case "move": action = .move(to: try need("to"))
             case let other: throw JobPayloadError(kind: kind, problem: "unknown action \"\(other)\"")

@@ -1,4 +1,5 @@
 import EvidenceCore
+import EvidenceNotary
 import EvidenceStore
 import EvidencePipeline
 import Foundation
@@ -68,7 +69,9 @@ final class BundleWorkspace: @unchecked Sendable {
         } catch {
             throw FuzzViolation(target, "cannot write \(dir)/\(file): \(error)")
         }
-        let checks = BundleVerifier.verify(dir)
+        // The fixture TSA's CA, from beside the bundle (never from inside it), as an auditor passes it.
+        let trust = TSATrust(caFiles: [(fixture as NSString).deletingLastPathComponent + "/tsa-ca.pem"])
+        let checks = BundleVerifier.verify(dir, trust: trust).checks
         try FuzzTargets.require(!checks.isEmpty, target, "verify reported no checks")
         let failed = checks.filter { !$0.ok }
         if data == original {

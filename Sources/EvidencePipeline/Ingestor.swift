@@ -57,7 +57,8 @@ public struct Ingestor: Sendable {
                                   device: result.source.device, inode: result.source.inode,
                                   mtimeNanos: result.source.mtimeNanos, media: media,
                                   newObject: result.newObject, actor: actor,
-                                  jobsForNewItem: lifecycle?.jobsForNewItem ?? [], jobsForNewSource: lifecycle?.jobsForNewSource ?? [])
+                                  jobsForNewItem: lifecycle?.jobsForNewItem ?? [], jobsForNewSource: lifecycle?.jobsForNewSource ?? [],
+                                  jobsForKnownItem: lifecycle?.jobsForKnownItem ?? [])
         do {
             return .ingested(try home.catalog.recordIngest(record))
         } catch {

@@ -98,12 +98,16 @@ struct NotarizationCLITests {
             let bundle = h.scratch.path + "/bundle"
             #expect(h.cli.run(["--config", h.configPath!, "bundle", "1", "-o", bundle]).status == 0)
             #expect(CLI.exec(["sha256sum", "-c", "SHA256SUMS"], cwd: bundle).status == 0)
+            // The auditor's line from VERIFY.md, with the TSA's CA fetched from the TSA (not the bundle's copy).
+            let ca = h.scratch.path + "/tsa-ca.pem"
             let ts = CLI.exec(["openssl", "ts", "-verify", "-data", "original/clip.bin", "-in", "proofs/tsa.tsr",
-                               "-CAfile", "proofs/tsa-ca.pem"], cwd: bundle)
+                               "-CAfile", ca, "-untrusted", "proofs/tsa-tsa.crt"], cwd: bundle)
             #expect(ts.status == 0 && ts.stdout.contains("Verification: OK"), "\(ts.stdout) \(ts.stderr)")
-            let v = h.cli.run(["verify", bundle])
+            let v = h.cli.run(["verify", bundle, "--trust", ca])
             #expect(v.status == 0, "\(v.stdout)")
             #expect(v.stdout.contains("signature and chain verified"))
+            let viaConfig = h.cli.run(["--config", h.configPath!, "verify", bundle])
+            #expect(viaConfig.status == 0, "\(viaConfig.stdout)")
             #expect(CLI.exec(["qpdf", "--check", bundle + "/certificates/evidence.pdf"]).status == 0)
             #expect(CLI.exec(["pdftotext", bundle + "/certificates/evidence.pdf", "-"]).stdout.contains(hash))
             for origin in ["evidence", "qed"] {
@@ -138,7 +142,7 @@ struct NotarizationCLITests {
             var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
             bytes[bytes.count / 2] ^= 0x01
             try bytes.write(to: URL(fileURLWithPath: path))
-            let v = h.cli.run(["verify", bundle])
+            let v = h.cli.run(["verify", bundle, "--trust", h.scratch.path + "/tsa-ca.pem"])
             #expect(v.status == 1)
             #expect(v.stdout.contains("✗ file intact: \(file)"), "\(v.stdout)")
             #expect(h.stop() == 0)

@@ -158,7 +158,7 @@ struct RunCLITests {
         #expect(h.cli.run(["verify", "1"]).status == 0)
         let show = h.cli.run(["show", "--json", "1"]).json as? [String: Any]
         let kinds = (show?["custody"] as? [[String: Any]])?.compactMap { $0["kind"] as? String } ?? []
-        #expect(kinds == ["ingested", "verified", "source-deleted"])
+        #expect(kinds == ["ingested", "verified", "source-deleting", "source-deleted"])
         #expect(h.stop() == 0)
     }
 

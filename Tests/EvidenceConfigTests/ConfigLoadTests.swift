@@ -25,7 +25,7 @@ poll_max = "10m"
 [notaries.tsa]
 kind = "rfc3161"
 urls = ["https://tsa.example.org/tsr"]
-ca_file = "/etc/evidence/tsa-ca.pem"  # optional: verify the TSA's chain
+ca_file = "/etc/evidence/tsa-ca.pem"  # required: the TSA's CA, from the TSA
 
 [archives.office]
 kind = "owncloud"                     # owncloud | dropbox | box | sharefile | local

@@ -8,6 +8,7 @@ struct CustodyConfigTests {
         [notaries.tsa]
         kind = "rfc3161"
         urls = ["https://tsa.example/tsr"]
+        ca_file = "/etc/evidence/tsa-ca.pem"
 
         [notaries.qed]
         kind = "qed"
@@ -28,7 +29,7 @@ struct CustodyConfigTests {
         let missing = configError { try loadConfigText(notaries + "[custody]\n") }
         #expect(missing?.field == "custody.anchor_tsa", "\(String(describing: missing))")
         let unknown = configError { try loadConfigText(notaries + "[custody]\nanchor_tsa = \"tas\"\n") }
-        #expect(unknown?.field == "custody.anchor_tsa" && unknown?.line == 9)
+        #expect(unknown?.field == "custody.anchor_tsa" && unknown?.line == 10)
         #expect(unknown?.message.contains("no notary \"tas\"") == true && unknown?.message.contains("have: qed, tsa") == true)
         let qed = configError { try loadConfigText(notaries + "[custody]\nanchor_tsa = \"qed\"\n") }
         #expect(qed?.message.contains("anchors need an rfc3161 TSA") == true)

@@ -114,7 +114,7 @@ struct NotaryClientTests {
         let http = self.http
         try await withServer { url in
             // A misconfigured TSA URL: the sandbox's reset route answers POST with 200 and JSON.
-            let tsa = TSAClient(urls: [url.absoluteString + "/_sandbox/reset"], caFile: nil, http: http)
+            let tsa = TSAClient(urls: [url.absoluteString + "/_sandbox/reset"], trust: TSATrust(), http: http)
             let error = await #expect(throws: NotaryError.self) {
                 _ = try await tsa.timestamp(SHA256Digest(hex: String(repeating: "7a", count: 32))!)
             }

@@ -58,3 +58,19 @@ extension SHA256Digest {
     static let known = SHA256Digest(hex: "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")!  // sha256("hello\n")
     static let other = SHA256Digest(hex: String(repeating: "ab", count: 32))!
 }
+
+extension TimestampVerifier {
+    /// For tests that run one check both ways: `caFile` nil is the parse-only `inspect`
+    /// (status, imprint, nonce), a file the full signature and chain check.
+    static func verify(response: Data, for request: TimestampRequest, caFile: String?,
+                       untrustedFile: String? = nil) throws(TimestampError) -> TimestampToken {
+        guard let caFile else { return try inspect(response: response, for: request) }
+        return try verify(response: response, for: request, trust: TSATrust(caFiles: [caFile]), untrustedFile: untrustedFile)
+    }
+
+    static func verify(response: Data, digest: SHA256Digest, caFile: String?,
+                       untrustedFile: String? = nil) throws(TimestampError) -> TimestampToken {
+        guard let caFile else { return try inspect(response: response, digest: digest) }
+        return try verify(response: response, digest: digest, trust: TSATrust(caFiles: [caFile]), untrustedFile: untrustedFile)
+    }
+}

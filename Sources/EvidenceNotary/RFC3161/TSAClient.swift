@@ -4,15 +4,21 @@ import Foundation
 
 /// RFC 3161 time-stamping over HTTP: a fresh `TimeStampReq` (SHA-256 imprint, nonce, certReq)
 /// POSTed to each configured TSA in turn until one answers with a reply that verifies against
-/// the request (status, imprint, nonce and, with `caFile`, signature and chain).
+/// the request (status, imprint, nonce, signature and chain against `trust`). A reply is never
+/// accepted on its imprint alone: with empty `trust` every reply is refused.
 public struct TSAClient: Sendable {
     public let urls: [String]
-    public let caFile: String?
+    /// The TSA's CA file(s) and pinned signing-certificate fingerprints, from the config.
+    public let trust: TSATrust
     let http: HTTPClient
     public let name: String
 
-    public init(name: String = "rfc3161", urls: [String], caFile: String?, http: HTTPClient) {
-        self.name = name; self.urls = urls; self.caFile = caFile; self.http = http
+    public init(name: String = "rfc3161", urls: [String], trust: TSATrust, http: HTTPClient) {
+        self.name = name; self.urls = urls; self.trust = trust; self.http = http
+    }
+
+    public init(name: String = "rfc3161", urls: [String], caFile: String, http: HTTPClient) {
+        self.init(name: name, urls: urls, trust: TSATrust(caFiles: [caFile]), http: http)
     }
 
     /// The verified token and the URL that issued it. Every TSA failing throws the last failure,
@@ -52,7 +58,7 @@ public struct TSAClient: Sendable {
                               retryable: false)
         }
         do {
-            return try TimestampVerifier.verify(response: response.body, for: request, caFile: caFile)
+            return try TimestampVerifier.verify(response: response.body, for: request, trust: trust)
         } catch {
             throw NotaryError("\(name) \(Redact.url(url)): the reply does not verify: \(error.message)", retryable: error.isTransient)
         }

@@ -5,30 +5,63 @@ import Foundation
 /// Checks RFC 3161 replies before they are accepted (and stored tokens when auditing).
 public enum TimestampVerifier {
     /// Parses the TimeStampResp, checks PKIStatus granted(0)/grantedWithMods(1), message imprint ==
-    /// request digest (SHA-256), nonce == request nonce. When `caFile` is given it also verifies the
-    /// CMS signature, the ESS signing-certificate binding and the TSA certificate chain
-    /// (`TS_RESP_verify_response`), with extra untrusted certificates from `untrustedFile`.
-    public static func verify(response: Data, for request: TimestampRequest, caFile: String?,
+    /// request digest (SHA-256), nonce == request nonce, and verifies the CMS signature, the ESS
+    /// signing-certificate binding and the TSA certificate chain (`TS_RESP_verify_response`)
+    /// against `trust`, with extra untrusted certificates from `untrustedFile`. Empty `trust`
+    /// throws `.trustConfiguration`: a token whose signature was not checked is never accepted.
+    public static func verify(response: Data, for request: TimestampRequest, trust: TSATrust,
                               untrustedFile: String? = nil) throws(TimestampError) -> TimestampToken {
         guard let nonce = Hex.decode(request.nonce), !nonce.isEmpty else {
             throw TimestampError(.requestFailed, "request nonce is not hex: \(request.nonce.prefix(40))")
         }
         return try check(response: response, digest: request.digest, nonce: nonce,
-                         caFile: caFile, untrustedFile: untrustedFile)
+                         trust: trust, untrustedFile: untrustedFile)
     }
 
     /// Offline check of a stored `.tsr` against a file's content digest (for `evidence verify`):
-    /// the imprint must be `digest`; the signature and chain are verified when `caFile` is given.
-    /// The nonce is not checked (the request is not kept).
-    public static func verify(response: Data, digest: SHA256Digest, caFile: String?,
+    /// the imprint must be `digest`, and the signature and chain must verify against `trust`
+    /// (empty `trust` throws `.trustConfiguration`). The nonce is not checked (the request is not kept).
+    public static func verify(response: Data, digest: SHA256Digest, trust: TSATrust,
                               untrustedFile: String? = nil) throws(TimestampError) -> TimestampToken {
-        try check(response: response, digest: digest, nonce: nil, caFile: caFile, untrustedFile: untrustedFile)
+        try check(response: response, digest: digest, nonce: nil, trust: trust, untrustedFile: untrustedFile)
+    }
+
+    /// `verify(response:for:trust:)` with one CA file.
+    public static func verify(response: Data, for request: TimestampRequest, caFile: String,
+                              untrustedFile: String? = nil) throws(TimestampError) -> TimestampToken {
+        try verify(response: response, for: request, trust: TSATrust(caFiles: [caFile]), untrustedFile: untrustedFile)
+    }
+
+    /// `verify(response:digest:trust:)` with one CA file.
+    public static func verify(response: Data, digest: SHA256Digest, caFile: String,
+                              untrustedFile: String? = nil) throws(TimestampError) -> TimestampToken {
+        try verify(response: response, digest: digest, trust: TSATrust(caFiles: [caFile]), untrustedFile: untrustedFile)
+    }
+
+    /// Status, imprint and nonce against `request`, without the signature: for tests of the
+    /// parser and for showing a token, never for accepting one.
+    public static func inspect(response: Data, for request: TimestampRequest) throws(TimestampError) -> TimestampToken {
+        guard let nonce = Hex.decode(request.nonce), !nonce.isEmpty else {
+            throw TimestampError(.requestFailed, "request nonce is not hex: \(request.nonce.prefix(40))")
+        }
+        return try check(response: response, digest: request.digest, nonce: nonce, trust: nil, untrustedFile: nil)
+    }
+
+    /// Only status, imprint and (when given) nonce: what a token claims, with nothing proving who
+    /// signed it. For showing a token that could not be verified, never for accepting one.
+    public static func inspect(response: Data, digest: SHA256Digest) throws(TimestampError) -> TimestampToken {
+        try check(response: response, digest: digest, nonce: nil, trust: nil, untrustedFile: nil)
     }
 
     // MARK: - Implementation
 
+    /// `trust` nil: no signature check (only `inspect`); empty: refused.
     private static func check(response: Data, digest: SHA256Digest, nonce: [UInt8]?,
-                              caFile: String?, untrustedFile: String?) throws(TimestampError) -> TimestampToken {
+                              trust: TSATrust?, untrustedFile: String?) throws(TimestampError) -> TimestampToken {
+        if let trust, trust.isEmpty {
+            throw TimestampError(.trustConfiguration, "no trust anchor for the TSA's signature: "
+                + "give the TSA's CA certificate (obtained from the TSA) or its signing certificate's SHA-256 fingerprint")
+        }
         ERR_clear_error()
         defer { ERR_clear_error() }
 
@@ -48,8 +81,8 @@ public enum TimestampVerifier {
         let tokenDigest = try checkImprint(tst, expected: digest)
         let tokenNonce = try checkNonce(tst, expected: nonce)
 
-        if let caFile {
-            try verifySignature(resp, digest: digest, nonce: nonce, caFile: caFile, untrustedFile: untrustedFile)
+        if let trust {
+            try verifySignature(resp, digest: digest, nonce: nonce, trust: trust, untrustedFile: untrustedFile)
         }
 
         guard let time = TS_TST_INFO_get_time(tst), let genTime = generalizedTime(time) else {
@@ -186,9 +219,10 @@ public enum TimestampVerifier {
     private static let verifySigner: Int32 = 1 << 6
 
     /// TS_RESP_verify_response with signature, version, imprint, nonce (when known) and signer checks
-    /// against an X509_STORE loaded from `caFile`.
+    /// against an X509_STORE holding every certificate of `trust.caFiles` and, when the token's
+    /// signer certificate has a pinned fingerprint, that certificate (as a partial-chain anchor).
     private static func verifySignature(_ resp: OpaquePointer, digest: SHA256Digest, nonce: [UInt8]?,
-                                        caFile: String, untrustedFile: String?) throws(TimestampError) {
+                                        trust: TSATrust, untrustedFile: String?) throws(TimestampError) {
         ERR_clear_error()
         // The verify context is derived from an equivalent request: it carries the imprint,
         // its algorithm and the nonce (TS_VERIFY_CTX has no nonce setter in OpenSSL 3.0).
@@ -207,11 +241,28 @@ public enum TimestampVerifier {
         guard let store = X509_STORE_new() else {
             throw TimestampError(.trustConfiguration, OpenSSLSupport.withErrors("X509_STORE_new failed"))
         }
-        guard X509_STORE_load_file(store, caFile) == 1 else {
-            X509_STORE_free(store)
-            throw TimestampError(.trustConfiguration, OpenSSLSupport.withErrors("cannot load CA file \(caFile)"))
-        }
         _ = TS_VERIFY_CTX_set_store(ctx, store)  // ctx owns the store now
+        for caFile in trust.caFiles {
+            guard X509_STORE_load_file(store, caFile) == 1 else {
+                throw TimestampError(.trustConfiguration, OpenSSLSupport.withErrors("cannot load CA file \(caFile)"))
+            }
+        }
+        var pinned = false
+        if !trust.pinnedSigners.isEmpty, let token = TS_RESP_get_token(resp), let signers = PKCS7_get0_signers(token, nil, 0) {
+            defer { evidence_sk_X509_free(signers) }  // the certificates belong to the token
+            if evidence_sk_X509_num(signers) > 0, let signer = evidence_sk_X509_value(signers, 0),
+               trust.pinnedSigners.contains(TSACertificates.describe(signer).sha256) {
+                _ = X509_STORE_add_cert(store, signer)  // the store takes its own reference
+                pinned = true
+            }
+        }
+        ERR_clear_error()
+        guard !trust.caFiles.isEmpty || pinned else {
+            throw TimestampError(.verificationFailed,
+                                 "signature or chain verification failed: the token's signing certificate is not the pinned one")
+        }
+        // A pinned signing certificate is an anchor by itself, without its issuer.
+        if pinned { _ = X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN)) }
 
         if let untrustedFile {
             guard let certs = TS_CONF_load_certs(untrustedFile) else {

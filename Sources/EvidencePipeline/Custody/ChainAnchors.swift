@@ -105,10 +105,11 @@ public enum ChainAnchors {
     }
 
     /// Every anchor against the chain: its token must carry the anchored hash (and verify
-    /// against `caFile` when given), and event #seq must still exist with that hash.
+    /// against `trust` when given; nil checks the imprint only and says so in `signaturesChecked`),
+    /// and event #seq must still exist with that hash.
     /// `more` are folders of copies (`evidence-anchors/` fetched from the `anchor_archive`
     /// account): their anchors count as well, so deleting `anchors/` here hides nothing.
-    public static func check(_ home: EvidenceHome, events: [CustodyEvent], caFile: String?, more: [String] = []) -> Check {
+    public static func check(_ home: EvidenceHome, events: [CustodyEvent], trust: TSATrust?, more: [String] = []) -> Check {
         var seen = Set<String>()
         let anchors = ([directory(home)] + more).flatMap { list(directory: $0) }
             .filter { seen.insert($0.name).inserted }
@@ -123,7 +124,13 @@ public enum ChainAnchors {
                 continue
             }
             do {
-                let token = try TimestampVerifier.verify(response: data, digest: SHA256Digest(hex: a.hash)!, caFile: caFile)
+                let digest = SHA256Digest(hex: a.hash)!
+                let token: TimestampToken
+                if let trust {
+                    token = try TimestampVerifier.verify(response: data, digest: digest, trust: trust)
+                } else {
+                    token = try TimestampVerifier.inspect(response: data, digest: digest)
+                }
                 a.genTime = token.genTime
             } catch {
                 problems.append(.init(seq: a.seq, detail: "anchor \(name) does not verify: \(error.message)"))
@@ -139,19 +146,19 @@ public enum ChainAnchors {
             }
             newest = a
         }
-        return Check(anchors: anchors.count, newest: newest, signaturesChecked: caFile != nil, problems: problems)
+        return Check(anchors: anchors.count, newest: newest, signaturesChecked: trust != nil, problems: problems)
     }
 }
 
 extension EvidenceHome {
     /// The custody chain checked, with its time-stamped anchors checked against it; the
-    /// anchors' problems are part of the returned report. `caFile` verifies the tokens'
+    /// anchors' problems are part of the returned report. `trust` verifies the tokens'
     /// signatures (the `[custody]` TSA's `ca_file`); without it only their imprints are checked.
-    public func verifyCustody(caFile: String?, moreAnchors: [String] = []) throws(CatalogError)
+    public func verifyCustody(trust: TSATrust?, moreAnchors: [String] = []) throws(CatalogError)
         -> (chain: ChainReport, anchors: ChainAnchors.Check) {
         let events = try catalog.allEvents()
         var chain = catalog.verifyChain(events: events)
-        let anchors = ChainAnchors.check(self, events: events, caFile: caFile, more: moreAnchors)
+        let anchors = ChainAnchors.check(self, events: events, trust: trust, more: moreAnchors)
         chain.problems += anchors.problems
         return (chain, anchors)
     }

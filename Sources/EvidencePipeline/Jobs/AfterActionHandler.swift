@@ -6,8 +6,15 @@ import Foundation
 import Glibc
 
 /// The rule's `after` action on one source: `delete` it or `move:DIR` it, only once its
-/// item reached the rule's final stage, only if the source is still the very file version
-/// that was ingested, and only after the stored copy was re-read and matched.
+/// item reached the rule's final stage AND this source's own rule has its evidence (every one
+/// of its notaries confirmed, and a verified copy of the original in its archive account), only
+/// if the source is still the very file version that was ingested, and only after the stored
+/// copy was re-read and matched.
+///
+/// The item's state is shared by every rule that saw its content: a file dropped under rule B
+/// whose content was first taken under rule A is `done` as soon as A's work is. So the job
+/// checks B's own stages in the catalog's proof and archive records, queues those B lacks
+/// (B's notaries, B's archive), and waits for them. Action `keep` does only that.
 public struct AfterActionHandler: JobHandler {
     public let kind = JobKind.afterAction
     let home: EvidenceHome
@@ -19,16 +26,10 @@ public struct AfterActionHandler: JobHandler {
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
-        guard let itemID = job.itemID, case .afterAction(let ruleName, let afterAction, let sourceRef?) = job.payload else {
+        guard let itemID = job.itemID, case .afterAction(let ruleName, let action, let sourceRef?) = job.payload else {
             throw JobError("after-action job \(job.id) has no item or source", retryable: false)
         }
         let (path, sourceID) = (sourceRef.path, sourceRef.id)
-        let action: String
-        var moveTo: String?
-        switch afterAction {
-        case .delete: action = "delete"
-        case .move(let to): action = "move"; moveTo = to
-        }
         let home = self.home
         let found = await onIOThread { Result { () throws(CatalogError) in
             (try home.catalog.item(id: itemID), try home.catalog.sources(itemID: itemID).first(where: { $0.id == sourceID }))
@@ -49,7 +50,31 @@ public struct AfterActionHandler: JobHandler {
                            reason: "item #\(itemID) is \(item.state.rawValue), waiting for \(plan?.finalState.rawValue ?? "its rule")")
         }
 
-        let dest = moveTo.map { destination(for: path, in: $0, rule: plan.rule) }
+        // This rule's own evidence, from the catalog: what it lacks is queued, and the source waits.
+        let missing = await onIOThread { Result { () throws(CatalogError) -> [JobSpec] in
+            let lacking = plan.missingStages(item: item, proofs: try home.catalog.proofs(itemID: itemID),
+                                             archived: try home.catalog.archivedFiles(itemID: itemID))
+            for spec in lacking { _ = try home.catalog.enqueue(spec, itemID: itemID, dedupeKey: spec.itemKey(itemID)) }
+            return lacking
+        } }
+        switch missing {
+        case .failure(let e): throw JobError(e.description, retryable: true)
+        case .success(let lacking) where !lacking.isEmpty:
+            let age = -job.createdAt.timeIntervalSinceNow
+            let what = lacking.map { spec -> String in
+                if case .notarize(_, let notary) = spec.payload { return "notary \(notary)" }
+                return "archive to \(plan.rule.archive ?? "-")"
+            }
+            return .notYet(until: Date().addingTimeInterval(min(600, max(1, age / 10))),
+                           reason: "rule \(plan.rule.name) still needs \(what.joined(separator: ", ")) for item #\(itemID); \(path) left in place")
+        case .success:
+            break
+        }
+        if action == .keep {
+            return .done(JobTransition(state: nil, event: "rule-stages-complete", details: ["rule": plan.rule.name, "path": path]))
+        }
+
+        let dest: String? = if case .move(let dir) = action { destination(for: path, in: dir, rule: plan.rule) } else { nil }
         let objectPath = home.store.objectPath(item.sha256)
         return try await onIOThread { () -> Result<JobOutcome, JobError> in
             Self.perform(action: action, path: path, dest: dest, source: source, item: item, objectPath: objectPath, home: home)
@@ -63,13 +88,19 @@ public struct AfterActionHandler: JobHandler {
         return (dir as NSString).appendingPathComponent(rel)
     }
 
-    static func perform(action: String, path: String, dest: String?, source: SourceSighting, item: Item,
+    static func perform(action: SourceAction, path: String, dest: String?, source: SourceSighting, item: Item,
                         objectPath: String, home: EvidenceHome) -> Result<JobOutcome, JobError> {
         var st = stat()
         if lstat(path, &st) != 0 {
             if errno == ENOENT {
                 if let dest, let d = try? SourceStat.lstat(dest).get(), d.inode == source.inode, d.device == source.device {
                     return .success(.done(JobTransition(state: nil, event: "source-moved", details: ["from": path, "to": dest])))
+                }
+                // We unlinked it and stopped before recording that (a crash): the intent says so.
+                if action == .delete, let events = try? home.catalog.events(itemID: item.id),
+                   events.contains(where: { $0.kind == "source-deleting" && $0.details.contains("\"source_id\":\"\(source.id)\"") }) {
+                    return .success(.done(JobTransition(state: nil, event: "source-deleted",
+                                                        details: ["path": path, "sha256": item.sha256.hex, "recorded": "after a restart"])))
                 }
                 return .success(.done(JobTransition(state: nil, event: "after-action-skipped",
                                                     reason: "source is already gone", details: ["path": path])))
@@ -94,13 +125,21 @@ public struct AfterActionHandler: JobHandler {
             return .failure(JobError("\(e.description); source \(path) left in place", retryable: true))
         }
         switch action {
-        case "delete":
+        case .delete:
+            // The intent first, in its own transaction: a crash right after the unlink must not
+            // leave the custody log saying the file merely went missing.
+            do {
+                try home.catalog.appendEvent(itemID: item.id, kind: "source-deleting",
+                                             details: ["path": path, "sha256": item.sha256.hex, "source_id": String(source.id)])
+            } catch {
+                return .failure(JobError("\(error.description); source \(path) left in place", retryable: true))
+            }
             if unlink(path) != 0 {
                 return .failure(JobError("\(path): delete failed: \(String(cString: strerror(errno)))", retryable: true))
             }
             fsyncParent(path)
             return .success(.done(JobTransition(state: nil, event: "source-deleted", details: ["path": path, "sha256": item.sha256.hex])))
-        case "move":
+        case .move:
             guard let dest else { return .failure(JobError("move without a destination", retryable: false)) }
             switch move(path, to: dest, sha256: item.sha256) {
             case .success(let final):
@@ -108,8 +147,8 @@ public struct AfterActionHandler: JobHandler {
             case .failure(let e):
                 return .failure(e)
             }
-        default:
-            return .failure(JobError("unknown after-action \(action)", retryable: false))
+        case .keep:
+            return .failure(JobError("a keep job has nothing to do with its source", retryable: false))
         }
     }
 

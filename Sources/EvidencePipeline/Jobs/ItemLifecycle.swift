@@ -40,6 +40,32 @@ public struct ItemLifecycle: Sendable {
     /// Jobs for an item seen for the first time.
     public var jobsForNewItem: [JobSpec] { [JobSpec(.verify(rule: rule.name))] }
 
+    /// Jobs for a new sighting of content already known (a duplicate, perhaps under another
+    /// rule): a rule that keeps its files still gets its own notaries and archive, through a
+    /// `keep` after-action that queues the stages it lacks. (`delete`/`move` have their
+    /// after-action from `jobsForNewSource`, which does the same before acting.)
+    public var jobsForKnownItem: [JobSpec] {
+        guard case .keep = rule.after, !rule.notary.isEmpty || rule.archive != nil else { return [] }
+        return [JobSpec(.afterAction(rule: rule.name, action: .keep, source: nil), maxAttempts: 20)]
+    }
+
+    /// What this rule still needs before its after-action may touch the source: a notarize job
+    /// for each of its notaries without a confirmed proof; once they are all confirmed, an
+    /// archive job for its account when no verified copy of the original is recorded there.
+    /// Empty: the rule's own evidence exists.
+    public func missingStages(item: Item, proofs: [Proof], archived: [ArchivedFile]) -> [JobSpec] {
+        let confirmed = Set(proofs.filter { $0.state == .confirmed && $0.receipt != nil }.map(\.notary))
+        let notarize = rule.notary.filter { !confirmed.contains($0) }.map {
+            JobSpec(.notarize(rule: rule.name, notary: $0), maxAttempts: 12, scope: $0)
+        }
+        if !notarize.isEmpty { return notarize }
+        if let account = rule.archive,
+           !archived.contains(where: { $0.account == account && $0.role == .original && $0.sha256 == item.sha256 }) {
+            return jobsForArchive
+        }
+        return []
+    }
+
     /// Jobs for a source (one file name) of an item: the rule's after-action, if any.
     public var jobsForNewSource: [JobSpec] {
         switch rule.after {
@@ -77,6 +103,10 @@ public struct ItemLifecycle: Sendable {
         case .certified(let count):
             return JobTransition(state: rule.archive == nil ? finalState : .certified, event: "certified",
                                  details: ["certificates": String(count)], jobs: rule.archive == nil ? [] : jobsForArchive)
+        case .archived(let details) where state == finalState:
+            // Another rule's copy of content whose own pipeline already finished (queued by that
+            // rule's after-action): recorded, without moving the item back a stage.
+            return JobTransition(state: nil, event: "archived", details: details.merging(["rule": rule.name]) { a, _ in a })
         case .archived(let details):
             let jobs = rule.share == nil ? [] : [JobSpec(.share(rule: rule.name), maxAttempts: 12)]
             return JobTransition(state: rule.share == nil ? finalState : .archived, event: "archived", details: details, jobs: jobs)
@@ -85,5 +115,8 @@ public struct ItemLifecycle: Sendable {
         }
     }
 
-    var jobsForArchive: [JobSpec] { [JobSpec(.archive(rule: rule.name), maxAttempts: 12)] }
+    /// One archive job per item and account (so that another rule's account gets its own).
+    var jobsForArchive: [JobSpec] {
+        [JobSpec(.archive(rule: rule.name), maxAttempts: 12, scope: rule.archive.map { "account:" + $0 })]
+    }
 }

@@ -53,7 +53,22 @@ public struct Notaries: Sendable {
     /// The client of an rfc3161 notary alone, without reading any other notary's secrets
     /// (`evidence log anchor` needs only the `[custody]` TSA).
     public static func tsaClient(_ notary: NotaryConfig, logger: Logger) -> TSAClient {
-        TSAClient(name: notary.name, urls: notary.urls, caFile: notary.caFile, http: httpClient(for: notary, logger: logger))
+        TSAClient(name: notary.name, urls: notary.urls, trust: notary.tsaTrust, http: httpClient(for: notary, logger: logger))
+    }
+}
+
+extension NotaryConfig {
+    /// The anchors this TSA's tokens must verify against: its `ca_file` and `tsa_cert_sha256`.
+    public var tsaTrust: TSATrust {
+        TSATrust(caFiles: caFile.map { [$0] } ?? [], pinnedSigners: tsaCertSHA256)
+    }
+}
+
+extension EvidenceConfig {
+    /// Every rfc3161 notary's anchors together: what `evidence verify` trusts from the config.
+    public var tsaTrust: TSATrust {
+        notaries.values.filter { $0.kind == .rfc3161 }.sorted { $0.name < $1.name }
+            .reduce(TSATrust()) { $0.merging($1.tsaTrust) }
     }
 }
 

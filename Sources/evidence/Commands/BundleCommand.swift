@@ -10,14 +10,17 @@ struct BundleCommand: ParsableCommand {
         commandName: "bundle",
         abstract: "Write an auditor's bundle of one item: original, proofs, certificates, custody, VERIFY.md.",
         discussion: """
-        The folder verifies offline with standard tools alone:
+        The folder verifies offline with standard tools alone, given the TSA's CA certificate
+        obtained from the TSA (never from the folder):
 
           cd DIR && sha256sum -c SHA256SUMS
-          openssl ts -verify -data original/FILE -in proofs/NOTARY.tsr -CAfile proofs/NOTARY-ca.pem
+          openssl ts -verify -data original/FILE -in proofs/NOTARY.tsr \\
+              -CAfile TSA-CA-FROM-THE-TSA.pem -untrusted proofs/NOTARY-tsa.crt
 
-        and with `evidence verify DIR`, which checks everything point by point. VERIFY.md in the
-        folder lists the exact commands for this item. The TSA's CA certificate is included when
-        its notary has `ca_file` in evidence.toml.
+        and with `evidence verify DIR --trust TSA-CA-FROM-THE-TSA.pem`, which checks everything
+        point by point. VERIFY.md in the folder lists the exact commands for this item. A copy of
+        the notary's `ca_file` is included as proofs/NOTARY-ca.pem, only so that its fingerprint
+        can be compared with the TSA's published one.
 
         The folder is written under a temporary name and renamed into place when complete; DIR
         must not exist or be empty.
@@ -55,7 +58,8 @@ struct BundleCommand: ParsableCommand {
             if it.state < .confirmed || it.state == .failed || it.state == .quarantined {
                 Output.line("note: item #\(it.id) is \(it.state.rawValue): its proofs are incomplete")
             }
-            Output.line("check it with: (cd \(output) && sha256sum -c SHA256SUMS), or: evidence verify \(output)")
+            Output.line("check it with: (cd \(output) && sha256sum -c SHA256SUMS), and: evidence verify \(output) --trust TSA-CA.pem "
+                        + "(the TSA's CA certificate, obtained from the TSA; VERIFY.md has the openssl commands)")
         }
     }
 }

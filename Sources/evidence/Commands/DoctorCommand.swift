@@ -104,7 +104,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
 
         // home, catalog, custody, store, queue
-        checkHome(home, anchorCA: LogCommand.anchorCAFile(config), add: add)
+        checkHome(home, anchorTrust: LogCommand.anchorTrust(config), add: add)
 
         // disk
         add(diskCheck(home))
@@ -138,13 +138,7 @@ struct DoctorCommand: AsyncParsableCommand {
                         let answered = Date()
                         let local = asked.addingTimeInterval(answered.timeIntervalSince(asked) / 2)
                         tsaSkews.append((name, local.timeIntervalSince(token.genTime)))
-                        c.detail = "time-stamp from \(url), serial \(token.serial)" +
-                            (client.caFile != nil ? ", signature and chain verified" : "")
-                        if client.caFile == nil {
-                            c.status = .warn
-                            c.detail += "; its signature is not checked (no ca_file)"
-                            c.fix = "set ca_file in [notaries.\(name)] to the TSA's CA certificate (PEM) so tokens are verified and bundled"
-                        }
+                        c.detail = "time-stamp from \(url), serial \(token.serial), signature and chain verified against \(client.trust.summary)"
                     }
                 } catch {
                     c.status = .fail
@@ -234,7 +228,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    private func checkHome(_ home: String, anchorCA: String?, add: (Check) -> Void) {
+    private func checkHome(_ home: String, anchorTrust: TSATrust?, add: (Check) -> Void) {
         guard FileManager.default.fileExists(atPath: home + "/catalog.sqlite") else {
             add(Check(check: "home", status: .warn, detail: "\(home) has no catalog yet",
                       fix: "evidence run (or evidence ingest FILE) creates it"))
@@ -275,7 +269,7 @@ struct DoctorCommand: AsyncParsableCommand {
                       detail: problems.isEmpty ? "\(s.items) items, \(s.events) custody events, \(jobs.values.reduce(0, +)) jobs; quick_check ok"
                                                : "quick_check: " + problems.prefix(5).joined(separator: "; "),
                       fix: "stop evidence run, restore catalog.sqlite from a backup, then run evidence fsck"))
-            let (chain, anchors) = try h.verifyCustody(caFile: anchorCA)
+            let (chain, anchors) = try h.verifyCustody(trust: anchorTrust)
             add(Check(check: "custody", status: chain.ok ? .ok : .fail,
                       detail: chain.ok ? "\(chain.events) events chain to head \(chain.headHash.prefix(16))…; "
                                          + LogCommand.anchorSummary(anchors, events: chain.events).text

@@ -95,7 +95,8 @@ struct InitCommand: ParsableCommand {
         # [notaries.tsa]
         # kind = "rfc3161"
         # urls = ["https://tsa.example.org/tsr"]
-        # ca_file = "/etc/evidence/tsa-ca.pem"
+        # ca_file = "/etc/evidence/tsa-ca.pem"      # required: the TSA's CA, obtained from the TSA
+        # tsa_cert_sha256 = "AB:CD:…"               # or/and: its signing certificate's SHA-256 fingerprint
 
         # Archive accounts: a rule's archive = "NAME". `evidence accounts check` proves them.
         [archives.vault]

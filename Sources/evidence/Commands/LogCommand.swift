@@ -58,7 +58,7 @@ struct LogCommand: AsyncParsableCommand {
         func run() throws {
             let config = try? global.loadConfig()
             let home = try global.openHome(mustExist: true)
-            let (chain, anchors) = try home.verifyCustody(caFile: config.flatMap(LogCommand.anchorCAFile), moreAnchors: anchorFolders)
+            let (chain, anchors) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), moreAnchors: anchorFolders)
             if global.json {
                 Output.json(Report(ok: chain.ok, events: chain.events, headHash: chain.headHash, anchors: anchors.anchors,
                                    newestAnchor: anchors.newest, anchorSignaturesChecked: anchors.signaturesChecked,
@@ -144,9 +144,9 @@ struct LogCommand: AsyncParsableCommand {
         }
     }
 
-    /// The CA that anchor tokens must chain to: the `[custody]` TSA's `ca_file`.
-    static func anchorCAFile(_ config: EvidenceConfig) -> String? {
-        config.custody.flatMap { config.notaries[$0.anchorTSA]?.caFile }
+    /// What anchor tokens must verify against: the `[custody]` TSA's `ca_file` / `tsa_cert_sha256`.
+    static func anchorTrust(_ config: EvidenceConfig) -> TSATrust? {
+        config.custody.flatMap { config.notaries[$0.anchorTSA]?.tsaTrust }
     }
 
     static func anchorLine(_ a: ChainAnchors.Check, events: Int) -> String {

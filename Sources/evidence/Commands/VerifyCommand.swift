@@ -1,6 +1,8 @@
 import ArgumentParser
 import EvidenceCatalog
+import EvidenceConfig
 import EvidenceCore
+import EvidenceNotary
 import EvidencePipeline
 import EvidenceStore
 import Foundation
@@ -12,14 +14,22 @@ struct VerifyCommand: ParsableCommand {
         discussion: """
         DIR (a bundle from `evidence bundle`): checks offline, without the catalog, every file
         against SHA256SUMS (and that nothing unlisted was added), the manifest, the original's
-        hash, each RFC 3161 token (imprint, signature and chain with the bundled CA), each QED
-        report (hash, confirmed, transaction), the custody events' hashes, and the certificates.
+        hash, that every proof the manifest lists is confirmed and present, each RFC 3161 token
+        (imprint, signature and chain), each QED report (hash, confirmed, transaction: the
+        bundle's own copy), the custody events' hashes and that they record the item's hash and
+        name and each proof's receipt, and the certificates.
+
+        Trust anchors come only from outside the bundle: --trust FILE (the TSA's CA certificate,
+        obtained from the TSA; repeatable) and the config's rfc3161 notaries (`ca_file`,
+        `tsa_cert_sha256`). A CA file inside the bundle is never trusted: its SHA-256 fingerprint
+        is printed for comparison with the one the TSA publishes. With no anchor, an RFC 3161
+        token is "not verified" and the bundle is not reported verified.
 
         FILE: hashes the file and looks its SHA-256 up in the catalog; then re-hashes the store
         object of that item.
         ITEM (id, hash prefix or source path): re-hashes the store object and compares it with
         the catalog's hash and size; checks each proof's receipt (RFC 3161 token: imprint, and
-        signature and chain with the TSA's `ca_file`; QED report: hash, confirmed, transaction)
+        signature and chain with the TSA's `ca_file` or --trust; QED report: hash, confirmed, transaction)
         and each certificate; reports whether each recorded source still matches.
 
         Each check is printed on its own line with ✓ or ✗.
@@ -29,8 +39,26 @@ struct VerifyCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: ArgumentHelp("A file, or an item id / hash prefix / source path.", valueName: "file-or-item"))
+    @Argument(help: ArgumentHelp("A file, or an item id / hash prefix / source path, or a bundle folder.", valueName: "file-or-item"))
     var target: String
+
+    @Option(name: .customLong("trust"), help: ArgumentHelp(
+        "A PEM file of CA certificates to trust for RFC 3161 tokens (the TSA's CA, obtained from the TSA). Repeatable.",
+        valueName: "file"))
+    var trust: [String] = []
+
+    func validate() throws {
+        for file in trust {
+            do { _ = try TSACertificates.read(pemFile: file) } catch {
+                throw ValidationError("--trust \(file): \(error.message)")
+            }
+        }
+    }
+
+    /// The config's rfc3161 anchors plus --trust: everything this run trusts, none of it from a bundle.
+    func anchors(_ config: EvidenceConfig) -> TSATrust {
+        config.tsaTrust.merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
+    }
 
     struct Check: Encodable {
         var check: String
@@ -44,6 +72,9 @@ struct VerifyCommand: ParsableCommand {
         var sha256: String?
         var ok: Bool
         var checks: [Check]
+        /// Bundles only: fingerprints to compare, and what the tokens were checked against.
+        var notes: [String]? = nil
+        var trustAnchors: [String]? = nil
     }
 
     func run() throws {
@@ -79,7 +110,7 @@ struct VerifyCommand: ParsableCommand {
             } catch {
                 checks.append(Check(check: "store object re-hashed", ok: false, detail: error.description))
             }
-            let cas = try global.loadConfig().tsaCAFiles
+            let config = try global.loadConfig()
             for p in try home.catalog.proofs(itemID: i.id) {
                 switch p.state {
                 case .pending:
@@ -91,7 +122,10 @@ struct VerifyCommand: ParsableCommand {
                         checks.append(Check(check: "proof \(p.notary)", ok: false, detail: "receipt object missing from the store"))
                         continue
                     }
-                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, caFile: cas[p.notary], label: home.store.objectPath(r))
+                    // This notary's own anchors, plus --trust.
+                    let anchors = (config.notaries[p.notary]?.tsaTrust ?? TSATrust())
+                        .merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
+                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.objectPath(r))
                     checks.append(Check(check: c.check, ok: c.ok, detail: c.detail))
                 }
             }
@@ -123,12 +157,19 @@ struct VerifyCommand: ParsableCommand {
     }
 
     private func verifyBundle() throws {
-        let checks = BundleVerifier.verify(target).map { Check(check: $0.check, ok: $0.ok, detail: $0.detail) }
-        let ok = !checks.isEmpty && checks.allSatisfy(\.ok)
+        let anchors = anchors(try global.loadConfig())
+        let report = BundleVerifier.verify(target, trust: anchors)
+        let checks = report.checks.map { Check(check: $0.check, ok: $0.ok, detail: $0.detail) }
+        let ok = report.ok
         if global.json {
-            Output.json(Report(target: target, item: nil, sha256: nil, ok: ok, checks: checks))
+            Output.json(Report(target: target, item: nil, sha256: nil, ok: ok, checks: checks, notes: report.notes,
+                               trustAnchors: anchors.caFiles + anchors.pinnedSigners))
         } else {
             for c in checks { Output.line("\(c.ok ? "✓" : "✗") \(c.check): \(c.detail)") }
+            for n in report.notes { Output.line("• \(n)") }
+            if anchors.isEmpty {
+                Output.line("no trust anchor was given: \(BundleVerifier.noAnchorAdvice)")
+            }
             Output.line(ok ? "bundle verified" : "BUNDLE VERIFICATION FAILED")
         }
         if !ok { throw ExitCode(1) }
