@@ -76,7 +76,7 @@ struct MisbehaveTests {
     func arguments() async throws {
         try await withSandbox { sandbox in
             let noMode = try await arm(sandbox, "path=/v1/&mode=teapot")
-            #expect(noMode.status == 400 && noMode.text.contains("mode must be one of garbage, html, truncated, oversized, slow, wrong-type, wrong-json"))
+            #expect(noMode.status == 400 && noMode.text.contains("mode must be one of garbage, html, truncated, oversized, slow, wrong-type, locked, wrong-json"))
             #expect(try await arm(sandbox, "mode=html").status == 400)
             #expect(try await arm(sandbox, "path=/v1/&mode=html&count=-1").status == 400)
             _ = try await arm(sandbox, "path=/v1/&mode=html&count=5")
