@@ -22,9 +22,13 @@ extension HTTPClient {
     /// `Retry-After`; a `Retry-After` beyond `retry.maxRetryAfter` ends the loop at once.
     /// Returns the successful response, or throws the last `HTTPError` (`.status` with `response`
     /// for an answer judged permanent or still failing after the last attempt). Not idempotent by
-    /// itself: only retry requests the server can safely receive twice.
+    /// itself: only retry requests the server can safely receive twice. With `retryTransport`
+    /// false, only answers `classify` judges retryable are sent again: a write that creates
+    /// something may have arrived when its answer was lost, and the caller (the job queue)
+    /// looks at the remote before writing again.
     public func execute(_ request: HTTPRequest,
                         classify: (@Sendable (HTTPResponse) -> Classification)? = nil,
+                        retryTransport: Bool = true,
                         progress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil)
         async throws(HTTPError) -> HTTPResponse
     {
@@ -46,7 +50,7 @@ extension HTTPClient {
                     throw Self.statusError(request, response, retryAfter: nil, retryable: false, secrets: secrets)
                 }
             } catch {
-                guard error.isRetryable else { throw error }
+                guard error.isRetryable, retryTransport || error.response != nil else { throw error }
                 failure = error
             }
 

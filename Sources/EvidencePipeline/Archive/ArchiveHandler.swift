@@ -102,7 +102,9 @@ public struct ArchiveHandler: JobHandler {
                 try await provider.makeFolders(RemotePath.parent(path))
                 var report: (@Sendable (Int64) -> Void)?
                 if let progress { let size = upload.size; report = { progress(path, $0, size) } }
-                try await uploadRetrying(local: local, upload: upload, expected: expected, path: path, provider: provider, report: report)
+                // Sent once: a transient failure ends this attempt, and the job queue runs the job
+                // again later, which looks at the remote first (a copy that did arrive is adopted).
+                _ = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: report)
                 report?(upload.size)
             } catch {
                 if error.kind == .conflict { continue }
@@ -119,26 +121,6 @@ public struct ArchiveHandler: JobHandler {
                                 sha256: upload.object, size: upload.size, verifiedBy: how, remoteID: stored.id)
         }
         throw JobError("\(provider.account): \(upload.remotePath) and its alternate name hold other files; not replacing them", retryable: false)
-    }
-
-    /// Uploads are sent once (a resent create could meet its own first copy), so a transient
-    /// failure (5xx, a dropped connection, bytes damaged on the way) is retried here, a few
-    /// times, after looking again: a copy that did arrive is kept (the caller verifies it).
-    func uploadRetrying(local: String, upload: Upload, expected: String, path: String, provider: any ArchiveProvider,
-                        report: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) {
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                _ = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: report)
-                return
-            } catch {
-                guard error.kind == .transient, attempt < 4 else { throw error }
-                let wait = min(error.retryAfter ?? Double(attempt), 30)
-                try? await Task.sleep(for: .seconds(wait))
-                if try await provider.stat(path) != nil { return }
-            }
-        }
     }
 
     /// nil when the remote file is not our content; else how it was proven to be.

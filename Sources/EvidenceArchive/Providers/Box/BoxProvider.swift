@@ -44,10 +44,11 @@ public struct BoxProvider: ArchiveProvider {
     }
 
     func call(_ method: String, _ url: String, json: Any? = nil, headers: [(name: String, value: String)] = [],
-              doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
+              doing what: String, retry: RetryMode = .full,
+              busy: (@Sendable (HTTPResponse) -> Bool)? = nil) async throws(ArchiveError) -> HTTPResponse {
         let body: HTTPBody = json.map { .data(JSON.data($0)) } ?? .none
         let extra = json == nil ? headers : headers + [("Content-Type", "application/json")]
-        return try await caller.call(what, retry: retry) { token in
+        return try await caller.call(what, retry: retry, busy: busy) { token in
             HTTPRequest(method: method, url: url, headers: [("Authorization", "Bearer \(token)")] + extra, body: body)
         }
     }
@@ -308,20 +309,21 @@ public struct BoxProvider: ArchiveProvider {
         let whole = Data(Hex.decode(sha1) ?? []).base64EncodedString()
         let parts = s.parts.sorted { $0.offset < $1.offset }.map { ["part_id": $0.part_id, "offset": $0.offset, "size": $0.size, "sha1": $0.sha1] as [String: Any] }
         let what = "committing the upload of \(path)"
-        for _ in 0..<30 {
-            let r = try await call("POST", "\(upload)/files/upload_sessions/\(s.id)/commit", json: ["parts": parts],
-                                   headers: [("Digest", "sha=\(whole)")], doing: what, retry: .throttleOnly)
-            // 202: parts still processing; 400 `parts_mismatch` right after the last part: Box
-            // has not counted it yet. Both mean "wait, then commit again".
-            if r.status == 202 || (r.status == 400 && (r.json?["code"] as? String) == "parts_mismatch") {
-                let wait = r.header("retry-after").flatMap { RetryAfter.seconds($0) } ?? 1
-                try? await Task.sleep(for: .seconds(min(wait, 60)))
-                continue
-            }
-            if r.isSuccess || r.status == 409 || r.status == 404 { resume.remove(key: key) }
-            return try committed(r, path: path, doing: what)
+        // 202: parts still processing; 400 `parts_mismatch` right after the last part: Box has
+        // not counted it yet. Both mean "wait (Retry-After), then commit again": the HTTP
+        // client's one retry loop does that; past its attempts the job queue comes back later
+        // and, the session being saved, commits again.
+        let stillProcessing: @Sendable (HTTPResponse) -> Bool = { r in
+            r.status == 202 || (r.status == 400 && (r.json?["code"] as? String) == "parts_mismatch")
         }
-        throw ArchiveError(.transient, "\(account): \(what): Box kept answering that the parts are still processing; will try again")
+        let r = try await call("POST", "\(upload)/files/upload_sessions/\(s.id)/commit", json: ["parts": parts],
+                               headers: [("Digest", "sha=\(whole)")], doing: what, retry: .throttleOnly, busy: stillProcessing)
+        if stillProcessing(r) {
+            throw ArchiveError(.transient, "\(account): \(what): Box kept answering that the parts are still processing; will try again",
+                               retryAfter: r.header("retry-after").flatMap { RetryAfter.seconds($0) })
+        }
+        if r.isSuccess || r.status == 409 || r.status == 404 { resume.remove(key: key) }
+        return try committed(r, path: path, doing: what)
     }
 
     /// Every part Box holds for session `id`, all pages (`limit`/`offset`, at most 1,000 a page);

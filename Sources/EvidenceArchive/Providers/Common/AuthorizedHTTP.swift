@@ -52,15 +52,8 @@ struct AuthorizedHTTP: Sendable {
                     (throttled(r) || r.status >= 500) ? .retryable(retryAfter: nil) : .success
                 }, progress: report)
             case .throttleOnly:
-                var attempt = 0
-                while true {
-                    attempt += 1
-                    let r = try await http.send(request, progress: report)
-                    guard throttled(r), attempt < http.configuration.retry.maxAttempts else { return r }
-                    let wait = r.header("retry-after").flatMap { RetryAfter.seconds($0) } ?? Double(attempt)
-                    guard wait <= http.configuration.retry.maxRetryAfter else { return r }
-                    try? await Task.sleep(for: .seconds(wait))
-                }
+                return try await http.execute(request, classify: { r in throttled(r) ? .retryable(retryAfter: nil) : .success },
+                                              retryTransport: false, progress: report)
             }
         } catch {
             if case .status = error.kind, let r = error.response { return r }
