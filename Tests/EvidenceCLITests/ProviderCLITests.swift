@@ -149,13 +149,7 @@ struct ProviderCLITests {
     /// Waits until `n` items are done, asking `status --json` (one process) every 300 ms: polling
     /// `show` per item 20 times a second kept dozens of CLI processes on the catalog at once.
     func waitDone(_ h: RunHarness, _ n: Int, timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let states = h.status()["states"] as? [String: Any]
-            if (states?["done"] as? Int ?? 0) >= n { return true }
-            usleep(300_000)
-        }
-        return false
+        waitUntil(timeout: timeout, every: 0.3) { ((h.status()["states"] as? [String: Any])?["done"] as? Int ?? 0) >= n }
     }
 
     func show(_ h: RunHarness, _ item: String) -> [String: Any] {

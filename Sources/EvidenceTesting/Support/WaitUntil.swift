@@ -3,18 +3,19 @@ import Glibc
 
 /// Polls `condition` until it holds or `timeout` seconds pass; true when it held.
 ///
-/// The pause between polls starts at 2 ms and doubles up to 50 ms, so a condition that holds
-/// soon is seen soon and a long wait costs little. This overload sleeps the calling thread:
+/// The pause between polls starts at 2 ms and doubles up to `every` (50 ms unless a costly
+/// condition, such as one that runs a process, asks for longer), so a condition that holds soon
+/// is seen soon and a long wait costs little. This overload sleeps the calling thread:
 /// it is for synchronous helpers. In async code the other overload is chosen (with `await`),
 /// which suspends the task instead and leaves the cooperative pool free.
 @discardableResult
-public func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+public func waitUntil(timeout: Double, every: Double = 0.05, _ condition: () -> Bool) -> Bool {
     let deadline = Date(timeIntervalSinceNow: timeout)
-    var pause = 0.002
+    var pause = min(0.002, every)
     while Date() < deadline {
         if condition() { return true }
         usleep(UInt32(pause * 1_000_000))
-        pause = min(pause * 2, 0.05)
+        pause = min(pause * 2, every)
     }
     return condition()
 }
@@ -22,13 +23,14 @@ public func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
 /// Polls `condition` until it holds or `timeout` seconds pass, suspending the task between
 /// polls; true when it held.
 @discardableResult
-public func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
+public func waitUntil(timeout: Double, every: Double = 0.05, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    var pause = 2
+    let most = max(1, Int(every * 1000))
+    var pause = min(2, most)
     while ContinuousClock.now < deadline {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(pause))
-        pause = min(pause * 2, 50)
+        pause = min(pause * 2, most)
     }
     return condition()
 }
