@@ -150,7 +150,7 @@ final class WatchLoop {
                 "initial scan done",
                 metadata: ["rule": "\(rules[i].spec.rule)", "watches": "\(dirs.count)",
                            "candidates": "\(candidates.count)"])
-            continuation.yield(.rescanned(rule: rules[i].spec.rule, reason: "initial scan"))
+            continuation.yield(.rescanned(rule: rules[i].spec.rule, cause: .initialScan))
         }
         setupPhase = false
     }
@@ -181,14 +181,14 @@ final class WatchLoop {
             if fds[1].revents != 0 { control.drainWake() }
             if control.stopRequested { break }
             if control.takeOverflowRequest() {
-                handleOverflow(reason: "inotify event queue overflowed (injected)")
+                handleOverflow(.overflow(injected: true))
             }
             if fds[0].revents != 0 {
                 try readEvents(buffer: buffer, size: bufferSize)
             }
             if overflowPending {
                 overflowPending = false
-                handleOverflow(reason: "inotify event queue overflowed")
+                handleOverflow(.overflow(injected: false))
             }
         }
         logger.debug("watch loop stopped")
@@ -438,7 +438,7 @@ final class WatchLoop {
             if rules[i].rootWD != nil {
                 rules[i].rootRetryAt = nil
                 logger.notice("watch root is back", metadata: ["rule": "\(rules[i].spec.rule)", "path": "\(rules[i].spec.root)"])
-                continuation.yield(.rescanned(rule: rules[i].spec.rule, reason: "watch root reappeared"))
+                continuation.yield(.rescanned(rule: rules[i].spec.rule, cause: .rootReappeared))
             } else {
                 rules[i].rootRetryAt = now + Self.rootRetryNs
             }
@@ -527,11 +527,11 @@ final class WatchLoop {
         }
     }
 
-    private func handleOverflow(reason: String) {
-        logger.warning("\(reason): events may have been lost; rescanning all roots (raise fs.inotify.max_queued_events if this repeats)")
+    private func handleOverflow(_ cause: RescanCause) {
+        logger.warning("\(cause): events may have been lost; rescanning all roots (raise fs.inotify.max_queued_events if this repeats)")
         for i in rules.indices where rules[i].rootWD != nil {
             fullRescan(rule: i)
-            continuation.yield(.rescanned(rule: rules[i].spec.rule, reason: reason))
+            continuation.yield(.rescanned(rule: rules[i].spec.rule, cause: cause))
         }
     }
 

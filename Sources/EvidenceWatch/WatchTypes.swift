@@ -78,8 +78,25 @@ public enum WatchEvent: Sendable {
     /// and comes back). For a non-UTF-8 name, `path` shows invalid bytes as U+FFFD and the
     /// reason carries the exact bytes in hex.
     case rejected(rule: String, path: String, reason: String)
-    /// A full scan of the rule's root finished: "initial scan" (catch-up after start; files
-    /// found are candidates and are reported once settled), "inotify event queue overflowed",
-    /// "watch root reappeared". Routine `pollInterval` rescans are not announced.
-    case rescanned(rule: String, reason: String)
+    /// A full scan of the rule's root finished, and why it ran. Routine `pollInterval` rescans
+    /// are not announced.
+    case rescanned(rule: String, cause: RescanCause)
+}
+
+/// Why a rule's root was scanned in full.
+public enum RescanCause: Sendable, Equatable, CustomStringConvertible {
+    /// Catch-up after start: files found are candidates and are reported once settled.
+    case initialScan
+    /// The inotify event queue overflowed (`injected`: an operator's SIGUSR1 or a test).
+    case overflow(injected: Bool)
+    /// The watched root was gone and is back.
+    case rootReappeared
+
+    public var description: String {
+        switch self {
+        case .initialScan: "initial scan"
+        case .overflow(let injected): "inotify event queue overflowed" + (injected ? " (injected)" : "")
+        case .rootReappeared: "watch root reappeared"
+        }
+    }
 }

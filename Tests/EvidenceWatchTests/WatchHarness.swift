@@ -33,9 +33,9 @@ final class EventLog: Sendable {
         }
     }
 
-    var rescans: [(rule: String, reason: String)] {
+    var rescans: [(rule: String, cause: RescanCause)] {
         entries.compactMap {
-            if case .rescanned(let rule, let reason) = $0.event { return (rule, reason) } else { return nil }
+            if case .rescanned(let rule, let cause) = $0.event { return (rule, cause) } else { return nil }
         }
     }
 
@@ -79,7 +79,7 @@ struct WatchHarness {
         }
         let h = WatchHarness(watcher: watcher, log: log, task: task)
         let ready = await waitUntil(timeout: 10) {
-            log.error != nil || log.rescans.filter { $0.reason == "initial scan" }.count >= specs.count
+            log.error != nil || log.rescans.filter { $0.cause == .initialScan }.count >= specs.count
         }
         if let e = log.error {
             await h.stop()

@@ -186,10 +186,10 @@ struct WatcherTests {
         writeFile(outside.sub("src.mp4"), bytes: 5)
         #expect(link(outside.sub("src.mp4"), tmp.sub("linked.mp4")) == 0)
         h.watcher.injectOverflow()
-        #expect(await waitUntil(timeout: 5) { h.log.rescans.contains { $0.reason.contains("overflow") } })
+        #expect(await waitUntil(timeout: 5) { h.log.rescans.contains { $0.cause == .overflow(injected: true) } })
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("linked.mp4") == 1 })
         h.watcher.injectOverflow()
-        #expect(await waitUntil(timeout: 5) { h.log.rescans.filter { $0.reason.contains("overflow") }.count == 2 })
+        #expect(await waitUntil(timeout: 5) { h.log.rescans.filter { $0.cause == .overflow(injected: true) }.count == 2 })
         await pause(0.3)
         await h.stop()
         #expect(h.log.settledCount("before.mp4") == 1)
@@ -231,7 +231,7 @@ struct WatcherTests {
         // touching them again and a rescan must not repeat the rejections
         _ = chmod(tmp.sub("pipe.mp4"), 0o600)
         h.watcher.injectOverflow()
-        #expect(await waitUntil(timeout: 5) { !h.log.rescans.filter { $0.reason.contains("overflow") }.isEmpty })
+        #expect(await waitUntil(timeout: 5) { !h.log.rescans.filter { $0.cause == .overflow(injected: true) }.isEmpty })
         await pause(0.4)
         await h.stop()
 
@@ -374,7 +374,7 @@ struct WatcherTests {
         await pause(0.8)  // more polls: not reported again
         await h.stop()
         #expect(h.log.settledCount("l.wav") == 1)
-        #expect(h.log.rescans.allSatisfy { $0.reason == "initial scan" })
+        #expect(h.log.rescans.allSatisfy { $0.cause == .initialScan })
     }
 
     @Test("several rules on one folder each get their events")
@@ -431,7 +431,7 @@ struct WatcherTests {
         await pause(0.2)
         makeDir(root)
         writeFile(root + "/two.mp4", bytes: 2)
-        #expect(await waitUntil(timeout: 8) { h.log.rescans.contains { $0.reason == "watch root reappeared" } })
+        #expect(await waitUntil(timeout: 8) { h.log.rescans.contains { $0.cause == .rootReappeared } })
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("two.mp4") == 1 })
         writeFile(root + "/three.mp4", bytes: 3)
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("three.mp4") == 1 })

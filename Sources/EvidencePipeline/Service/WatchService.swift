@@ -72,9 +72,9 @@ public final class WatchService: Service, Sendable {
                             ingestor.quarantine(path: path, rule: rule, reason: reason.hasPrefix(path) ? reason : "\(path): \(reason)")
                         }
                     }
-                case .rescanned(let rule, let reason):
-                    if reason == "initial scan" { scanned.withLock { _ = $0.insert(rule) } }
-                    logger.notice("rescanned \(rule): \(reason)")
+                case .rescanned(let rule, let cause):
+                    if cause == .initialScan { scanned.withLock { _ = $0.insert(rule) } }
+                    logger.notice("rescanned \(rule): \(cause)")
                 }
             }
             // Stopping: in-flight ingests finish (each is one file's read + fsync).
