@@ -15,13 +15,13 @@ public protocol Catalog: Sendable {
     /// Records a source that could not be taken in (event `quarantined`).
     func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry
 
-    /// Changes an item's state with an event of `kind` (e.g. "verified", "failed").
-    func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: String,
+    /// Changes an item's state with an event of `kind` (e.g. `.verified`, `.failed`).
+    func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
                     details: [String: String]) throws(CatalogError) -> Item
 
-    /// Appends an event that changes no state (e.g. "verified", "after-action").
+    /// Appends an event that changes no state (e.g. `.sourceDeleting`).
     @discardableResult
-    func appendEvent(itemID: Int64?, kind: String, details: [String: String]) throws(CatalogError) -> CustodyEvent
+    func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent
 
     func item(id: Int64) throws(CatalogError) -> Item?
     func item(sha256: SHA256Digest) throws(CatalogError) -> Item?

@@ -12,7 +12,7 @@ extension SQLiteCatalog {
     public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) {
         try write { db in
             try ArchivedFileRow(file).save(db)
-            _ = try Self.appendEvent(db, itemID: file.itemID, kind: "archived-file", actor: "evidence", details: [
+            _ = try Self.appendEvent(db, itemID: file.itemID, kind: .archivedFile, actor: "evidence", details: [
                 "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
                 "size": String(file.size), "verified_by": file.verifiedBy,
             ])
@@ -34,7 +34,7 @@ extension SQLiteCatalog {
                            "password": link.passwordProtected ? "yes" : "no"]
             if let e = link.expires { details["expires"] = Timestamp.string(e) }
             if let f = link.fallback { details["fallback"] = f }
-            _ = try Self.appendEvent(db, itemID: link.itemID, kind: "share-link", actor: "evidence", details: details)
+            _ = try Self.appendEvent(db, itemID: link.itemID, kind: .shareLink, actor: "evidence", details: details)
         }
     }
 }

@@ -42,9 +42,9 @@ extension SQLiteCatalog {
             if created {
                 details["store"] = r.newObject ? "new object" : "object already present"
                 if let m = r.media { details["media"] = m.summary }
-                _ = try Self.appendEvent(db, itemID: row.id, kind: "ingested", actor: r.actor, details: details)
+                _ = try Self.appendEvent(db, itemID: row.id, kind: .ingested, actor: r.actor, details: details)
             } else {
-                _ = try Self.appendEvent(db, itemID: row.id, kind: "seen-again", actor: r.actor, details: details)
+                _ = try Self.appendEvent(db, itemID: row.id, kind: .seenAgain, actor: r.actor, details: details)
             }
             for spec in r.jobsForNewSource + (created ? [] : r.jobsForKnownItem) {
                 var sp = spec
@@ -71,12 +71,12 @@ extension SQLiteCatalog {
             try row.insert(db)
             var details = ["path": path, "reason": reason]
             if let rule { details["rule"] = rule }
-            _ = try Self.appendEvent(db, itemID: nil, kind: "quarantined", actor: "evidence", details: details)
+            _ = try Self.appendEvent(db, itemID: nil, kind: .quarantined, actor: "evidence", details: details)
             return row.model()
         }
     }
 
-    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: String,
+    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
                            details: [String: String]) throws(CatalogError) -> Item {
         try write { db in
             try Self.applyTransition(db, itemID: itemID, JobTransition(state: state, event: kind, reason: reason, details: details))
@@ -85,7 +85,7 @@ extension SQLiteCatalog {
     }
 
     @discardableResult
-    public func appendEvent(itemID: Int64?, kind: String, details: [String: String]) throws(CatalogError) -> CustodyEvent {
+    public func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent {
         try write { db in try Self.appendEvent(db, itemID: itemID, kind: kind, actor: "evidence", details: details) }
     }
 

@@ -222,7 +222,7 @@ extension SQLiteCatalog {
                 row.updatedAt = now
                 try row.update(db)
                 if let item = row.itemId {
-                    _ = try Self.appendEvent(db, itemID: item, kind: "retry", actor: "operator",
+                    _ = try Self.appendEvent(db, itemID: item, kind: .retry, actor: "operator",
                                              details: ["job": row.kind, "last_error": row.lastError ?? ""])
                 }
             }
@@ -273,13 +273,13 @@ extension SQLiteCatalog {
 /// completion or failure. `state: nil` records the event only.
 public struct JobTransition: Sendable, Equatable {
     public var state: ItemState?
-    public var event: String
+    public var event: CustodyEventKind
     public var reason: String?
     public var details: [String: String]
     /// The next stage's jobs, created in the same transaction (once per item and kind/scope).
     public var jobs: [JobSpec]
 
-    public init(state: ItemState?, event: String, reason: String? = nil, details: [String: String] = [:],
+    public init(state: ItemState?, event: CustodyEventKind, reason: String? = nil, details: [String: String] = [:],
                 jobs: [JobSpec] = []) {
         self.state = state; self.event = event; self.reason = reason; self.details = details; self.jobs = jobs
     }

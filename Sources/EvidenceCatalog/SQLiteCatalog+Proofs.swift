@@ -28,7 +28,7 @@ extension SQLiteCatalog {
             if let r = proof.receipt { details["receipt"] = r.hex }
             if let t = proof.txHash { details["tx"] = t }
             if let e = proof.error { details["error"] = e }
-            _ = try Self.appendEvent(db, itemID: proof.itemID, kind: "notary-\(proof.state.rawValue)", actor: "evidence",
+            _ = try Self.appendEvent(db, itemID: proof.itemID, kind: .notary(proof.state), actor: "evidence",
                                      details: details)
             let state = try ItemState.stored(before.state, item: proof.itemID)
             let confirmed = try String.fetchSet(db, sql: "SELECT notary FROM proof WHERE item_id = ? AND state = 'confirmed'",
@@ -49,7 +49,7 @@ extension SQLiteCatalog {
     public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {
         try write { db in
             try CertificateRow(certificate).save(db)
-            _ = try Self.appendEvent(db, itemID: certificate.itemID, kind: "certificate", actor: "evidence",
+            _ = try Self.appendEvent(db, itemID: certificate.itemID, kind: .certificate, actor: "evidence",
                                      details: ["origin": certificate.origin, "sha256": certificate.sha256.hex,
                                                "size": String(certificate.size)])
         }

@@ -136,13 +136,13 @@ public final class SQLiteCatalog: Catalog {
     // MARK: Custody log
 
     /// Appends one event inside the caller's transaction.
-    static func appendEvent(_ db: Database, itemID: Int64?, kind: String, actor: String,
+    static func appendEvent(_ db: Database, itemID: Int64?, kind: CustodyEventKind, actor: String,
                             details: [String: String]) throws -> CustodyEvent {
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1"))
         let seq: Int64 = (last?["seq"] as Int64? ?? 0) + 1
         let prev: String = last?["hash"] ?? CustodyEvent.genesis
         let detailsJSON = String(decoding: try CanonicalJSON.encode(details), as: UTF8.self)
-        var event = CustodyEvent(seq: seq, itemID: itemID, at: Timestamp.string(Date()), kind: kind, actor: actor,
+        var event = CustodyEvent(seq: seq, itemID: itemID, at: Timestamp.string(Date()), kind: kind.rawValue, actor: actor,
                                  details: detailsJSON, prevHash: prev, hash: "")
         event.hash = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: prev, body: event.canonicalBody)).hex
         try CustodyRow(event).insert(db)

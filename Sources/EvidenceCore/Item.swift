@@ -64,6 +64,7 @@ public struct CustodyEvent: Codable, Sendable, Equatable {
     public var itemID: Int64?
     /// ISO 8601 UTC with milliseconds, exactly as hashed.
     public var at: String
+    /// As written in the log (any kind: a log from another version stays readable); see `is(_:)`.
     public var kind: String
     public var actor: String
     /// Canonical JSON text of the event's details, exactly as hashed.
@@ -108,4 +109,9 @@ public struct CatalogSummary: Codable, Sendable, Equatable {
         self.items = items; self.bytes = bytes; self.byState = byState; self.quarantined = quarantined
         self.sources = sources; self.events = events; self.byRule = byRule
     }
+}
+
+extension CustodyEvent {
+    /// Whether this event is of `kind`.
+    public func `is`(_ kind: CustodyEventKind) -> Bool { self.kind == kind.rawValue }
 }

@@ -55,7 +55,7 @@ struct JobQueueTests {
         let taken = try #require(try c.claimJob(kinds: [.verify], owner: "B", lease: 60, now: later))
         #expect(taken.id == job.id && taken.attempts == 2)
         #expect(throws: CatalogError.self) { try c.completeJob(job.id, owner: "A", transition: nil) }
-        try c.completeJob(job.id, owner: "B", transition: JobTransition(state: .done, event: "verified"))
+        try c.completeJob(job.id, owner: "B", transition: JobTransition(state: .done, event: .verified))
         #expect(try c.item(id: id)?.state == .done)
         #expect(try c.events(itemID: id).map(\.kind) == ["ingested", "verified"])
     }
@@ -68,14 +68,14 @@ struct JobQueueTests {
         var job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
         let retryAt = now.addingTimeInterval(30)
         let after1 = try c.failJob(job.id, owner: "A", error: "disk busy", retryAt: retryAt,
-                                   onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "gave up"))
+                                   onGiveUp: JobTransition(state: .failed, event: .verifyFailed, reason: "gave up"))
         #expect(after1.state == .queued && after1.lastError == "disk busy")
         #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now) == nil, "not before retryAt")
         #expect(try c.nextJobDue(kinds: [.verify]).map { abs($0.timeIntervalSince(retryAt)) < 0.01 } == true)
         now = retryAt.addingTimeInterval(1)
         job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
         let after2 = try c.failJob(job.id, owner: "A", error: "still busy", retryAt: now.addingTimeInterval(30),
-                                   onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "gave up"))
+                                   onGiveUp: JobTransition(state: .failed, event: .verifyFailed, reason: "gave up"))
         #expect(after2.state == .failed)
         #expect(try c.item(id: id)?.state == .failed)
         #expect(try c.troubledJobs(limit: 10).map(\.id) == [job.id])

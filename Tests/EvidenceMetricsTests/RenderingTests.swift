@@ -89,7 +89,7 @@ struct RenderingTests {
 
         // Done items are not pending: the age falls to 0 and the counts follow at the next scrape.
         for item in try f.home.catalog.allItems() {
-            _ = try f.home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: "test", details: [:])
+            _ = try f.home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: .shared, details: [:])
         }
         try gauges.update()
         #expect(registry.lines.contains("evidence_oldest_pending_age_seconds 0.0"))

@@ -57,7 +57,7 @@ struct AfterActionTests {
         }
 
         func markDone(_ item: Item) throws {
-            _ = try home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: "test-done", details: [:])
+            _ = try home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: .shared, details: [:])
         }
 
         /// Claims one due job of `kind` and runs it with the real handler; `complete: false`
@@ -189,7 +189,7 @@ struct AfterActionTests {
         // Both jobs run again: the archive adopts its recorded copy, the deletion finds nothing to do.
         try await s.run(JobKind.archive)
         guard case .done(let t)? = try await s.run(JobKind.afterAction) else { Issue.record("after-action did not finish"); return }
-        #expect(t?.event == "source-deleted", "the deletion is recorded, not reported as a file gone missing")
+        #expect(t?.event == .sourceDeleted, "the deletion is recorded, not reported as a file gone missing")
         #expect(try s.events(item, "source-deleting").count == 1)
         #expect(try s.events(item, "source-deleted").count == 1)
         #expect(try s.open(item, JobKind.afterAction).isEmpty)
@@ -209,7 +209,7 @@ struct AfterActionTests {
         guard case .notYet? = try await s.run(JobKind.afterAction) else { Issue.record("no keep job waited for B's stages"); return }
         try await s.run(JobKind.archive)
         guard case .done(let t)? = try await s.run(JobKind.afterAction) else { Issue.record("keep job did not finish"); return }
-        #expect(t?.event == "rule-stages-complete")
+        #expect(t?.event == .ruleStagesComplete)
         #expect(try exists(path) && s.archivedOriginal(item))
     }
 }

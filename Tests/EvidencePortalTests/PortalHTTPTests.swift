@@ -24,7 +24,7 @@ struct PortalHTTPTests {
         let tsr = try f.storeObject(Data([0x30, 0x03, 0x02, 0x01, 0x00]))
         // Confirmed once both notaries are (what ItemLifecycle decides for a rule with both).
         let bothConfirmed: @Sendable (ItemState, Set<String>) -> JobTransition? = { state, confirmed in
-            state < .confirmed && confirmed.isSuperset(of: ["tsa", "qed"]) ? JobTransition(state: .confirmed, event: "confirmed") : nil
+            state < .confirmed && confirmed.isSuperset(of: ["tsa", "qed"]) ? JobTransition(state: .confirmed, event: .confirmed) : nil
         }
         try c.saveProof(Proof(itemID: a.id, notary: "tsa", kind: .rfc3161, state: .confirmed, remoteID: "0x5EED01",
                               receipt: tsr, provenAt: Date()), then: bothConfirmed)
@@ -211,7 +211,7 @@ struct PortalHTTPTests {
     func status() async throws {
         let (f, a, b) = try fixture()
         _ = try f.home.catalog.transition(itemID: b.id, to: .failed, reason: "notary said: Transaction reverted",
-                                          event: "failed", details: [:])
+                                          event: .failed, details: [:])
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/status?older=0s", method: .get, headers: PortalFixture.basic) { r in
                 let t = r.text

@@ -71,7 +71,7 @@ public struct AfterActionHandler: JobHandler {
             break
         }
         if action == .keep {
-            return .done(JobTransition(state: nil, event: "rule-stages-complete", details: ["rule": plan.rule.name, "path": path]))
+            return .done(JobTransition(state: nil, event: .ruleStagesComplete, details: ["rule": plan.rule.name, "path": path]))
         }
 
         let dest: String? = if case .move(let dir) = action { destination(for: path, in: dir, rule: plan.rule) } else { nil }
@@ -94,15 +94,15 @@ public struct AfterActionHandler: JobHandler {
         if lstat(path, &st) != 0 {
             if errno == ENOENT {
                 if let dest, let d = try? SourceStat.lstat(dest).get(), d.inode == source.inode, d.device == source.device {
-                    return .success(.done(JobTransition(state: nil, event: "source-moved", details: ["from": path, "to": dest])))
+                    return .success(.done(JobTransition(state: nil, event: .sourceMoved, details: ["from": path, "to": dest])))
                 }
                 // We unlinked it and stopped before recording that (a crash): the intent says so.
                 if action == .delete, let events = try? home.catalog.events(itemID: item.id),
-                   events.contains(where: { $0.kind == "source-deleting" && $0.details.contains("\"source_id\":\"\(source.id)\"") }) {
-                    return .success(.done(JobTransition(state: nil, event: "source-deleted",
+                   events.contains(where: { $0.is(.sourceDeleting) && $0.details.contains("\"source_id\":\"\(source.id)\"") }) {
+                    return .success(.done(JobTransition(state: nil, event: .sourceDeleted,
                                                         details: ["path": path, "sha256": item.sha256.hex, "recorded": "after a restart"])))
                 }
-                return .success(.done(JobTransition(state: nil, event: "after-action-skipped",
+                return .success(.done(JobTransition(state: nil, event: .afterActionSkipped,
                                                     reason: "source is already gone", details: ["path": path])))
             }
             return .failure(JobError("\(path): lstat failed: \(String(cString: strerror(errno)))", retryable: true))
@@ -110,7 +110,7 @@ public struct AfterActionHandler: JobHandler {
         let now = SourceStat(st)
         guard now.device == source.device, now.inode == source.inode, now.size == source.size,
               now.mtimeNanos == source.mtimeNanos else {
-            return .success(.done(JobTransition(state: nil, event: "after-action-skipped",
+            return .success(.done(JobTransition(state: nil, event: .afterActionSkipped,
                                                 reason: "source changed since ingest; left in place",
                                                 details: ["path": path, "size": "\(source.size) → \(now.size)",
                                                           "inode": "\(source.inode) → \(now.inode)"])))
@@ -129,7 +129,7 @@ public struct AfterActionHandler: JobHandler {
             // The intent first, in its own transaction: a crash right after the unlink must not
             // leave the custody log saying the file merely went missing.
             do {
-                try home.catalog.appendEvent(itemID: item.id, kind: "source-deleting",
+                try home.catalog.appendEvent(itemID: item.id, kind: .sourceDeleting,
                                              details: ["path": path, "sha256": item.sha256.hex, "source_id": String(source.id)])
             } catch {
                 return .failure(JobError("\(error.description); source \(path) left in place", retryable: true))
@@ -138,12 +138,12 @@ public struct AfterActionHandler: JobHandler {
                 return .failure(JobError("\(path): delete failed: \(String(cString: strerror(errno)))", retryable: true))
             }
             fsyncParent(path)
-            return .success(.done(JobTransition(state: nil, event: "source-deleted", details: ["path": path, "sha256": item.sha256.hex])))
+            return .success(.done(JobTransition(state: nil, event: .sourceDeleted, details: ["path": path, "sha256": item.sha256.hex])))
         case .move:
             guard let dest else { return .failure(JobError("move without a destination", retryable: false)) }
             switch move(path, to: dest, sha256: item.sha256) {
             case .success(let final):
-                return .success(.done(JobTransition(state: nil, event: "source-moved", details: ["from": path, "to": final])))
+                return .success(.done(JobTransition(state: nil, event: .sourceMoved, details: ["from": path, "to": final])))
             case .failure(let e):
                 return .failure(e)
             }

@@ -82,36 +82,36 @@ public struct ItemLifecycle: Sendable {
         case .verified(let details):
             if !rule.notary.isEmpty {
                 let jobs = rule.notary.map { JobSpec(.notarize(rule: rule.name, notary: $0), maxAttempts: 12, scope: $0) }
-                return JobTransition(state: nil, event: "verified", details: details, jobs: jobs)
+                return JobTransition(state: nil, event: .verified, details: details, jobs: jobs)
             }
             if rule.archive != nil {
-                return JobTransition(state: nil, event: "verified", details: details, jobs: jobsForArchive)
+                return JobTransition(state: nil, event: .verified, details: details, jobs: jobsForArchive)
             }
-            return JobTransition(state: finalState, event: "verified", details: details)
+            return JobTransition(state: finalState, event: .verified, details: details)
 
         case .proofSaved(let notary, .pending, _, _):
             return state < .submitted
-                ? JobTransition(state: .submitted, event: "submitted", details: ["notary": notary]) : nil
+                ? JobTransition(state: .submitted, event: .submitted, details: ["notary": notary]) : nil
         case .proofSaved(let notary, .failed, let error, _):
             return state == .failed
-                ? nil : JobTransition(state: .failed, event: "failed", reason: "\(notary): \(error ?? "notarization failed")")
+                ? nil : JobTransition(state: .failed, event: .failed, reason: "\(notary): \(error ?? "notarization failed")")
         case .proofSaved(_, .confirmed, _, let confirmed):
             guard state < .confirmed, Set(rule.notary).isSubset(of: confirmed) else { return nil }
-            return JobTransition(state: .confirmed, event: "confirmed", details: ["notaries": rule.notary.joined(separator: ",")],
+            return JobTransition(state: .confirmed, event: .confirmed, details: ["notaries": rule.notary.joined(separator: ",")],
                                  jobs: [JobSpec(.certificate(rule: rule.name))])
 
         case .certified(let count):
-            return JobTransition(state: rule.archive == nil ? finalState : .certified, event: "certified",
+            return JobTransition(state: rule.archive == nil ? finalState : .certified, event: .certified,
                                  details: ["certificates": String(count)], jobs: rule.archive == nil ? [] : jobsForArchive)
         case .archived(let details) where state == finalState:
             // Another rule's copy of content whose own pipeline already finished (queued by that
             // rule's after-action): recorded, without moving the item back a stage.
-            return JobTransition(state: nil, event: "archived", details: details.merging(["rule": rule.name]) { a, _ in a })
+            return JobTransition(state: nil, event: .archived, details: details.merging(["rule": rule.name]) { a, _ in a })
         case .archived(let details):
             let jobs = rule.share == nil ? [] : [JobSpec(.share(rule: rule.name), maxAttempts: 12)]
-            return JobTransition(state: rule.share == nil ? finalState : .archived, event: "archived", details: details, jobs: jobs)
+            return JobTransition(state: rule.share == nil ? finalState : .archived, event: .archived, details: details, jobs: jobs)
         case .shared(let details):
-            return JobTransition(state: finalState, event: "shared", details: details)
+            return JobTransition(state: finalState, event: .shared, details: details)
         }
     }
 

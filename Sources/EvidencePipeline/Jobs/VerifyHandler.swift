@@ -33,16 +33,16 @@ public struct VerifyHandler: JobHandler {
             let details = ["object": path, "sha256": r.digest.hex]
             guard let rule = job.payload.rule.flatMap({ rules[$0] }) else {
                 // Ingested by hand (no rule): verified, and nothing else is planned for it.
-                return .done(JobTransition(state: nil, event: "verified", details: details))
+                return .done(JobTransition(state: nil, event: .verified, details: details))
             }
             return .done(ItemLifecycle(rule: rule).transition(from: item.state, on: .verified(details: details)))
         case .success(let r):
             throw JobError("\(path): store object hashes to \(r.digest.hex) (\(r.size) bytes), catalog says \(item.sha256.hex) (\(item.size) bytes)",
                            retryable: false,
-                           onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: "store object does not match its hash"))
+                           onGiveUp: JobTransition(state: .failed, event: .verifyFailed, reason: "store object does not match its hash"))
         case .failure(let e):
             throw JobError(e.description, retryable: true,
-                           onGiveUp: JobTransition(state: .failed, event: "verify-failed", reason: e.description))
+                           onGiveUp: JobTransition(state: .failed, event: .verifyFailed, reason: e.description))
         }
     }
 }

@@ -154,8 +154,8 @@ public enum BundleVerifier {
         for e in events where e.itemID != m.item.id {
             problems.append("event #\(e.seq) is about item \(e.itemID.map(String.init) ?? "-"), not #\(m.item.id)")
         }
-        let sightings = parsed.filter { $0.event.kind == "ingested" || $0.event.kind == "seen-again" }
-        if !parsed.contains(where: { $0.event.kind == "ingested" && $0.details["sha256"] == m.item.sha256 }) {
+        let sightings = parsed.filter { $0.event.is(.ingested) || $0.event.is(.seenAgain) }
+        if !parsed.contains(where: { $0.event.is(.ingested) && $0.details["sha256"] == m.item.sha256 }) {
             problems.append("no ingested event with the item's SHA-256 \(m.item.sha256.prefix(16))…")
         }
         if !sightings.contains(where: { $0.details["name"].map(BundleNames.safe) == m.item.fileName }) {
@@ -164,7 +164,7 @@ public enum BundleVerifier {
         for p in m.proofs where p.state == .confirmed {
             let file = "proofs/\(BundleNames.safe(p.notary))." + (p.kind == .rfc3161 ? "tsr" : "json")
             let recorded = parsed.contains { e in
-                e.event.kind == "notary-confirmed" && e.details["notary"] == p.notary && e.details["receipt"] != nil
+                e.event.is(.notaryConfirmed) && e.details["notary"] == p.notary && e.details["receipt"] != nil
                     && e.details["receipt"] == listed[file] && e.details["receipt"] == p.receipt?.hex
                     && (p.remoteID == nil || e.details["remote_id"] == p.remoteID)
             }
@@ -172,7 +172,7 @@ public enum BundleVerifier {
         }
         for origin in m.certificates {
             let rel = "certificates/\(BundleNames.safe(origin)).pdf"
-            if !parsed.contains(where: { $0.event.kind == "certificate" && $0.details["origin"] == origin && $0.details["sha256"] == listed[rel] }) {
+            if !parsed.contains(where: { $0.event.is(.certificate) && $0.details["origin"] == origin && $0.details["sha256"] == listed[rel] }) {
                 problems.append("no certificate event of \(origin) with the hash of \(rel)")
             }
         }

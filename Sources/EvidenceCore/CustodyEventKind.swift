@@ -1,0 +1,41 @@
+/// What a custody event records. Raw values are written into the hash-chained custody log (and
+/// every bundle's `custody.jsonl`): never rename them. Reading the log accepts any kind (a log
+/// written by another version stays verifiable); writing takes only these.
+public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
+    // Items and their sources
+    case ingested
+    case seenAgain = "seen-again"
+    case quarantined
+    case verified
+    case verifyFailed = "verify-failed"
+    // Notaries
+    case notaryPending = "notary-pending"
+    case notaryConfirmed = "notary-confirmed"
+    case notaryFailed = "notary-failed"
+    case submitted
+    case confirmed
+    case failed
+    // Certificates, archive, links
+    case certificate
+    case certified
+    case archivedFile = "archived-file"
+    case archived
+    case shareLink = "share-link"
+    case shared
+    // Operators and after-actions
+    case retry
+    case sourceDeleting = "source-deleting"
+    case sourceDeleted = "source-deleted"
+    case sourceMoved = "source-moved"
+    case afterActionSkipped = "after-action-skipped"
+    case ruleStagesComplete = "rule-stages-complete"
+
+    /// The event recording a notary's proof in `state` (`pending`, `confirmed`, `failed`).
+    public static func notary(_ state: Proof.State) -> CustodyEventKind {
+        switch state {
+        case .pending: .notaryPending
+        case .confirmed: .notaryConfirmed
+        case .failed: .notaryFailed
+        }
+    }
+}
