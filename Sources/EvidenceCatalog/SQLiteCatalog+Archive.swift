@@ -1,4 +1,5 @@
 import EvidenceCore
+import EvidenceStore
 import Foundation
 import GRDB
 
@@ -27,10 +28,13 @@ extension SQLiteCatalog {
         try read { db in try SharedLinkRow.order(Column("item_id")).fetchAll(db).map { $0.model() } }
     }
 
+    /// Records the link (the URL stays in the `shared_link` table) with a custody event that
+    /// names it by `link_id`, the first 16 hex digits of its URL's SHA-256: a share URL is a
+    /// bearer capability, and the custody log goes into every bundle an auditor takes away.
     public func saveSharedLink(_ link: SharedLink) throws(CatalogError) {
         try write { db in
             try SharedLinkRow(link).save(db)
-            var details = ["account": link.account, "remote_path": link.remotePath, "url": link.url,
+            var details = ["account": link.account, "remote_path": link.remotePath, "link_id": SharedLink.id(of: link.url),
                            "password": link.passwordProtected ? "yes" : "no"]
             if let e = link.expires { details["expires"] = Timestamp.string(e) }
             if let f = link.fallback { details["fallback"] = f }

@@ -1,5 +1,6 @@
 import EvidenceCatalog
 import EvidenceCore
+import EvidenceStore
 import Foundation
 import EvidenceTesting
 import GRDB
@@ -117,6 +118,19 @@ struct JobQueueTests {
         let reason = try raw.read { try String.fetchOne($0, sql: "SELECT last_error FROM job WHERE id = ?", arguments: [bad.id]) }
         #expect(reason?.contains("notarize job parameters: no \"notary\"") == true, "\(reason ?? "")")
         #expect(try c.claimJob(kinds: [.notarize], owner: "A", lease: 60, now: Date()) == nil, "never handed out")
+    }
+
+    @Test("a share link's custody event names it by link_id, never its URL (a bearer capability that bundles would carry)")
+    func shareLinkEventHasNoURL() throws {
+        let (c, id) = try catalogWithItem()
+        let url = "https://share.example/s/SECRET-CAPABILITY-123"
+        try c.saveSharedLink(SharedLink(itemID: id, account: "vault", remotePath: "cam/a.mp4", url: url, expires: nil,
+                                        passwordProtected: false, fallback: nil))
+        let event = try #require(try c.events(itemID: id).last)
+        #expect(event.is(.shareLink))
+        #expect(!event.details.contains("SECRET-CAPABILITY"), "\(event.details)")
+        #expect(event.details.contains("\"link_id\":\"\(SharedLink.id(of: url))\""))
+        #expect(try c.sharedLinks(itemID: id).first?.url == url, "the link itself stays in the catalog")
     }
 
     @Test("backoff doubles up to its cap, with jitter between 0.5x and 1.5x")

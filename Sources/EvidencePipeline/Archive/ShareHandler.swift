@@ -2,6 +2,7 @@ import EvidenceArchive
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
+import EvidenceStore
 import Foundation
 
 /// Creates (or reuses) the share link of the archived original per the rule's `[share]`, and
@@ -46,6 +47,6 @@ public struct ShareHandler: JobHandler {
         let record = SharedLink(itemID: itemID, account: accountName, remotePath: original.remotePath, url: link.url,
                                 expires: link.expires, passwordProtected: link.passwordProtected, fallback: link.fallback)
         try await blockingJobWork { try home.catalog.saveSharedLink(record) }
-        return .done(ItemLifecycle(rule: rule).transition(from: state ?? .archived, on: .shared(details: ["url": link.url])))
+        return .done(ItemLifecycle(rule: rule).transition(from: state ?? .archived, on: .shared(details: ["link_id": SharedLink.id(of: link.url)])))
     }
 }
