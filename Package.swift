@@ -122,7 +122,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .executableTarget(name: "evidence",
                           dependencies: [
-                              "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal", "EvidenceMetrics",
+                              "EvidenceCore", "EvidenceProcess", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal", "EvidenceMetrics",
                               "EvidenceConfig", "EvidenceWatch", "EvidenceNotary", "EvidenceCertificate",
                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
                               .product(name: "Logging", package: "swift-log"),

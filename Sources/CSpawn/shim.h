@@ -17,4 +17,9 @@ static inline int evidence_spawn_addclosefrom(posix_spawn_file_actions_t *action
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 static inline int evidence_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+// prctl is variadic: one typed wrapper. Not dumpable: no core file, and no ptrace or
+// /proc/PID/mem by other processes of the same user.
+#include <sys/prctl.h>
+static inline int evidence_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 #endif

@@ -569,4 +569,17 @@ extension FileManager {
         var dir: ObjCBool = false
         return fileExists(atPath: path, isDirectory: &dir) && dir.boolValue
     }
+
+    @Test("evidence run writes no core dump: its core size limit is 0, soft and hard")
+    func noCoreDumps() throws {
+        let h = RunHarness()
+        try h.start()
+        let pid = try #require(h.process?.pid)
+        let limits = (try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)) ?? ""
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
+        let fields = core?.split(separator: " ", omittingEmptySubsequences: true) ?? []
+        #expect(fields.count >= 6 && fields[4] == "0" && fields[5] == "0", "\(core ?? "no core line")")
+        #expect(h.stop() == 0)
+    }
+
 }

@@ -4,6 +4,7 @@ import EvidenceConfig
 import EvidenceCore
 import EvidenceMetrics
 import EvidencePipeline
+import EvidenceProcess
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -64,6 +65,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let problem = Hardening.disableCoreDumps() { Output.err("warning: \(problem)") }
         let config = try global.loadConfig()
         let metricsConfig = try metricsConfig(config)
         let homePath = try global.homePath(config)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EvidenceConfig
 import EvidencePipeline
+import EvidenceProcess
 import EvidencePortal
 import Foundation
 import Logging
@@ -43,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let problem = Hardening.disableCoreDumps() { Output.err("warning: \(problem)") }
         let config = try global.loadConfig()
         let file = global.config ?? config.file ?? "evidence.toml"   // as the operator named it
         guard let serve = config.serve else {
