@@ -49,7 +49,7 @@ enum ConfigFileParser {
         }
         try r.checkKeys(t, allowed: allowed)
         var n = NotaryConfig(name: name, kind: kind)
-        n.baseURL = try r.url(t, "base_url")
+        n.baseURL = try r.credentialURL(t, "base_url")
         let key = try r.secret(t, "api_key")
         n.apiKeyEnv = key.env
         n.apiKeyFile = key.file
@@ -115,7 +115,7 @@ enum ConfigFileParser {
             } else if key.hasSuffix("_file") || key == "path" {
                 settings[key] = try r.path(t, key)
             } else if key == "url" || key.hasSuffix("_url") {
-                settings[key] = try r.url(t, key)
+                settings[key] = try r.credentialURL(t, key)
             } else {
                 settings[key] = try r.scalarText(t, key)
             }

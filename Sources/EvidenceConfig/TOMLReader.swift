@@ -173,6 +173,22 @@ struct TOMLReader: Sendable {
         return s
     }
 
+    /// A URL that requests carry credentials to (an API key, a token, a password): `https://`,
+    /// or `http://` only to this machine (loopback: `localhost`, `127.0.0.0/8`, `::1`), where
+    /// nobody on the network can read them.
+    func credentialURL(_ t: TOMLTableRef, _ key: String) throws(ConfigError) -> String? {
+        guard let s = try url(t, key) else { return nil }
+        if let problem = Self.cleartextProblem(s) { throw error(t.path + [key], problem) }
+        return s
+    }
+
+    static func cleartextProblem(_ s: String) -> String? {
+        guard let c = URLComponents(string: s), c.scheme?.lowercased() == "http", let host = c.host?.lowercased() else { return nil }
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        return loopback ? nil : "\(s) is plain http:// to another host: the credentials sent with every request would "
+            + "cross the network readable by anyone on the path; use https:// (http:// is accepted only for loopback)"
+    }
+
     /// Why `s` is not a URL we accept, or nil. Never quotes a password written into it.
     static func urlProblem(_ s: String) -> String? {
         let shown = withoutUserinfo(s)

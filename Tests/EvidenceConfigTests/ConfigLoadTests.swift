@@ -313,6 +313,24 @@ path = "/srv/evidence-archive"
         #expect(config.home == "/x [} ,} 1979-05-27T;")
     }
 
+    @Test(arguments: [("[notaries.qed]\nkind = \"qed\"\nbase_url = \"http://qed.example.org/v1/\"\napi_key_env = \"K\"\n", "notaries.qed.base_url"),
+                      ("[archives.oc]\nkind = \"owncloud\"\nurl = \"http://cloud.example.org\"\nuser = \"u\"\npassword_env = \"P\"\n", "archives.oc.url"),
+                      ("[archives.dbx]\nkind = \"dropbox\"\napp_key = \"k\"\napp_secret_env = \"S\"\nauth_url = \"http://10.0.0.5/token\"\n", "archives.dbx.auth_url")])
+    func credentialsAreNeverSentOverPlainHTTPToAnotherHost(_ table: String, _ field: String) throws {
+        let dir = TempDir()
+        let error = configError { try loadConfig(table, in: dir) }
+        #expect(error?.field == field, "\(String(describing: error))")
+        #expect(error?.message.contains("use https://") == true)
+    }
+
+    @Test func plainHTTPToLoopbackStaysAllowed() throws {
+        let dir = TempDir()
+        for host in ["127.0.0.1:8080", "localhost:9", "[::1]:80"] {
+            let config = try loadConfig("[notaries.qed]\nkind = \"qed\"\nbase_url = \"http://\(host)/v1/\"\napi_key_env = \"K\"\n", in: dir)
+            #expect(config.notaries["qed"]?.baseURL == "http://\(host)/v1/")
+        }
+    }
+
     /// The date check once applied its condition to `t` only, so every bare `T` (a table or key
     /// name such as `Team`) was refused as "a date's `T` must be followed by a time".
     @Test func anUppercaseTInANameIsNotTakenForADate() throws {
@@ -323,7 +341,7 @@ path = "/srv/evidence-archive"
 
     @Test func quotedAndSpacedTableHeadersStillParse() throws {
         let dir = TempDir()
-        let config = try loadConfig("[ notaries . \"q d\" ]\nkind = \"qed\"\nbase_url = \"http://h/v1/\"\napi_key_env = \"K\"\n", in: dir)
+        let config = try loadConfig("[ notaries . \"q d\" ]\nkind = \"qed\"\nbase_url = \"https://h/v1/\"\napi_key_env = \"K\"\n", in: dir)
         #expect(config.notaries["q d"]?.kind == .qed)
     }
 
