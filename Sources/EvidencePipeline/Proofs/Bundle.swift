@@ -72,10 +72,15 @@ public enum BundleWriter {
         }
         let parent = (target as NSString).deletingLastPathComponent
         try fm.createDirectory(atPath: parent.isEmpty ? "." : parent, withIntermediateDirectories: true)
-        let temp = target + ".partial-\(getpid())"
-        try? fm.removeItem(atPath: temp)
-        for sub in ["", "/original", "/proofs", "/certificates"] {
-            try fm.createDirectory(atPath: temp + sub, withIntermediateDirectories: true)
+        // mkdtemp: a fresh 0700 folder no one could have prepared (a symlink planted at a
+        // predictable name would have redirected the bundle's files elsewhere).
+        var template = Array((target + ".partial-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw BundleError.io(target, "cannot create a work folder beside it: \(String(cString: strerror(errno)))")
+        }
+        let temp = String(cString: made)
+        for sub in ["/original", "/proofs", "/certificates"] {
+            try fm.createDirectory(atPath: temp + sub, withIntermediateDirectories: false)
         }
         var keep = false
         defer { if !keep { try? fm.removeItem(atPath: temp) } }
