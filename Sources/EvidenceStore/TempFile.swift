@@ -52,7 +52,7 @@ final class TempFile: @unchecked Sendable {
     /// fsync and make read-only: after this the bytes are durable.
     func sync() throws(StoreError) {
         if fsync(fd) != 0 { throw TempFile.error(errno, source: source, store: store, op: "fsync") }
-        if fchmod(fd, 0o444) != 0 { throw TempFile.error(errno, source: source, store: store, op: "chmod") }
+        if fchmod(fd, 0o440) != 0 { throw TempFile.error(errno, source: source, store: store, op: "chmod") }
         close(fd)
     }
 

@@ -23,6 +23,9 @@ struct Evidence: AsyncParsableCommand {
 
     /// Usage errors exit 2 (not ArgumentParser's 64), as documented.
     static func main() async {
+        // Least privilege: everything evidence creates (home, catalog, objects, tokens, bundles,
+        // logs) is its owner's alone unless a mode is set on purpose.
+        umask(0o077)
         do {
             var command = try parseAsRoot(GlobalOptions.hoist(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? any AsyncParsableCommand {

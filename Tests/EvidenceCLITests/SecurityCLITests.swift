@@ -582,4 +582,23 @@ extension FileManager {
         #expect(h.stop() == 0)
     }
 
+
+    @Test("least privilege: the home is its owner's alone (0700), objects 0440, the catalog 0600, a bundle 0700/0600")
+    func leastPrivilege() throws {
+        let s = Scratch()
+        let cli = CLI(home: s.home)
+        #expect(cli.run(["ingest", s.file("clip.txt", "least privilege\n")]).status == 0)
+        func mode(_ path: String) -> mode_t { var st = stat(); return stat(path, &st) == 0 ? st.st_mode & 0o777 : 0o7777 }
+        #expect(mode(s.home) == 0o700, "\(String(mode(s.home), radix: 8))")
+        #expect(mode(s.home + "/catalog.sqlite") == 0o600, "\(String(mode(s.home + "/catalog.sqlite"), radix: 8))")
+        let objects = CLI.exec(["find", s.home + "/objects", "-type", "f"]).stdout.split(separator: "\n").map(String.init)
+        #expect(!objects.isEmpty && objects.allSatisfy { mode($0) == 0o440 }, "\(objects.map { String(mode($0), radix: 8) })")
+        #expect(cli.run(["bundle", "1", "-o", s.path + "/bundle"]).status == 0)
+        #expect(mode(s.path + "/bundle") == 0o700 && mode(s.path + "/bundle/manifest.json") == 0o600)
+        // A home someone opened to every user is tightened at the next start.
+        chmod(s.home, 0o755)
+        #expect(cli.run(["status"]).status == 0)
+        #expect(mode(s.home) == 0o750, "\(String(mode(s.home), radix: 8))")
+    }
+
 }

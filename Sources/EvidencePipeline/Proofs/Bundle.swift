@@ -93,7 +93,7 @@ public enum BundleWriter {
         var files: [BundleManifest.FileEntry] = []
 
         func add(_ rel: String, role: String, data: Data) throws {
-            try AtomicFile.write(data, to: temp + "/" + rel, mode: 0o644)
+            try AtomicFile.write(data, to: temp + "/" + rel, mode: 0o600)
             files.append(.init(path: rel, role: role, sha256: SHA256Hasher.hash(data).hex, size: Int64(data.count)))
         }
 
@@ -142,7 +142,7 @@ public enum BundleWriter {
         try add("manifest.json", role: "manifest", data: try CanonicalJSON.encoder(pretty: true).encode(manifest))
         try add("VERIFY.md", role: "instructions", data: Data(verifyText(manifest, tsaCertificates: tsaCertificates).utf8))
         let sums = files.sorted { $0.path < $1.path }.map { "\($0.sha256)  \($0.path)\n" }.joined()
-        try AtomicFile.write(Data(sums.utf8), to: temp + "/SHA256SUMS", mode: 0o644)
+        try AtomicFile.write(Data(sums.utf8), to: temp + "/SHA256SUMS", mode: 0o600)
         for sub in ["/original", "/proofs", "/certificates", ""] { fsyncDirectory(temp + sub) }
         guard rename(temp, target) == 0 else {
             throw BundleError.io(target, "rename from \(temp) failed: \(String(cString: strerror(errno)))")
