@@ -40,10 +40,10 @@ let package = Package(
         // MARK: Modules
         .target(name: "EvidenceCore", swiftSettings: swiftSettings),
         // The one place processes are started (posix_spawn): never Foundation's Process.
-        .systemLibrary(name: "CSpawn"),
-        .target(name: "EvidenceProcess", dependencies: ["CSpawn"], swiftSettings: swiftSettings),
+        .systemLibrary(name: "CEvidenceSys"),
+        .target(name: "EvidenceProcess", dependencies: ["CEvidenceSys"], swiftSettings: swiftSettings),
         .target(name: "EvidenceStore",
-                dependencies: ["EvidenceCore", "COpenSSL"],
+                dependencies: ["EvidenceCore", "COpenSSL", "CEvidenceSys"],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceCatalog",
                 dependencies: ["EvidenceCore", "EvidenceStore", .product(name: "GRDB", package: "GRDB.swift")],

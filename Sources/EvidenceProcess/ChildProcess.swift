@@ -1,4 +1,4 @@
-import CSpawn
+import CEvidenceSys
 import Foundation
 import Glibc
 

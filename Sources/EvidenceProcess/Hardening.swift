@@ -1,4 +1,4 @@
-import CSpawn
+import CEvidenceSys
 import Glibc
 
 /// Process-wide protections for the long-running commands (`run`, `serve`), which hold every

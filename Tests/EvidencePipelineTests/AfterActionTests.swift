@@ -18,6 +18,8 @@ struct AfterActionTests {
         let home: EvidenceHome
         var rules: [String: WatchRule] = [:]
         let archives: Archives
+        /// Runs right before the after-action acts (see `AfterActionHandler.beforeAct`).
+        var beforeAct: @Sendable () -> Void = {}
 
         init() throws {
             let root = scratch.path
@@ -66,7 +68,7 @@ struct AfterActionTests {
         func run(_ kind: JobKind, complete: Bool = true) async throws -> JobOutcome? {
             guard let job = try home.catalog.claimJob(kinds: [kind], owner: "test", lease: 60, now: Date()) else { return nil }
             let handler: any JobHandler = switch kind {
-            case .afterAction: AfterActionHandler(home: home, rules: rules)
+            case .afterAction: AfterActionHandler(home: home, rules: rules, beforeAct: beforeAct)
             case .archive: ArchiveHandler(home: home, rules: rules, archives: archives)
             default: fatalError("no handler for \(kind) in this test")
             }
@@ -212,4 +214,29 @@ struct AfterActionTests {
         #expect(t?.event == .ruleStagesComplete)
         #expect(try exists(path) && s.archivedOriginal(item))
     }
+
+    @Test("a sub-folder swapped for a symbolic link between the checks and the deletion: nothing outside the watched folder is deleted")
+    func folderSwappedForALinkAtTheLastMoment() async throws {
+        let s = try Setup()
+        s.rule("a", after: .delete)
+        try FileManager.default.createDirectory(atPath: s.root + "/a/sub", withIntermediateDirectories: true)
+        let (path, item) = try s.drop("sub/clip.bin", "officer A's recording", rule: "a")
+        try s.markDone(item)
+        // Another officer's file, with the same name, outside the watched folder.
+        let outside = s.root + "/outside"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try Data("officer B's recording".utf8).write(to: URL(fileURLWithPath: outside + "/clip.bin"))
+        let root = s.root
+        s.beforeAct = {
+            // The attacker's move, exactly between the checks and the unlink.
+            rename(root + "/a/sub", root + "/a/sub.real")
+            symlink(outside, root + "/a/sub")
+        }
+        let outcome = try await s.run(JobKind.afterAction)
+        guard case .done? = outcome else { Issue.record("after-action did not finish: \(String(describing: outcome))"); return }
+        #expect(exists(outside + "/clip.bin"), "a file outside the watched folder was deleted through the planted link")
+        #expect(!exists(root + "/a/sub.real/clip.bin"), "the checked file itself, in the folder that was checked, is the one deleted")
+        #expect(path == root + "/a/sub/clip.bin")
+    }
+
 }

@@ -19,10 +19,14 @@ public struct AfterActionHandler: JobHandler {
     public let kind = JobKind.afterAction
     let home: EvidenceHome
     let rules: [String: WatchRule]
+    /// Called after every check and right before the source is deleted or moved: the moment a
+    /// hostile writer of the drop folder would swap a folder for a link (tests use it for that).
+    let beforeAct: @Sendable () -> Void
 
-    public init(home: EvidenceHome, rules: [String: WatchRule]) {
+    public init(home: EvidenceHome, rules: [String: WatchRule], beforeAct: @escaping @Sendable () -> Void = {}) {
         self.home = home
         self.rules = rules
+        self.beforeAct = beforeAct
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
@@ -76,8 +80,10 @@ public struct AfterActionHandler: JobHandler {
 
         let dest: String? = if case .move(let dir) = action { destination(for: path, in: dir, rule: plan.rule) } else { nil }
         let objectPath = home.store.objectPath(item.sha256)
+        let (root, beforeAct) = (plan.rule.path, self.beforeAct)
         return try await onIOThread { () -> Result<JobOutcome, JobError> in
-            Self.perform(action: action, path: path, dest: dest, source: source, item: item, objectPath: objectPath, home: home)
+            Self.perform(action: action, path: path, root: root, dest: dest, source: source, item: item, objectPath: objectPath,
+                         home: home, beforeAct: beforeAct)
         }.get()
     }
 
@@ -88,26 +94,25 @@ public struct AfterActionHandler: JobHandler {
         return (dir as NSString).appendingPathComponent(rel)
     }
 
-    static func perform(action: SourceAction, path: String, dest: String?, source: SourceSighting, item: Item,
-                        objectPath: String, home: EvidenceHome) -> Result<JobOutcome, JobError> {
-        var st = stat()
-        if lstat(path, &st) != 0 {
-            if errno == ENOENT {
-                if let dest, let d = try? SourceStat.lstat(dest).get(), d.inode == source.inode, d.device == source.device {
-                    return .success(.done(JobTransition(state: nil, event: .sourceMoved, details: ["from": path, "to": dest])))
-                }
-                // We unlinked it and stopped before recording that (a crash): the intent says so.
-                if action == .delete, let events = try? home.catalog.events(itemID: item.id),
-                   events.contains(where: { $0.is(.sourceDeleting) && $0.details.contains("\"source_id\":\"\(source.id)\"") }) {
-                    return .success(.done(JobTransition(state: nil, event: .sourceDeleted,
-                                                        details: ["path": path, "sha256": item.sha256.hex, "recorded": "after a restart"])))
-                }
-                return .success(.done(JobTransition(state: nil, event: .afterActionSkipped,
-                                                    reason: "source is already gone", details: ["path": path])))
+    /// Everything is done through the source's folder opened beneath the rule's root without
+    /// following links (`BeneathRoot`): a folder swapped for a link after the checks cannot
+    /// redirect the deletion or the move outside the watched folder.
+    static func perform(action: SourceAction, path: String, root: String, dest: String?, source: SourceSighting, item: Item,
+                        objectPath: String, home: EvidenceHome, beforeAct: () -> Void = {}) -> Result<JobOutcome, JobError> {
+        let folder: BeneathRoot
+        do { folder = try BeneathRoot(path: path, root: root) } catch {
+            if case .missing = error {
+                return gone(action: action, path: path, dest: dest, source: source, item: item, home: home)
             }
-            return .failure(JobError("\(path): lstat failed: \(String(cString: strerror(errno)))", retryable: true))
+            return .success(.done(JobTransition(state: nil, event: .afterActionSkipped, reason: "\(error)", details: ["path": path])))
         }
-        let now = SourceStat(st)
+        let found: SourceStat
+        switch folder.stat() {
+        case .success(let s): found = s
+        case .failure(.missing): return gone(action: action, path: path, dest: dest, source: source, item: item, home: home)
+        case .failure(let e): return .failure(JobError("\(e)", retryable: true))
+        }
+        let now = found
         guard now.device == source.device, now.inode == source.inode, now.size == source.size,
               now.mtimeNanos == source.mtimeNanos else {
             return .success(.done(JobTransition(state: nil, event: .afterActionSkipped,
@@ -134,14 +139,15 @@ public struct AfterActionHandler: JobHandler {
             } catch {
                 return .failure(JobError("\(error.description); source \(path) left in place", retryable: true))
             }
-            if unlink(path) != 0 {
-                return .failure(JobError("\(path): delete failed: \(String(cString: strerror(errno)))", retryable: true))
+            beforeAct()
+            if let failure = folder.unlink() {
+                return .failure(JobError("delete failed: \(failure)", retryable: true))
             }
-            fsyncParent(path)
             return .success(.done(JobTransition(state: nil, event: .sourceDeleted, details: ["path": path, "sha256": item.sha256.hex])))
         case .move:
             guard let dest else { return .failure(JobError("move without a destination", retryable: false)) }
-            switch move(path, to: dest, sha256: item.sha256) {
+            beforeAct()
+            switch move(folder, to: dest, sha256: item.sha256) {
             case .success(let final):
                 return .success(.done(JobTransition(state: nil, event: .sourceMoved, details: ["from": path, "to": final])))
             case .failure(let e):
@@ -152,10 +158,29 @@ public struct AfterActionHandler: JobHandler {
         }
     }
 
+    /// The source is not there (any more): moved or deleted by an earlier run that stopped
+    /// before recording it, or gone.
+    static func gone(action: SourceAction, path: String, dest: String?, source: SourceSighting, item: Item,
+                     home: EvidenceHome) -> Result<JobOutcome, JobError> {
+        if let dest, let d = try? SourceStat.lstat(dest).get(), d.inode == source.inode, d.device == source.device {
+            return .success(.done(JobTransition(state: nil, event: .sourceMoved, details: ["from": path, "to": dest])))
+        }
+        // We unlinked it and stopped before recording that (a crash): the intent says so.
+        if action == .delete, let events = try? home.catalog.events(itemID: item.id),
+           events.contains(where: { $0.is(.sourceDeleting) && $0.details.contains("\"source_id\":\"\(source.id)\"") }) {
+            return .success(.done(JobTransition(state: nil, event: .sourceDeleted,
+                                                details: ["path": path, "sha256": item.sha256.hex, "recorded": "after a restart"])))
+        }
+        return .success(.done(JobTransition(state: nil, event: .afterActionSkipped,
+                                            reason: "source is already gone", details: ["path": path])))
+    }
+
     /// rename(2) when on the same filesystem; otherwise copy to a temp file in the destination
     /// folder, fsync, rename, and only then unlink the source. An existing different file at the
-    /// destination is never overwritten: the new one gets the hash prefix in its name.
-    static func move(_ path: String, to dest: String, sha256: SHA256Digest) -> Result<String, JobError> {
+    /// destination is never overwritten: the new one gets the hash prefix in its name. The
+    /// source is reached only through its folder's descriptor (`BeneathRoot`).
+    static func move(_ source: borrowing BeneathRoot, to dest: String, sha256: SHA256Digest) -> Result<String, JobError> {
+        let path = source.path
         let dir = (dest as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -166,43 +191,53 @@ public struct AfterActionHandler: JobHandler {
         if access(target, F_OK) == 0 {
             if (try? FileHasher.hash(path: target).digest) == sha256 {
                 // Same content already there (an earlier move that crashed before unlinking).
-                if unlink(path) != 0 { return .failure(JobError("\(path): unlink failed: \(String(cString: strerror(errno)))", retryable: true)) }
-                fsyncParent(path)
+                if let failure = source.unlink() { return .failure(JobError("unlink failed: \(failure)", retryable: true)) }
                 return .success(target)
             }
             let ext = (dest as NSString).pathExtension
             let stem = (dest as NSString).deletingPathExtension
             target = stem + "." + sha256.short + (ext.isEmpty ? "" : "." + ext)
         }
-        if rename(path, target) == 0 {
+        switch source.rename(to: target) {
+        case nil:
             fsyncParent(target)
-            fsyncParent(path)
             return .success(target)
-        }
-        guard errno == EXDEV else {
-            return .failure(JobError("\(path) → \(target): move failed: \(String(cString: strerror(errno)))", retryable: true))
+        case .io(_, EXDEV)?:
+            break
+        case let failure?:
+            return .failure(JobError("\(path) → \(target): move failed: \(failure)", retryable: true))
         }
         let tmp = dir + "/.evidence-move-\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        do {
-            try FileManager.default.copyItem(atPath: path, toPath: tmp)
-            let fd = open(tmp, O_RDONLY)
-            if fd >= 0 { fsync(fd); close(fd) }
-            guard (try? FileHasher.hash(path: tmp).digest) == sha256 else {
-                unlink(tmp)
-                return .failure(JobError("\(path): copy to \(dir) did not verify; source left in place", retryable: true))
-            }
-            if rename(tmp, target) != 0 {
-                unlink(tmp)
-                return .failure(JobError("\(target): rename failed: \(String(cString: strerror(errno)))", retryable: true))
-            }
-            fsyncParent(target)
-            unlink(path)
-            fsyncParent(path)
-            return .success(target)
-        } catch {
-            unlink(tmp)
-            return .failure(JobError("\(path) → \(target): copy failed: \(error.localizedDescription)", retryable: true))
+        let input: Int32
+        switch source.openForReading() {
+        case .success(let fd): input = fd
+        case .failure(let e): return .failure(JobError("\(path): cannot read it to copy: \(e)", retryable: true))
         }
+        defer { close(input) }
+        let output = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else {
+            return .failure(JobError("\(tmp): cannot create: \(String(cString: strerror(errno)))", retryable: true))
+        }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var copied = true
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if n == 0 { break }
+            if n < 0 || buffer.withUnsafeBytes({ write(output, $0.baseAddress, n) }) != n { copied = false; break }
+        }
+        if fsync(output) != 0 { copied = false }
+        close(output)
+        guard copied, (try? FileHasher.hash(path: tmp).digest) == sha256 else {
+            unlink(tmp)
+            return .failure(JobError("\(path): copy to \(dir) did not verify; source left in place", retryable: true))
+        }
+        if Glibc.rename(tmp, target) != 0 {
+            unlink(tmp)
+            return .failure(JobError("\(target): rename failed: \(String(cString: strerror(errno)))", retryable: true))
+        }
+        fsyncParent(target)
+        _ = source.unlink()
+        return .success(target)
     }
 
     static func fsyncParent(_ path: String) {
