@@ -33,11 +33,14 @@ public struct Ingestor: Sendable {
     /// names the path.
     /// - Parameter lifecycle: the rule's lifecycle; its jobs are queued in the same transaction as the
     ///   catalog record (manual ingests pass none and queue nothing).
+    /// - Parameter lifecycle: under a rule, the file is read through its folder opened beneath the
+    ///   rule's root (`lifecycle.rule.path`) without following links.
     public func ingest(path: String, rule: String? = nil, lifecycle: ItemLifecycle? = nil, followSymlinks: Bool = false,
                        progress: ((Int64) -> Void)? = nil) -> Outcome {
         let result: ObjectStore.IngestResult
         do {
-            result = try home.store.ingest(path: path, followSymlinks: followSymlinks, progress: progress)
+            result = try home.store.ingest(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
+                                           progress: progress)
         } catch {
             switch error {
             case .changedDuringRead:

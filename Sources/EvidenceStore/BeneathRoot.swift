@@ -11,7 +11,7 @@ import Glibc
 /// outside the root. With the folder's descriptor the action stays where the check was.
 /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` where the kernel has it (5.6), else one
 /// `openat(O_NOFOLLOW | O_DIRECTORY)` per component.
-public struct BeneathRoot: ~Copyable {
+public final class BeneathRoot {
     /// The folder's descriptor (closed when this value goes away).
     public let directory: Int32
     /// The file's name in that folder.

@@ -69,16 +69,40 @@ public final class ObjectStore: Sendable {
     /// - Throws `.changedDuringRead` when size, mtime or inode differ before vs after the
     ///   read (the writer was not done): nothing is stored under a possibly wrong hash.
     /// - On any error the temp file is removed and the store is unchanged.
-    public func ingest(path: String, followSymlinks: Bool = false,
+    /// - With `beneath` (a watched root), the file is reached through its folder opened below that
+    ///   root without following any link (`BeneathRoot`): a folder swapped for a link cannot make
+    ///   the service read (and archive) a file outside the watched folder.
+    public func ingest(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
                        progress: ((Int64) -> Void)? = nil) throws(StoreError) -> IngestResult {
-        let before = try Self.check(SourceStat.lstat(path))
+        var folder: BeneathRoot?
+        if let root {
+            do { folder = try BeneathRoot(path: path, root: root) } catch {
+                switch error {
+                case .missing: throw .notFound(path: path)
+                case .symlink: throw .symlink(path: path)
+                case .outside(let p, let r): throw .notRegularFile(path: p, kind: "outside the watched folder \(r)")
+                case .io(let p, let e): throw StoreError.from(errno: e, path: p, operation: "open folder")
+                }
+            }
+        }
+        /// lstat of the source, through its folder when there is one.
+        func lstatSource() -> Result<SourceStat, StoreError> {
+            guard let folder else { return SourceStat.lstat(path) }
+            switch folder.stat() {
+            case .success(let s): return .success(s)
+            case .failure(.missing): return .failure(.notFound(path: path))
+            case .failure(.io(_, let code)): return .failure(.ioError(path: path, operation: "lstat", errno: code))
+            case .failure: return .failure(.symlink(path: path))
+            }
+        }
+        let before = try Self.check(lstatSource())
         if before.kind == .symlink && !followSymlinks { throw .symlink(path: path) }
         if before.kind == .directory { throw .isDirectory(path: path) }
         if before.kind != .regular && before.kind != .symlink {
             throw .notRegularFile(path: path, kind: before.kind.rawValue)
         }
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW)
-        let src = open(path, flags)
+        let src = folder.map { openat($0.directory, $0.name, flags) } ?? open(path, flags)
         guard src >= 0 else { throw StoreError.from(errno: errno, path: path, operation: "open") }
         defer { close(src) }
         let opened = try Self.check(SourceStat.fstat(src, path: path))
@@ -97,7 +121,7 @@ public final class ObjectStore: Sendable {
         // The same version from start to end, by the open descriptor and by the name.
         let afterFD = try Self.check(SourceStat.fstat(src, path: path))
         let afterPath: SourceStat
-        switch SourceStat.lstat(path) {
+        switch lstatSource() {
         case .success(let s): afterPath = s
         case .failure(.notFound): throw .vanished(path: path)
         case .failure(let e): throw e

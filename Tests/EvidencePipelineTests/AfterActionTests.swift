@@ -239,4 +239,20 @@ struct AfterActionTests {
         #expect(path == root + "/a/sub/clip.bin")
     }
 
+
+    @Test("a sub-folder swapped for a link before ingest: the file outside the watched folder is not read, the path is quarantined")
+    func ingestThroughASwappedFolderIsRefused() throws {
+        let s = try Setup()
+        s.rule("a")
+        let outside = s.root + "/outside"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try Data("another officer's recording".utf8).write(to: URL(fileURLWithPath: outside + "/clip.bin"))
+        #expect(symlink(outside, s.root + "/a/sub") == 0)
+        let outcome = Ingestor(home: s.home, actor: "test").ingest(path: s.root + "/a/sub/clip.bin", rule: "a",
+                                                                   lifecycle: ItemLifecycle(rule: s.rules["a"]!))
+        guard case .rejected(let reason, _) = outcome else { Issue.record("read through the link: \(outcome)"); return }
+        #expect(reason.contains("symbolic link"), "\(reason)")
+        #expect(try s.home.catalog.summary().items == 0)
+    }
+
 }

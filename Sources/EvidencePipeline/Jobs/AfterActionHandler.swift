@@ -179,7 +179,7 @@ public struct AfterActionHandler: JobHandler {
     /// folder, fsync, rename, and only then unlink the source. An existing different file at the
     /// destination is never overwritten: the new one gets the hash prefix in its name. The
     /// source is reached only through its folder's descriptor (`BeneathRoot`).
-    static func move(_ source: borrowing BeneathRoot, to dest: String, sha256: SHA256Digest) -> Result<String, JobError> {
+    static func move(_ source: BeneathRoot, to dest: String, sha256: SHA256Digest) -> Result<String, JobError> {
         let path = source.path
         let dir = (dest as NSString).deletingLastPathComponent
         do {
