@@ -72,11 +72,23 @@ struct CustodyAnchorCLITests {
 
             // Whoever cut the log deletes anchors/ too: the log alone looks intact again, the copies still catch it.
             #expect(CLI.exec(["rm", "-rf", anchorsDir]).status == 0)
-            #expect(cli.run(["log", "verify"]).status == 0, "without any anchor the cut is the known limit")
+            // With [custody] configured, no anchor at all is itself a failure: they were deleted.
+            let noAnchors = cli.run(["log", "verify"])
+            #expect(noAnchors.status == 1 && noAnchors.stdout.contains("no anchor verifies although [custody] is configured"),
+                    "\(noAnchors.stdout)")
             let withCopies = cli.run(["log", "verify", "--anchors", copies])
             #expect(withCopies.status == 1 && withCopies.stdout.contains("custody event #\(events): missing, but anchor"), "\(withCopies.stdout)")
             let noFolder = cli.run(["log", "verify", "--anchors", h.scratch.path + "/nowhere"])
             #expect(noFolder.status == 2 && noFolder.stderr.contains("--anchors \(h.scratch.path)/nowhere: no such folder"), "\(noFolder.stderr)")
+
+            // A planted file with a far-future sequence number does not stop anchoring.
+            try FileManager.default.createDirectory(atPath: anchorsDir, withIntermediateDirectories: true)
+            let fake = anchorsDir + "/999999999999-" + String(repeating: "ab", count: 32) + ".tsr"
+            try Data("not a token".utf8).write(to: URL(fileURLWithPath: fake))
+            let anchored = cli.run(["log", "anchor"])
+            #expect(anchored.status == 0 && !anchored.stdout.contains("nothing new"), "\(anchored.stdout)\(anchored.stderr)")
+            let made = try FileManager.default.contentsOfDirectory(atPath: anchorsDir).filter { !$0.hasPrefix("999999999999-") }
+            #expect(made.count == 1, "the head was anchored beside the planted file: \(made)")
         }
     }
 

@@ -81,7 +81,13 @@ public enum ChainAnchors {
         let head: CustodyEvent?
         do { head = try home.catalog.lastEvent() } catch { throw .catalog(error) }
         guard let head, let digest = SHA256Digest(hex: head.hash) else { return nil }
-        if let newest = list(home).last, newest.seq >= head.seq { return nil }
+        // Already anchored only by a token for this very head that verifies: a file planted with
+        // a far-future sequence number (or a forged one for the head) must not stop anchoring.
+        if let current = list(home).last(where: { $0.seq == head.seq && $0.hash == head.hash }),
+           let data = FileManager.default.contents(atPath: current.file),
+           (try? TimestampVerifier.verify(response: data, digest: digest, trust: tsa.trust)) != nil {
+            return nil
+        }
         let token: TimestampToken
         do { token = try await tsa.timestamp(digest).token } catch { throw .notary(error) }
         let dir = directory(home)
@@ -109,7 +115,12 @@ public enum ChainAnchors {
     /// and event #seq must still exist with that hash.
     /// `more` are folders of copies (`evidence-anchors/` fetched from the `anchor_archive`
     /// account): their anchors count as well, so deleting `anchors/` here hides nothing.
-    public static func check(_ home: EvidenceHome, events: [CustodyEvent], trust: TSATrust?, more: [String] = []) -> Check {
+    ///
+    /// With `every` (the `[custody] anchor_every` of a set-up that anchors), anchors are expected:
+    /// none that verifies while the log has events, or a newest one older than `every` plus a
+    /// margin with events after it, is a problem too (anchors deleted, or anchoring stopped).
+    public static func check(_ home: EvidenceHome, events: [CustodyEvent], trust: TSATrust?, more: [String] = [],
+                             every: Double? = nil, now: Date = Date()) -> Check {
         var seen = Set<String>()
         let anchors = ([directory(home)] + more).flatMap { list(directory: $0) }
             .filter { seen.insert($0.name).inserted }
@@ -144,7 +155,20 @@ public enum ChainAnchors {
             } else {
                 problems.append(.init(seq: a.seq, detail: "missing, but anchor \(name)\(stamped) proves the log had it: the log was cut or rewritten"))
             }
-            newest = a
+            if bySeq[a.seq]?.hash == a.hash { newest = a }
+        }
+        if let every, let last = events.last {
+            let margin = max(600, every / 2)
+            if newest == nil {
+                problems.append(.init(seq: last.seq, detail: "no anchor verifies although [custody] is configured: the anchors were "
+                                      + "deleted or never made (evidence run anchors the head; `evidence log anchor` does it now)"))
+            } else if let newest, let stamped = newest.genTime, last.seq > newest.seq,
+                      now.timeIntervalSince(stamped) > every + margin {
+                problems.append(.init(seq: newest.seq, detail: "the newest anchor covers event #\(newest.seq) and was time-stamped "
+                                      + "\(Timestamp.string(stamped)), more than anchor_every plus \(Int(margin)) s ago; the "
+                                      + "\(last.seq - newest.seq) event(s) since are not covered: anchoring stopped "
+                                      + "(`evidence log anchor` covers them now)"))
+            }
         }
         return Check(anchors: anchors.count, newest: newest, signaturesChecked: trust != nil, problems: problems)
     }
@@ -154,11 +178,11 @@ extension EvidenceHome {
     /// The custody chain checked, with its time-stamped anchors checked against it; the
     /// anchors' problems are part of the returned report. `trust` verifies the tokens'
     /// signatures (the `[custody]` TSA's `ca_file`); without it only their imprints are checked.
-    public func verifyCustody(trust: TSATrust?, moreAnchors: [String] = []) throws(CatalogError)
+    public func verifyCustody(trust: TSATrust?, moreAnchors: [String] = [], anchorEvery: Double? = nil) throws(CatalogError)
         -> (chain: ChainReport, anchors: ChainAnchors.Check) {
         let events = try catalog.allEvents()
         var chain = catalog.verifyChain(events: events)
-        let anchors = ChainAnchors.check(self, events: events, trust: trust, more: moreAnchors)
+        let anchors = ChainAnchors.check(self, events: events, trust: trust, more: moreAnchors, every: anchorEvery)
         chain.problems += anchors.problems
         return (chain, anchors)
     }

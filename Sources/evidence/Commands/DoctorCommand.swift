@@ -104,7 +104,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
 
         // home, catalog, custody, store, queue
-        checkHome(home, anchorTrust: LogCommand.anchorTrust(config), add: add)
+        checkHome(home, anchorTrust: LogCommand.anchorTrust(config), anchorEvery: config.custody?.anchorEvery, add: add)
 
         // disk
         add(diskCheck(home))
@@ -228,7 +228,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    private func checkHome(_ home: String, anchorTrust: TSATrust?, add: (Check) -> Void) {
+    private func checkHome(_ home: String, anchorTrust: TSATrust?, anchorEvery: Double?, add: (Check) -> Void) {
         guard FileManager.default.fileExists(atPath: home + "/catalog.sqlite") else {
             add(Check(check: "home", status: .warn, detail: "\(home) has no catalog yet",
                       fix: "evidence run (or evidence ingest FILE) creates it"))
@@ -269,7 +269,7 @@ struct DoctorCommand: AsyncParsableCommand {
                       detail: problems.isEmpty ? "\(s.items) items, \(s.events) custody events, \(jobs.values.reduce(0, +)) jobs; quick_check ok"
                                                : "quick_check: " + problems.prefix(5).joined(separator: "; "),
                       fix: "stop evidence run, restore catalog.sqlite from a backup, then run evidence fsck"))
-            let (chain, anchors) = try h.verifyCustody(trust: anchorTrust)
+            let (chain, anchors) = try h.verifyCustody(trust: anchorTrust, anchorEvery: anchorEvery)
             add(Check(check: "custody", status: chain.ok ? .ok : .fail,
                       detail: chain.ok ? "\(chain.events) events chain to head \(chain.headHash.prefix(16))…; "
                                          + LogCommand.anchorSummary(anchors, events: chain.events).text

@@ -65,7 +65,8 @@ struct FsckCommand: ParsableCommand {
             for file in try home.catalog.archivedFiles(itemID: item.id) { referenced.insert(file.sha256) }
         }
         let orphans = storeReport.digests.subtracting(referenced).sorted().map { home.store.objectPath($0) }
-        let (chain, _) = try home.verifyCustody(trust: (try? global.loadConfig()).flatMap(LogCommand.anchorTrust))
+        let config = try? global.loadConfig()
+        let (chain, _) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), anchorEvery: config?.custody?.anchorEvery)
         problems += chain.problems.map(\.description)
 
         let ok = problems.isEmpty

@@ -58,7 +58,8 @@ struct LogCommand: AsyncParsableCommand {
         func run() throws {
             let config = try? global.loadConfig()
             let home = try global.openHome(mustExist: true)
-            let (chain, anchors) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), moreAnchors: anchorFolders)
+            let (chain, anchors) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), moreAnchors: anchorFolders,
+                                                          anchorEvery: config?.custody?.anchorEvery)
             if global.json {
                 Output.json(Report(ok: chain.ok, events: chain.events, headHash: chain.headHash, anchors: anchors.anchors,
                                    newestAnchor: anchors.newest, anchorSignaturesChecked: anchors.signaturesChecked,
