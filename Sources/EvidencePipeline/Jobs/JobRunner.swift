@@ -20,12 +20,16 @@ public final class JobRunner: Service, Sendable {
     let logger: Logger
     let idlePoll: Double
     let metrics: PipelineMetrics
+    /// The queue's clock: when jobs are due, when a retry runs. Injected so that back-off and
+    /// waits are tested by moving it, not by sleeping.
+    let now: @Sendable () -> Date
     private let stopping = Mutex(false)
     private let started = Mutex(false)
 
     public init(catalog: any Catalog, handlers: [any JobHandler], owner: String, workers: Int, lease: Double = 300,
                 backoff: Backoff = Backoff(), drainTimeout: Double = 10, idlePoll: Double = 0.2,
-                metrics: PipelineMetrics = .disabled, logger: Logger) {
+                metrics: PipelineMetrics = .disabled, now: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
+        self.now = now
         self.catalog = catalog
         self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { a, _ in a })
         self.owner = owner
@@ -83,11 +87,11 @@ public final class JobRunner: Service, Sendable {
     /// Claims and runs one job at a time until the runner stops.
     func workerLoop() async {
         let kinds = Array(handlers.keys)
-        let (catalog, owner, lease) = (self.catalog, self.owner, self.lease)
+        let (catalog, owner, lease, now) = (self.catalog, self.owner, self.lease, self.now)
         while !isStopping && !Task.isCancelled {
             // SQLite calls block: they run on the I/O threads, never on the cooperative pool.
             let claimed = await onIOThread {
-                Result { () throws(CatalogError) in try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: Date()) }
+                Result { () throws(CatalogError) in try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: now()) }
             }
             let job: QueuedJob?
             switch claimed {
@@ -103,7 +107,7 @@ public final class JobRunner: Service, Sendable {
                 continue
             }
             let due = await onIOThread { (try? catalog.nextJobDue(kinds: kinds)) ?? nil }
-            let wait = min(idlePoll, max(0.005, due?.timeIntervalSinceNow ?? idlePoll))
+            let wait = min(idlePoll, max(0.005, due.map { $0.timeIntervalSince(now()) } ?? idlePoll))
             try? await Task.sleep(for: .seconds(wait))
         }
     }
@@ -133,11 +137,11 @@ public final class JobRunner: Service, Sendable {
             }
         } catch let error as JobError {
             if Task.isCancelled {
-                _ = await onIOThread { try? catalog.releaseJob(job.id, owner: owner, runAt: Date()) }
+                _ = await onIOThread { try? catalog.releaseJob(job.id, owner: owner, runAt: self.now()) }
                 return
             }
             let retryAt: Date? = error.retryable
-                ? Date().addingTimeInterval(max(error.retryAfter ?? 0, backoff.delay(afterAttempt: job.attempts)))
+                ? now().addingTimeInterval(max(error.retryAfter ?? 0, backoff.delay(afterAttempt: job.attempts)))
                 : nil
             do {
                 let after = try await onIOThread { Result { () throws(CatalogError) in
