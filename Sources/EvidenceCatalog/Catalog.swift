@@ -17,7 +17,7 @@ public protocol Catalog: Sendable {
 
     /// Changes an item's state with an event of `kind` (e.g. `.verified`, `.failed`).
     func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
-                    details: [String: String]) throws(CatalogError) -> Item
+                    details: [String: String], wake: [JobKind]) throws(CatalogError) -> Item
 
     /// Appends an event that changes no state (e.g. `.sourceDeleting`).
     @discardableResult

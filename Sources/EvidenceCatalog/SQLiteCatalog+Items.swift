@@ -48,6 +48,8 @@ extension SQLiteCatalog {
             }
             for spec in r.jobsForNewSource + (created ? [] : r.jobsForKnownItem) {
                 var sp = spec
+                // Parked until the item is done: due at once when it is done already.
+                if spec.isParked && row.state == ItemState.done.rawValue { sp.runAt = nil }
                 if case .afterAction(let rule, let action, _) = spec.payload {
                     sp.payload = .afterAction(rule: rule, action: action, source: SourceRef(id: source.id!, path: r.path))
                 }
@@ -77,9 +79,10 @@ extension SQLiteCatalog {
     }
 
     public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
-                           details: [String: String]) throws(CatalogError) -> Item {
+                           details: [String: String], wake: [JobKind] = []) throws(CatalogError) -> Item {
         try write { db in
-            try Self.applyTransition(db, itemID: itemID, JobTransition(state: state, event: kind, reason: reason, details: details))
+            try Self.applyTransition(db, itemID: itemID, JobTransition(state: state, event: kind, reason: reason, details: details,
+                                                                       wake: wake))
             return try ItemRow.fetchOne(db, key: itemID)!.model()
         }
     }

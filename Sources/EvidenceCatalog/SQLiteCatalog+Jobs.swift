@@ -266,6 +266,17 @@ extension SQLiteCatalog {
         for spec in t.jobs {
             _ = try insertJob(db, spec, itemID: itemID, dedupeKey: spec.itemKey(itemID), now: Date())
         }
+        if !t.wake.isEmpty {
+            let now = Date()
+            let marks = t.wake.map { _ in "?" }.joined(separator: ",")
+            var args: [any DatabaseValueConvertible] = [now, now, itemID]
+            args += t.wake.map(\.rawValue)
+            args.append(now)
+            try db.execute(sql: """
+                UPDATE job SET next_run_at = ?, updated_at = ?
+                WHERE item_id = ? AND kind IN (\(marks)) AND state = 'queued' AND next_run_at > ?
+                """, arguments: StatementArguments(args))
+        }
     }
 }
 
@@ -278,9 +289,13 @@ public struct JobTransition: Sendable, Equatable {
     public var details: [String: String]
     /// The next stage's jobs, created in the same transaction (once per item and kind/scope).
     public var jobs: [JobSpec]
+    /// Jobs of these kinds for this item that wait, parked, for this transition (created with
+    /// `JobSpec.parked`): they are due at once.
+    public var wake: [JobKind]
 
     public init(state: ItemState?, event: CustodyEventKind, reason: String? = nil, details: [String: String] = [:],
-                jobs: [JobSpec] = []) {
+                jobs: [JobSpec] = [], wake: [JobKind] = []) {
         self.state = state; self.event = event; self.reason = reason; self.details = details; self.jobs = jobs
+        self.wake = wake
     }
 }

@@ -95,6 +95,14 @@ public struct JobSpec: Sendable, Equatable {
         self.payload = payload; self.maxAttempts = maxAttempts; self.runAt = runAt; self.scope = scope
     }
 
+    /// A job that waits for its item's transition to name it in `wake` (an after-action waits
+    /// for `done`), instead of being claimed and put back again and again.
+    public static func parked(_ payload: JobPayload, maxAttempts: Int = 8, scope: String? = nil) -> JobSpec {
+        JobSpec(payload, maxAttempts: maxAttempts, runAt: .distantFuture, scope: scope)
+    }
+
+    public var isParked: Bool { runAt == .distantFuture }
+
     /// The dedupe key of this job for an item.
     public func itemKey(_ itemID: Int64) -> String {
         "\(kind.rawValue):item:\(itemID)" + (scope.map { ":" + $0 } ?? "")

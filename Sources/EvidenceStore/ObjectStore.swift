@@ -31,10 +31,7 @@ public final class ObjectStore: Sendable {
         for dir in [home, home + "/objects", objectsDir, tmpDir] {
             try Self.makeDirectory(dir)
         }
-        // Evidence is not for every local user: a home made world-readable by hand is tightened
-        // (its group bits are the operator's choice, e.g. 0750 with an auditors' group).
-        var st = stat()
-        if stat(home, &st) == 0, st.st_mode & 0o007 != 0 { _ = chmod(home, st.st_mode & 0o770) }
+
         // The 256 first-level fan-out folders exist from the start: storing an object then
         // creates (and fsyncs) at most one new folder instead of two.
         if access(objectsDir + "/ff", F_OK) != 0 {

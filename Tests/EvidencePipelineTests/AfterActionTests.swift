@@ -59,7 +59,8 @@ struct AfterActionTests {
         }
 
         func markDone(_ item: Item) throws {
-            _ = try home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: .shared, details: [:])
+            // As the lifecycle's transition to done does: it wakes the parked after-actions.
+            _ = try home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: .shared, details: [:], wake: [.afterAction])
         }
 
         /// Claims one due job of `kind` and runs it with the real handler; `complete: false`

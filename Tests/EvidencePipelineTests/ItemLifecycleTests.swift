@@ -75,6 +75,16 @@ struct ItemLifecycleTests {
         #expect(noShare?.state == .done && noShare?.jobs.isEmpty == true)
     }
 
+    @Test func theTransitionThatMakesAnItemDoneWakesItsParkedAfterActions() {
+        let life = ItemLifecycle(rule: rule())
+        #expect(life.transition(from: .archived, on: .shared(details: [:]))?.wake == [.afterAction])
+        #expect(life.transition(from: .certified, on: .archived(details: [:]))?.wake == [], "not done yet: nothing woken")
+        #expect(ItemLifecycle(rule: rule(archive: nil)).transition(from: .confirmed, on: .certified(count: 1))?.wake == [.afterAction])
+        #expect(life.transition(from: .done, on: .archived(details: [:]))?.wake == [.afterAction],
+                "another rule's archive copy of a done item wakes the after-action waiting for it")
+        #expect(ItemLifecycle(rule: rule(after: .delete)).jobsForNewSource.allSatisfy { $0.isParked }, "created parked, never polled")
+    }
+
     @Test func anAfterActionIsASourcesJobWhenTheRuleHasOne() {
         #expect(ItemLifecycle(rule: rule()).jobsForNewSource.isEmpty)
         #expect(ItemLifecycle(rule: rule(after: .delete)).jobsForNewSource.map(\.payload)

@@ -30,9 +30,10 @@ struct JobRunnerClockTests {
 
     @Test func aRetryAfterAnHourRunsWhenTheClockPassesIt() async throws {
         let catalog = try SQLiteCatalog.inMemory()
-        let clock = Clock()
         let handler = OnceBusy()
         _ = try catalog.enqueue(JobSpec(.verify(rule: "cam")), itemID: nil, dedupeKey: "v")
+        let clock = Clock()
+        clock.advance(1)   // the job is due: it was queued before the clock started
         let runner = JobRunner(catalog: catalog, handlers: [handler], owner: "test", workers: 1, idlePoll: 0.01,
                                now: clock.now, logger: Logger(label: "test"))
         let task = Task { try await runner.run() }

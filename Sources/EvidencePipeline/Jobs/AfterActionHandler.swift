@@ -47,11 +47,14 @@ public struct AfterActionHandler: JobHandler {
         }
 
         let plan = rules[ruleName].map(ItemLifecycle.init)
-        guard let plan, item.state == plan.finalState else {
-            // Not final yet: wait, longer the older the job, without spending attempts.
-            let age = -job.createdAt.timeIntervalSinceNow
-            return .notYet(until: Date().addingTimeInterval(min(600, max(1, age / 10))),
-                           reason: "item #\(itemID) is \(item.state.rawValue), waiting for \(plan?.finalState.rawValue ?? "its rule")")
+        guard let plan else {
+            // The rule is gone from the config: wait for it (a config being edited), in the open.
+            return .notYet(until: Date().addingTimeInterval(600), reason: "rule \(ruleName) is not configured; \(path) left in place")
+        }
+        guard item.state == plan.finalState else {
+            // Not final yet (a job queued before after-actions were parked): park it now; the
+            // transition to done wakes it.
+            return .notYet(until: .distantFuture, reason: "item #\(itemID) is \(item.state.rawValue), parked until it is done")
         }
 
         // This rule's own evidence, from the catalog: what it lacks is queued, and the source waits.

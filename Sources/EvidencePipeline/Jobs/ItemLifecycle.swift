@@ -46,7 +46,7 @@ public struct ItemLifecycle: Sendable {
     /// after-action from `jobsForNewSource`, which does the same before acting.)
     public var jobsForKnownItem: [JobSpec] {
         guard case .keep = rule.after, !rule.notary.isEmpty || rule.archive != nil else { return [] }
-        return [JobSpec(.afterAction(rule: rule.name, action: .keep, source: nil), maxAttempts: 20)]
+        return [JobSpec.parked(.afterAction(rule: rule.name, action: .keep, source: nil), maxAttempts: 20)]
     }
 
     /// What this rule still needs before its after-action may touch the source: a notarize job
@@ -70,14 +70,24 @@ public struct ItemLifecycle: Sendable {
     public var jobsForNewSource: [JobSpec] {
         switch rule.after {
         case .keep: return []
-        case .delete: return [JobSpec(.afterAction(rule: rule.name, action: .delete, source: nil), maxAttempts: 20)]
-        case .move(let dir): return [JobSpec(.afterAction(rule: rule.name, action: .move(to: dir), source: nil), maxAttempts: 20)]
+        case .delete: return [JobSpec.parked(.afterAction(rule: rule.name, action: .delete, source: nil), maxAttempts: 20)]
+        case .move(let dir): return [JobSpec.parked(.afterAction(rule: rule.name, action: .move(to: dir), source: nil), maxAttempts: 20)]
         }
     }
 
     /// The transition `event` causes for an item in `state`; nil when it changes nothing (a
     /// proof of one notary of several, a pending proof after the first).
+    ///
+    /// A transition that makes the item final, or records another rule's archive copy of a final
+    /// item, wakes the item's parked after-actions: they are created parked with each source and
+    /// run when this happens, instead of asking again and again whether the item is done.
     public func transition(from state: ItemState, on event: Event) -> JobTransition? {
+        guard var t = decide(from: state, on: event) else { return nil }
+        if t.state == finalState || (state == finalState && t.event == .archived) { t.wake = [.afterAction] }
+        return t
+    }
+
+    private func decide(from state: ItemState, on event: Event) -> JobTransition? {
         switch event {
         case .verified(let details):
             if !rule.notary.isEmpty {

@@ -249,7 +249,15 @@ struct DoctorCommand: AsyncParsableCommand {
             }
         if FileManager.default.createFile(atPath: probe, contents: Data("x".utf8)) {
             unlink(probe)
-            if open.isEmpty {
+            var st = stat()
+            let readable = stat(h.path, &st) == 0 && st.st_mode & 0o007 != 0
+            if open.isEmpty && readable {
+                // Group bits are the operator's choice (0750 with an auditors' group); others get nothing.
+                add(Check(check: "home", status: .warn,
+                          detail: "\(h.path) (mode \(String(format: "%04o", Int(st.st_mode & 0o7777)))) is open to every local user: "
+                              + "they can read the evidence and the catalog",
+                          fix: "chmod o-rwx \(h.path)"))
+            } else if open.isEmpty {
                 add(Check(check: "home", status: .ok, detail: "\(h.path) (tmp writable)"))
             } else {
                 add(Check(check: "home", status: .fail,
