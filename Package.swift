@@ -90,6 +90,7 @@ let package = Package(
                 dependencies: [
                     "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia",
                     "EvidenceConfig", "EvidenceWatch", "EvidenceHTTP", "EvidenceNotary", "EvidenceCertificate", "EvidenceArchive",
+                    "EvidenceProcess",
                     .product(name: "Logging", package: "swift-log"),
                     .product(name: "CoreMetrics", package: "swift-metrics"),
                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -17,6 +17,14 @@ public enum MediaProbe {
         "aif", "aiff", "caf", "jpg", "jpeg", "png", "tif", "tiff", "heic", "heif", "webp", "bmp", "gif", "dng",
     ]
 
+    /// The demuxers a probe may use: capture devices' containers and still images. Not among
+    /// them: playlists and concat lists (`hls`, `concat`, `ffconcat`), which open other files.
+    static let allowedDemuxers = [
+        "mov", "mp4", "m4a", "3gp", "3g2", "mj2", "matroska", "webm", "avi", "mpegts", "mpeg", "mpegps", "asf", "flv",
+        "mxf", "dv", "wav", "w64", "mp3", "aac", "flac", "ogg", "amr", "aiff", "caf", "image2", "jpeg_pipe", "png_pipe",
+        "tiff_pipe", "webp_pipe", "bmp_pipe", "gif", "gif_pipe", "tty", "data",
+    ].joined(separator: ",")
+
     /// Demuxers that accept almost anything and say nothing about media.
     static let fallbackFormats: Set<String> = ["tty", "data", "txt"]
 
@@ -34,7 +42,13 @@ public enum MediaProbe {
         // guess a format from noise and read megabytes trying to decode it.
         if !expectMedia && !confidentSignature(path) { return nil }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        let rc = avformat_open_input(&ctx, path, nil, nil)
+        // Hostile input: only local files (no http, no concat or playlist that opens other
+        // files) and only the containers a capture device writes.
+        var options: OpaquePointer?
+        av_dict_set(&options, "protocol_whitelist", "file", 0)
+        av_dict_set(&options, "format_whitelist", allowedDemuxers, 0)
+        defer { av_dict_free(&options) }
+        let rc = avformat_open_input(&ctx, path, nil, &options)
         guard rc >= 0, let fmt = ctx else {
             return expectMedia ? MediaInfo(probeError: errorText(rc)) : nil
         }

@@ -10,10 +10,14 @@ public struct Ingestor: Sendable {
     public let home: EvidenceHome
     /// Who is acting, for the custody log ("cli:root", "run:host:pid").
     public let actor: String
+    /// Reads the stored copy's media facts: in this process by default, in a child process
+    /// (`ChildMediaProbe`) for `evidence run` and `evidence ingest`.
+    let prober: MediaProber
 
-    public init(home: EvidenceHome, actor: String) {
+    public init(home: EvidenceHome, actor: String, prober: @escaping MediaProber = { MediaProbe.probe(path: $0, name: $1) }) {
         self.home = home
         self.actor = actor
+        self.prober = prober
     }
 
     public enum Outcome: Sendable {
@@ -54,8 +58,7 @@ public struct Ingestor: Sendable {
             }
         }
         // Probe the stored copy: it is read-only and is exactly the bytes that were hashed.
-        let media = MediaProbe.probe(path: home.store.objectPath(result.digest),
-                                     name: (path as NSString).lastPathComponent)
+        let media = prober(home.store.objectPath(result.digest), (path as NSString).lastPathComponent)
         let record = IngestRecord(sha256: result.digest, size: result.size, path: path, rule: rule,
                                   device: result.source.device, inode: result.source.inode,
                                   mtimeNanos: result.source.mtimeNanos, media: media,

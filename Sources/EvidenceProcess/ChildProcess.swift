@@ -328,8 +328,10 @@ extension ChildProcess {
     public static func run(_ executable: String, _ arguments: [String] = [], environment: [String: String]? = nil,
                            directory: String? = nil, stdin: Input = .null, separateStandardError: Bool = false,
                            timeout: Double? = nil) throws(SpawnError) -> Result {
+        // Its own process group: a timeout kills what it started too (a shell's `sleep`, say),
+        // which would otherwise hold the pipes open.
         let child = try ChildProcess(executable, arguments, environment: environment, directory: directory, stdin: stdin,
-                                     stdout: .pipe, stderr: separateStandardError ? .pipe : .stdout)
+                                     stdout: .pipe, stderr: separateStandardError ? .pipe : .stdout, newProcessGroup: timeout != nil)
         let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
         var timedOut = false
         var buffers: [Int32: Data] = [:]
@@ -341,7 +343,9 @@ extension ChildProcess {
             if let deadline {
                 let left = deadline.timeIntervalSinceNow
                 if left <= 0 {
-                    if !timedOut { timedOut = true; child.signal(SIGKILL) }
+                    if !timedOut { timedOut = true; child.signalGroup(SIGKILL) }
+                    // Whatever still holds the pipes after the kill is not waited for long.
+                    if left < -5 { break }
                     wait = 100
                 } else {
                     wait = Int32(min(left * 1000 + 1, 1000))
@@ -359,8 +363,9 @@ extension ChildProcess {
                 }
             }
         }
+        for fd in open { close(fd) }
         var termination = deadline.flatMap { child.wait(seconds: max(0, $0.timeIntervalSinceNow)) }
-        if termination == nil, deadline != nil { timedOut = true; child.signal(SIGKILL) }
+        if termination == nil, deadline != nil { timedOut = true; child.signalGroup(SIGKILL) }
         termination = termination ?? child.wait()
         let output = child.stdoutPipe.flatMap { buffers[$0] } ?? Data()
         let errors = child.stderrPipe.flatMap { buffers[$0] } ?? Data()

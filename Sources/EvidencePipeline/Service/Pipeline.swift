@@ -1,6 +1,7 @@
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
+import EvidenceMedia
 import EvidenceWatch
 import Foundation
 import Logging
@@ -20,12 +21,13 @@ public struct Pipeline: Sendable {
     /// API key is a config error before the service starts. `metrics` receives the jobs',
     /// watcher's, notaries' and providers' measurements (nothing is measured by default).
     public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], notaries: Notaries,
-                archives: Archives = Archives(), metrics: PipelineMetrics = .disabled, logger: Logger) {
+                archives: Archives = Archives(), metrics: PipelineMetrics = .disabled,
+                prober: @escaping MediaProber = { MediaProbe.probe(path: $0, name: $1) }, logger: Logger) {
         self.home = home
         self.rules = rules
         let archives = archives.measured(by: metrics)
         let owner = Lease.owner(role: "run")
-        let ingestor = Ingestor(home: home, actor: "run:\(ProcessInfo.processInfo.hostName):\(getpid())")
+        let ingestor = Ingestor(home: home, actor: "run:\(ProcessInfo.processInfo.hostName):\(getpid())", prober: prober)
         let specs = rules.map {
             WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
                       recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval)

@@ -56,7 +56,8 @@ struct IngestCommand: ParsableCommand {
     func run() throws {
         let config = try global.loadConfig()
         let home = try global.openHome()
-        let ingestor = Ingestor(home: home, actor: "cli:\(ProcessInfo.processInfo.userName)")
+        let ingestor = Ingestor(home: home, actor: "cli:\(ProcessInfo.processInfo.userName)",
+                                prober: ChildMediaProbe.prober(executable: ProbeCommand.executable))
         let walker = SourceWalker(followSymlinks: followSymlinks)
         let (files, refused) = walker.expand(paths)
         var entries: [Entry] = []

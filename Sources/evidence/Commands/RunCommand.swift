@@ -91,7 +91,8 @@ struct RunCommand: AsyncParsableCommand {
         let factory = metricsConfig.map { _ in EvidenceMetricsFactory() }
         factory?.bootstrapProcess()
         let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, archives: archives,
-                                metrics: factory.map { PipelineMetrics(factory: $0) } ?? .disabled, logger: logger)
+                                metrics: factory.map { PipelineMetrics(factory: $0) } ?? .disabled,
+                                prober: ChildMediaProbe.prober(executable: ProbeCommand.executable), logger: logger)
         var alongside: [any Service] = []
         if let metricsConfig, let factory {
             let endpoint = MetricsEndpoint(
