@@ -30,6 +30,13 @@ public enum MediaProbe {
 
     private static let quiet: Void = { av_log_set_level(evidence_av_log_quiet()) }()
 
+    /// Whether `probe` would look inside at all: a media extension, or a confident signature in
+    /// the first bytes. Cheap (no libavformat), so a caller can skip a child process for files
+    /// that are documents or data.
+    public static func mightBeMedia(path: String, name: String? = nil) -> Bool {
+        mediaExtensions.contains(((name ?? path) as NSString).pathExtension.lowercased()) || confidentSignature(path)
+    }
+
     /// - Parameter name: the file's original name, when `path` has none (store objects are
     ///   named by hash): its extension tells whether a failure means corrupt media.
     public static func probe(path: String, name: String? = nil) -> MediaInfo? {
@@ -40,7 +47,7 @@ public enum MediaProbe {
         // Files without a media extension are usually documents or data. Only a confident
         // signature match in their first bytes makes them media: otherwise libavformat would
         // guess a format from noise and read megabytes trying to decode it.
-        if !expectMedia && !confidentSignature(path) { return nil }
+        if !mightBeMedia(path: path, name: name) { return nil }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         // Hostile input: only local files (no http, no concat or playlist that opens other
         // files) and only the containers a capture device writes.

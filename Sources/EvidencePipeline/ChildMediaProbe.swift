@@ -20,6 +20,9 @@ public enum ChildMediaProbe {
     }
 
     static func probe(path: String, name: String?, executable: String, timeout: Double) -> MediaInfo? {
+        // Documents and data are not media: no child is started for them (a burst of small
+        // files would otherwise pay a process start each).
+        guard MediaProbe.mightBeMedia(path: path, name: name) else { return nil }
         let arguments = ["__probe"] + (name.map { ["--name", $0] } ?? []) + [path]
         let result: ChildProcess.Result
         do {

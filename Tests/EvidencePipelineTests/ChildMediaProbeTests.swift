@@ -31,10 +31,15 @@ struct ChildMediaProbeTests {
     }
 
     @Test func whatTheChildPrintsIsTheAnswer() {
-        #expect(ChildMediaProbe.probe(path: "/x.txt", name: nil, executable: child("echo null"), timeout: 10) == nil)
+        #expect(ChildMediaProbe.probe(path: "/x.mp4", name: nil, executable: child("echo null"), timeout: 10) == nil)
         let info = ChildMediaProbe.probe(path: "/x.mp4", name: nil, executable: child(#"echo '{"container":"mov","streams":[]}'"#), timeout: 10)
         #expect(info?.container == "mov")
         let garbage = ChildMediaProbe.probe(path: "/x.mp4", name: nil, executable: child("echo not json"), timeout: 10)
         #expect(garbage?.probeError?.contains("unreadable") == true)
+    }
+
+    @Test func noChildIsStartedForAFileThatIsNotMedia() {
+        // The stand-in would fail loudly if it were started.
+        #expect(ChildMediaProbe.probe(path: "/no/such/report.txt", name: "report.txt", executable: child("exit 3"), timeout: 10) == nil)
     }
 }
