@@ -23,11 +23,13 @@ public struct Portal: Sendable {
         public var limit: Int
         /// Seconds after which an item on its way is listed as stuck on /status.
         public var stuckAfter: Double
+        /// Bundles built at once; more requests get 503 with Retry-After.
+        public var bundleBuilds: Int
 
         public init(host: String = "127.0.0.1", port: Int = 8480, auth: PortalAuth, tsaCAFiles: [String: String] = [:],
-                    limit: Int = 100, stuckAfter: Double = 600) {
+                    limit: Int = 100, stuckAfter: Double = 600, bundleBuilds: Int = 2) {
             self.host = host; self.port = port; self.auth = auth; self.tsaCAFiles = tsaCAFiles
-            self.limit = limit; self.stuckAfter = stuckAfter
+            self.limit = limit; self.stuckAfter = stuckAfter; self.bundleBuilds = bundleBuilds
         }
     }
 
@@ -57,7 +59,7 @@ public struct Portal: Sendable {
     public func makeResponder() -> PortalResponder {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         PortalRoutes(data: PortalData(home: home, limit: options.limit), tsaCAFiles: options.tsaCAFiles,
-                     stuckAfter: options.stuckAfter).add(to: router)
+                     stuckAfter: options.stuckAfter, builds: BuildSlots(limit: options.bundleBuilds)).add(to: router)
         return PortalResponder(auth: options.auth, router: router.buildResponder())
     }
 

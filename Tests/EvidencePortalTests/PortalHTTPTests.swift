@@ -1,7 +1,7 @@
 import EvidenceCatalog
 import EvidenceCore
 import EvidencePipeline
-import EvidencePortal
+@testable import EvidencePortal
 import EvidenceStore
 import Foundation
 import Hummingbird
@@ -161,6 +161,33 @@ struct PortalHTTPTests {
             }
         }
         #expect(try f.home.catalog.item(id: a.id)?.state == .confirmed)
+    }
+
+    @Test("HEAD of a bundle is answered from the catalog without building it (it would need the stored original)")
+    func bundleHeadBuildsNothing() async throws {
+        let (f, a, _) = try fixture()
+        // Without its stored original a bundle cannot be built: a HEAD that built would fail.
+        let object = f.home.store.objectPath(a.sha256)
+        chmod((object as NSString).deletingLastPathComponent, 0o700)
+        #expect(unlink(object) == 0)
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/items/\(a.id)/bundle.zip", method: .head, headers: PortalFixture.basic) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[.contentDisposition] == "attachment; filename=\"evidence-item-\(a.id)-\(a.sha256.short).zip\"")
+            }
+        }
+    }
+
+    @Test("build slots: at most the limit at once; a slot is free again once its holder is gone")
+    func buildSlots() {
+        let slots = BuildSlots(limit: 2)
+        var first: BuildSlots.Slot? = slots.take()
+        let second = slots.take()
+        #expect(first != nil && second != nil)
+        #expect(slots.take() == nil, "a third build while two run")
+        first = nil
+        #expect(slots.take() != nil)
+        withExtendedLifetime(second) {}
     }
 
     @Test("the certificate downloads as an attachment PDF with a safe name, byte for byte")

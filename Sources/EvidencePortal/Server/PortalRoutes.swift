@@ -10,14 +10,16 @@ struct PortalRoutes: Sendable {
     let tsaCAFiles: [String: String]
     /// Items on their way this long are "stuck" on /status unless `?older=` says otherwise.
     let stuckAfter: Double
+    /// Bundle builds at once (see `BuildSlots`).
+    let builds: BuildSlots
 
     func add(to router: Router<BasicRequestContext>) {
         router.get("/") { request, _ in try await self.search(request) }
         router.get("/status") { request, _ in try await self.status(request) }
         router.get("/items/:id") { _, context in try await self.item(context) }
         router.get("/items/:id/certificates/:file") { _, context in try await self.certificate(context) }
-        router.get("/items/:id/bundle.zip") { _, context in try await self.bundle(context, .zip) }
-        router.get("/items/:id/bundle.tar") { _, context in try await self.bundle(context, .tar) }
+        router.get("/items/:id/bundle.zip") { request, context in try await self.bundle(request, context, .zip) }
+        router.get("/items/:id/bundle.tar") { request, context in try await self.bundle(request, context, .tar) }
     }
 
     /// Query parameters as an HTML form sends them (`+` is a space).
@@ -84,16 +86,38 @@ struct PortalRoutes: Sendable {
                         body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    func bundle(_ context: BasicRequestContext, _ format: BundleDownload.Format) async throws -> Response {
+    /// HEAD is answered from the catalog alone; a GET builds the bundle when a build slot is free
+    /// and the home's file system has room for it (the original twice, plus a margin).
+    func bundle(_ request: Request, _ context: BasicRequestContext, _ format: BundleDownload.Format) async throws -> Response {
         guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
         let home = data.home, cas = tsaCAFiles
-        guard let download = try await blocking({ () -> BundleDownload? in
-            guard let item = try home.catalog.item(id: id) else { return nil }
-            return try BundleDownload.make(home: home, item: item, format: format, tsaCAFiles: cas)
-        }) else {
+        guard let item = try await blocking({ try home.catalog.item(id: id) }) else {
             return Pages.notFound("There is no item #\(id).")
         }
+        let fileName = BundleDownload.folderName(for: item) + "." + format.rawValue
+        if request.method == .head {
+            return Response(status: .ok, headers: [.contentType: format.contentType, .contentDisposition: Pages.attachment(fileName)])
+        }
+        let needed = 2 * item.size + (64 << 20)
+        if let free = Self.freeBytes(home.store.tmpDir), free < needed {
+            return Pages.html(.init(code: 507, reasonPhrase: "Insufficient Storage"), ErrorPage.render(status: 507, title: "Not enough space",
+                message: "Building this bundle needs about \(needed >> 20) MiB of free space where the evidence is kept; there is \(free >> 20) MiB. Ask the operator."))
+        }
+        guard let slot = builds.take() else {
+            var busy = Pages.html(.serviceUnavailable, ErrorPage.render(status: 503, title: "Busy",
+                message: "Other bundles are being built right now (at most \(builds.limit) at once). Try again in a few seconds."))
+            busy.headers[.retryAfter] = "5"
+            return busy
+        }
+        let download = try await blocking { try BundleDownload.make(home: home, item: item, format: format, tsaCAFiles: cas) }
+        withExtendedLifetime(slot) {}   // held until the bundle is built
         return Pages.download(download.file, size: download.size, contentType: format.contentType, fileName: download.fileName)
+    }
+
+    static func freeBytes(_ path: String) -> Int64? {
+        var fs = statvfs()
+        guard statvfs(path, &fs) == 0 else { return nil }
+        return Int64(fs.f_bavail) * Int64(fs.f_frsize)
     }
 
     static func itemID(_ context: BasicRequestContext) -> Int64? {
