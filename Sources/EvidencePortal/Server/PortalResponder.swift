@@ -8,6 +8,7 @@ public struct PortalResponder: HTTPResponder {
     public typealias Context = BasicRequestContext
     let auth: PortalAuth
     let router: RouterResponder<BasicRequestContext>
+    let failedLogins = FailedLogins()
 
     /// No script, no frames, no outside resources; only our inline style sheet.
     public static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -16,6 +17,12 @@ public struct PortalResponder: HTTPResponder {
         let started = ContinuousClock.now
         var response: Response
         if !auth.allows(authorization: request.headers[.authorization]) {
+            // A request without credentials is a browser asking who it is talking to; a wrong
+            // one is a guess, and guesses are slowed down.
+            if request.headers[.authorization] != nil {
+                let hold = failedLogins.failed()
+                if hold > 0 { try? await Task.sleep(for: .seconds(hold)) }
+            }
             response = Pages.html(.unauthorized, ErrorPage.render(status: 401, title: "Sign in required",
                                                                   message: "This portal needs the user name and password (or token) from its operator."))
             response.headers[.wwwAuthenticate] = PortalAuth.challenge
@@ -30,9 +37,11 @@ public struct PortalResponder: HTTPResponder {
                     response = Pages.notFound("There is no page at \(request.uri.path).")
                 }
             } catch {
-                context.logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+                // The details (paths, file names) go to the operator's log, not to the page.
+                let reference = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+                context.logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)", "ref": "\(reference)"])
                 response = Pages.html(.internalServerError, ErrorPage.render(status: 500, title: "Could not answer",
-                                                                             message: "\(error)"))
+                                                                             message: "Something went wrong while answering. The operator's log has the details under reference \(reference)."))
             }
         }
         if request.method == .head { response = response.createHeadResponse() }
