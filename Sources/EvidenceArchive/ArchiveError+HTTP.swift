@@ -15,9 +15,10 @@ extension ArchiveError {
     /// page, bytes that are not JSON): the way in between misbehaved, not the provider's verdict
     /// on the file, so it is retryable and the message names the content type and size.
     static func status(_ r: HTTPResponse, account: String, doing what: String) -> ArchiveError {
-        // Printable only: the excerpt goes to logs and terminals.
-        let said = String(String(decoding: r.body.prefix(300), as: UTF8.self)
-            .map { $0.isASCII && ($0.asciiValue! < 0x20 || $0.asciiValue! == 0x7f) && $0 != "\n" ? "." : $0 }
+        // Printable only, and with the request's credentials masked: the excerpt goes to logs,
+        // terminals and the portal.
+        let said = String(r.excerpt
+            .map { $0.isASCII && ($0.asciiValue! < 0x20 || $0.asciiValue! == 0x7f) ? "." : $0 }
             .map { $0 == "\u{FFFD}" ? "." : $0 }).trimmingCharacters(in: .whitespacesAndNewlines)
         let retryAfter = r.header("retry-after").flatMap { RetryAfter.seconds($0) }
         if r.isSuccess {

@@ -48,6 +48,9 @@ public struct HTTPResponse: Sendable {
     public var body: Data
     /// Effective URL, redacted (no userinfo, secret query values masked).
     public var url: String
+    /// The credentials the request carried, to mask in `excerpt` (a server may echo a token
+    /// back in an error). Set by the client; never printed.
+    var requestSecrets: [String] = []
 
     public init(status: Int, headers: [String: String] = [:], body: Data = Data(), url: String = "") {
         self.status = status
@@ -55,6 +58,10 @@ public struct HTTPResponse: Sendable {
         self.body = body
         self.url = url
     }
+
+    /// What the server said, for messages and logs: the first 300 characters on one line, with
+    /// every credential of the request that got this answer masked.
+    public var excerpt: String { Redact.excerpt(body, secrets: requestSecrets) }
 
     /// A header's value by case-insensitive name.
     public func header(_ name: String) -> String? {

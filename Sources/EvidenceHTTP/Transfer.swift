@@ -106,7 +106,9 @@ final class Transfer {
                 discardDownload()
             }
         }
-        return .success(HTTPResponse(status: status, headers: responseHeaders(), body: body, url: url))
+        var response = HTTPResponse(status: status, headers: responseHeaders(), body: body, url: url)
+        response.requestSecrets = secrets
+        return .success(response)
     }
 
     private func configure(_ h: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?,

@@ -134,6 +134,18 @@ extension Loopback {
                     "the queued request went \(sent.timeIntervalSince(answered)) s after the extending 429, inside its 2 s")
         }
 
+        @Test func anAnswersExcerptMasksTheCredentialsOfItsRequest() async throws {
+            // A server that quotes the token back in its error, as some do.
+            let server = try TestServer(routes: [
+                "/echo": { request, _ in .respond(401, body: Data("invalid_token: \(request.header("authorization") ?? "") was refused".utf8)) },
+            ])
+            defer { server.stop() }
+            let r = try await makeClient().send(HTTPRequest(url: server.url("/echo"), headers: [("Authorization", "Bearer SECRET-TOKEN-42ab")]))
+            #expect(r.status == 401)
+            #expect(!r.excerpt.contains("SECRET-TOKEN-42ab"), "\(r.excerpt)")
+            #expect(r.excerpt.contains("invalid_token"))
+        }
+
         @Test func aPauseLongerThanAllowedThrowsPausedWithoutSending() async throws {
             let server = try TestServer(routes: [
                 "/later": { _, _ in .respond(503, headers: [("Retry-After", "3600")]) },

@@ -256,7 +256,7 @@ public struct ShareFileProvider: ArchiveProvider {
     /// The upload server's failure in a 200: a body `ERROR:…` (the SDK's documented form), as
     /// text for the message; nil for any other body.
     static func errorText(_ r: HTTPResponse) -> String? {
-        let text = String(decoding: r.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = r.excerpt.trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.uppercased().hasPrefix("ERROR:") else { return nil }
         return "\"" + String(text.prefix(200)).map { $0.isASCII && $0.asciiValue! < 0x20 ? " " : $0 }.map(String.init).joined() + "\""
     }
