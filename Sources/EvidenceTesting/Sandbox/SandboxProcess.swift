@@ -37,7 +37,7 @@ public final class SandboxProcess: @unchecked Sendable {
     /// `timeout` seconds for its listening line. Throws `StartError` (and kills the process)
     /// if it does not come.
     public static func start(executable: URL, stateDirectory: String, arguments: [String] = [],
-                             timeout: Double = 60) async throws -> SandboxProcess {
+                             timeout: Double = 120) async throws -> SandboxProcess {
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
         let stderrPath = (stateDirectory as NSString).appendingPathComponent("sandbox-stderr.log")
         // stdout goes to a file, not a pipe read by `readabilityHandler`: that handler is a
