@@ -17,7 +17,7 @@ extension SQLiteCatalog {
             let now = Date()
             if let known = try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
                known.sha256 == r.sha256.hex {
-                return .alreadyKnown(known.model())
+                return .alreadyKnown(try known.model())
             }
             var row: ItemRow
             let created: Bool
@@ -63,7 +63,7 @@ extension SQLiteCatalog {
             // A path that was quarantined before and now came in fine is no longer a problem.
             try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")
                 .execute(arguments: [r.path])
-            return created ? .created(row.model()) : .duplicate(row.model())
+            return created ? .created(try row.model()) : .duplicate(try row.model())
         }
     }
 
@@ -118,12 +118,12 @@ extension SQLiteCatalog {
                 SELECT * FROM item WHERE id IN (SELECT item_id FROM source WHERE path IN (?, ?, ?)) ORDER BY id
                 """, arguments: [reference, absolute, normalized])
             var seen = Set<Int64>()
-            return rows.filter { seen.insert($0.id!).inserted }.map { $0.model() }
+            return try rows.filter { seen.insert($0.id!).inserted }.map { try $0.model() }
         }
     }
 
     public func allItems() throws(CatalogError) -> [Item] {
-        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { $0.model() } }
+        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { try $0.model() } }
     }
 
     public func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64,
@@ -166,7 +166,7 @@ extension SQLiteCatalog {
             try ItemRow.fetchAll(db, sql: """
                 SELECT * FROM item WHERE state NOT IN ('done', 'failed', 'quarantined') AND created_at <= ?
                 ORDER BY created_at
-                """, arguments: [cutoff ?? Date.distantFuture]).map { $0.model() }
+                """, arguments: [cutoff ?? Date.distantFuture]).map { try $0.model() }
         }
     }
 

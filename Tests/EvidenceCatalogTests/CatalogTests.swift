@@ -99,6 +99,22 @@ struct CustodyChainTests {
         return (c, raw)
     }
 
+    @Test("an item row with a state this version does not know is an error naming the item, not shown as quarantined")
+    func unknownState() throws {
+        let dir = TempDirectory()
+        let c = try SQLiteCatalog(path: dir.path + "/catalog.sqlite")
+        guard case .created(let item) = try c.recordIngest(record("a", path: "/a")) else { Issue.record("not created"); return }
+        let raw = try DatabaseQueue(path: dir.path + "/catalog.sqlite")
+        try raw.write { try $0.execute(sql: "UPDATE item SET state = 'sealed' WHERE id = ?", arguments: [item.id]) }
+        do {
+            let read = try c.item(id: item.id)
+            Issue.record("read as \(String(describing: read?.state))")
+        } catch {
+            #expect("\(error)".contains("item \(item.id) has the unknown state \"sealed\""), "\(error)")
+        }
+        #expect(throws: CatalogError.self) { try c.allItems() }
+    }
+
     @Test("the schema refuses updates and deletes of custody events")
     func appendOnly() throws {
         let dir = TempDirectory()
