@@ -207,35 +207,6 @@ extension SQLiteCatalog {
 
     /// `verifyChain()` over events already read (`allEvents()`), for a caller that checks them further.
     public func verifyChain(events: [CustodyEvent]) -> ChainReport {
-        var problems: [ChainReport.Problem] = []
-        var prev = CustodyEvent.genesis
-        var expectedSeq: Int64 = 1
-        for e in events {
-            if e.seq != expectedSeq {
-                problems.append(.init(seq: e.seq, detail: e.seq > expectedSeq
-                    ? "events #\(expectedSeq)…#\(e.seq - 1) are missing" : "sequence out of order"))
-            }
-            if e.prevHash != prev {
-                problems.append(.init(seq: e.seq, detail: "previous-hash link broken (event removed, inserted or reordered before it)"))
-            }
-            let recomputed = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: e.prevHash, body: e.canonicalBody)).hex
-            if recomputed != e.hash {
-                problems.append(.init(seq: e.seq, detail: "content does not match its hash (event edited)"))
-            }
-            prev = e.hash
-            expectedSeq = e.seq + 1
-        }
-        if let head = readHead() {
-            if let at = events.first(where: { $0.seq == head.seq }) {
-                if at.hash != head.hash {
-                    problems.append(.init(seq: head.seq, detail: "differs from the head anchor in \(headPath ?? "custody.head")"))
-                }
-            } else {
-                problems.append(.init(seq: head.seq, detail: "missing: the head anchor records \(head.seq) events but the log ends at #\(events.last?.seq ?? 0) (tail removed)"))
-            }
-        } else if !events.isEmpty, headPath != nil {
-            problems.append(.init(seq: events.last!.seq, detail: "head anchor \(headPath!) is missing"))
-        }
-        return ChainReport(events: events.count, headHash: events.last?.hash ?? CustodyEvent.genesis, problems: problems)
+        ChainCheck.verify(events: events, headPath: headPath)
     }
 }
