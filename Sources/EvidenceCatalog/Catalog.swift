@@ -52,6 +52,15 @@ public protocol Catalog: Sendable {
 
     /// Recomputes the custody chain and compares with the stored hashes and the head anchor.
     func verifyChain() throws(CatalogError) -> ChainReport
+    /// `verifyChain()` over events already read (`allEvents()`), for a caller that checks them further.
+    func verifyChain(events: [CustodyEvent]) -> ChainReport
+    /// The newest custody event (the chain's head); nil for an empty log.
+    func lastEvent() throws(CatalogError) -> CustodyEvent?
+    /// What the database itself finds wrong with its storage (SQLite's quick_check, PostgreSQL's
+    /// page checksum failures); empty when sound.
+    func integrityProblems() throws(CatalogError) -> [String]
+    /// Where the catalog is, for messages: the SQLite file, or postgres://user@host:port/db.
+    var location: String { get }
     /// Makes the head anchor current (it is otherwise refreshed within a fraction of a second).
     func flushHead() throws(CatalogError)
 
@@ -87,6 +96,9 @@ public protocol Catalog: Sendable {
     /// Leases the most overdue runnable job of these kinds (queued and due, or running with
     /// an expired lease), counting an attempt. Nil when none is due.
     func claimJob(kinds: [JobKind], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
+    /// Claims one given job, whatever its due time, when it is queued, failed (a manual retry)
+    /// or held by an expired lease; nil when another runner holds it or it is done.
+    func claimJob(id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
     func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError)
     @discardableResult
     func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob

@@ -172,6 +172,10 @@ extension SQLiteCatalog {
 
     /// SQLite's `PRAGMA quick_check` (b-tree and page structure, without the slower index
     /// cross-check): an empty array when the database file is sound, else what SQLite found.
+    public func integrityProblems() throws(CatalogError) -> [String] { try quickCheck() }
+
+    public var location: String { path }
+
     public func quickCheck() throws(CatalogError) -> [String] {
         try read { db in
             try String.fetchAll(db, sql: "PRAGMA quick_check").filter { $0 != "ok" }

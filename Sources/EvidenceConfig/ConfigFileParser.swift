@@ -1,6 +1,6 @@
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -9,12 +9,24 @@ enum ConfigFileParser {
         var config = EvidenceConfig(file: absolutePath)
         config.home = try r.path(root, "home")
         config.rulesDir = try r.path(root, "rules")
+        if let node = try r.string(root, "node") {
+            guard node.count <= 64, node.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }) else {
+                throw r.error(["node"], "\"\(node.prefix(80))\" is not a node name (up to 64 letters, digits, '-', '.', '_')")
+            }
+            config.node = node
+        }
         config.logLevel = try r.choice(root, "log_level", LogLevel.self) ?? .info
         config.logFormat = try r.choice(root, "log_format", LogFormat.self) ?? .text
         if let w = try r.table(root, "workers") {
-            try r.checkKeys(w, allowed: ["ingest", "jobs"])
+            try r.checkKeys(w, allowed: ["ingest", "jobs", "lease"])
             config.workers.ingest = try r.int(w, "ingest", range: Workers.allowedRange) ?? config.workers.ingest
             config.workers.jobs = try r.int(w, "jobs", range: Workers.allowedRange) ?? config.workers.jobs
+            if let lease = try r.duration(w, "lease") {
+                guard Workers.leaseRange.contains(lease) else {
+                    throw r.error(w.path + ["lease"], "must be between 10s and 1h (how long before another runner takes a silent one's jobs)")
+                }
+                config.workers.lease = lease
+            }
         }
         if let n = try r.table(root, "notaries") {
             for name in n.keys {
@@ -33,6 +45,9 @@ enum ConfigFileParser {
         }
         if let t = try r.table(root, "metrics") {
             config.metrics = try metrics(r, t)
+        }
+        if let t = try r.table(root, "catalog") {
+            config.catalog = try catalog(r, t)
         }
         if let t = try r.table(root, "custody") {
             config.custody = try custody(r, t, notaries: config.notaries, archives: config.archives)

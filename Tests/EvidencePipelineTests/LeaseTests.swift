@@ -73,6 +73,12 @@ struct LeaseTests {
         #expect(!Lease.isGone(me, current: me))
         #expect(Lease.isGone("run@\(host):\(getpid())/earlier", current: me), "this pid under another nonce is a previous process")
         #expect(!Lease.isGone("run@other-host:1/x", current: me), "another host's lease waits for its expiry")
+        // Named nodes (`node = "station-3"`): the pid check applies to this node's owners only.
+        let station3 = Lease.owner(role: "run", node: "station-3")
+        #expect(Lease.node(of: station3) == "station-3")
+        #expect(Lease.isGone("archive@station-3:\(dead.pid)/9", current: station3))
+        #expect(!Lease.isGone("archive@station-4:\(dead.pid)/9", current: station3),
+                "a pid that is gone here says nothing of another node's process")
 
         for (key, owner) in [("a", goneOwner), ("b", liveOwner)] {
             _ = try catalog.enqueue(JobSpec(.verify(rule: "slow")), itemID: nil, dedupeKey: key)

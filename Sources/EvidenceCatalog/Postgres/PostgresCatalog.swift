@@ -159,6 +159,8 @@ public final class PostgresCatalog: Catalog {
 
     public func flushHead() throws(CatalogError) { try head?.flush() }
 
+    public var location: String { target.label }
+
     /// PostgreSQL's own count of data-page checksum failures in this database (zero where the
     /// cluster was made without checksums), as `quickCheck` reports SQLite's.
     public func integrityProblems() throws(CatalogError) -> [String] {

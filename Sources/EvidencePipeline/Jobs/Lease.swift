@@ -12,24 +12,35 @@ import Logging
 /// holder is gone or hung; and a starting service returns only the leases of processes that
 /// are gone, not one held by an `evidence archive` running in a terminal.
 public enum Lease {
-    /// `ROLE@HOST:PID/NONCE`. The nonce tells this process from an earlier one that had the same
-    /// pid (a service restarted as pid 1 in a container).
-    public static func owner(role: String) -> String {
-        "\(role)@\(ProcessInfo.processInfo.hostName):\(getpid())/\(nonce)"
+    /// `ROLE@NODE:PID/NONCE` (NODE: the config's `node`, else the host name). The nonce tells
+    /// this process from an earlier one that had the same pid (a service restarted as pid 1 in
+    /// a container).
+    public static func owner(role: String, node: String = ProcessInfo.processInfo.hostName) -> String {
+        "\(role)@\(node):\(getpid())/\(nonce)"
+    }
+
+    /// The node named in an owner (`ROLE@NODE:PID/NONCE`), or nil for another form.
+    public static func node(of owner: String) -> String? {
+        guard let at = owner.firstIndex(of: "@") else { return nil }
+        let rest = owner[owner.index(after: at)...]
+        let hostAndPid = rest.split(separator: "/", maxSplits: 1).first.map(String.init) ?? String(rest)
+        guard let colon = hostAndPid.lastIndex(of: ":") else { return nil }
+        return String(hostAndPid[..<colon])
     }
 
     private static let nonce = String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
-    /// Whether `owner`'s process is certainly gone: it names this host, and its pid no longer
-    /// exists or is this process under another nonce. Owners on another host, or in a form this
-    /// version does not write, count as gone only when their lease expires.
+    /// Whether `owner`'s process is certainly gone: it names this node (as `current` does), and
+    /// its pid no longer exists or is this process under another nonce. Owners on another node,
+    /// or in a form this version does not write, count as gone only when their lease expires:
+    /// there is no pid check across hosts.
     public static func isGone(_ owner: String, current: String) -> Bool {
         guard owner != current else { return false }
         let afterRole = owner.split(separator: "@", maxSplits: 1).last.map(String.init) ?? owner
         let hostAndRest = afterRole.split(separator: "/", maxSplits: 1).first.map(String.init) ?? afterRole
         guard let colon = hostAndRest.lastIndex(of: ":"),
               let pid = Int32(hostAndRest[hostAndRest.index(after: colon)...]), pid > 0 else { return false }
-        guard String(hostAndRest[..<colon]) == ProcessInfo.processInfo.hostName else { return false }
+        guard let mine = node(of: current), String(hostAndRest[..<colon]) == mine else { return false }
         if pid == getpid() { return true }
         return kill(pid, 0) != 0 && errno == ESRCH
     }
