@@ -268,10 +268,9 @@ public struct OwnCloudProvider: ArchiveProvider {
             throw ArchiveError(.unsupported, "\(account): the server has no OCS share API (HTTP 404 at \(Redact.url(api))): links need ownCloud/Nextcloud")
         }
         if let reply = OwnCloudAPI.parseOCS(existing.body), reply.statusCode == 100,
-           let list = reply.data as? [[String: Any]],
-           let link = list.first(where: { ($0["share_type"] as? NSNumber)?.intValue == 3 || ($0["share_type"] as? String) == "3" }),
-           let url = link["url"] as? String {
-            return ShareLink(url: url, expires: nil, passwordProtected: link["share_with"] != nil && !(link["share_with"] is NSNull))
+           let list = reply.data(as: LossyList<OwnCloudAPI.Share>.self)?.elements,
+           let link = list.first(where: \.isPublicLink), let url = link.url {
+            return ShareLink(url: url, expires: nil, passwordProtected: link.hasPassword)
         }
         var form = ["path=\(Self.form(remote))", "shareType=3", "permissions=1"]
         if let p = request.password { form.append("password=\(Self.form(p))") }
@@ -284,7 +283,7 @@ public struct OwnCloudProvider: ArchiveProvider {
         guard let reply = OwnCloudAPI.parseOCS(r.body) else {
             throw ArchiveError(.permanent, "\(account): sharing \(path): the answer is not an OCS reply")
         }
-        guard reply.statusCode == 100, let data = reply.data as? [String: Any], let url = data["url"] as? String else {
+        guard reply.statusCode == 100, let url = reply.data(as: OwnCloudAPI.Share.self)?.url else {
             // v1 says HTTP 200 and puts the failure in ocs.meta.
             throw ArchiveError(reply.statusCode == 996 ? .transient : .permanent,
                                "\(account): sharing \(path): OCS status \(reply.statusCode): \(reply.message)")
