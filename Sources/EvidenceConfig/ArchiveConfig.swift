@@ -1,3 +1,5 @@
+import EvidenceArchive
+
 /// One `[archives.NAME]` table: a provider account.
 ///
 /// `settings` holds every key but `kind`, as strings (integers and booleans converted).
@@ -60,46 +62,27 @@ public struct ArchiveConfig: Sendable, Equatable {
         return nil
     }
 
-    /// The keys an account of `kind` may set (besides `kind`).
+    /// The keys an account of `kind` may set (besides `kind`): its provider's, and the HTTP
+    /// timeouts for a kind that speaks HTTP.
     public static func allowedKeys(for kind: ArchiveKind) -> Set<String> {
-        let http = HTTPTimeouts.keys.union(["base_url", "auth_url", "upload_url", "tls_ca_file", "chunk_size"])
-        switch kind {
-        case .local:
-            return ["path"]
-        case .owncloud:
-            return http.union(["url", "user", "password_env", "password_file"])
-        case .dropbox:
-            return http.union([
-                "app_key", "app_secret_env", "app_secret_file",
-                "refresh_token_env", "refresh_token_file", "token_file", "authorize_url", "redirect_uri",
-            ])
-        case .box:
-            return http.union([
-                "client_id", "client_secret_env", "client_secret_file", "subject_type", "subject_id",
-                "refresh_token_env", "refresh_token_file", "token_file", "authorize_url", "redirect_uri",
-            ])
-        case .sharefile:
-            return http.union([
-                "subdomain", "client_id", "client_secret_env", "client_secret_file",
-                "username", "password_env", "password_file",
-                "refresh_token_env", "refresh_token_file", "token_file",
-            ])
-        }
+        let d = ProviderRegistry.descriptor(kind)
+        return d.usesHTTP ? d.allowedKeys.union(HTTPTimeouts.keys) : d.allowedKeys
     }
 
     /// Keys that must be present for `kind`; a secret base name means "`base_env` or `base_file`".
     static func requiredKeys(for kind: ArchiveKind) -> (plain: [String], secrets: [String]) {
-        switch kind {
-        case .local: return (["path"], [])
-        case .owncloud: return (["url", "user"], ["password"])
-        case .dropbox: return (["app_key"], [])
-        case .box: return (["client_id"], ["client_secret"])
-        case .sharefile: return (["subdomain", "client_id"], ["client_secret"])
-        }
+        let d = ProviderRegistry.descriptor(kind)
+        return (d.requiredKeys, d.requiredSecrets)
     }
+
+    /// The account's settings as its provider's builder reads them, secrets read through `readSecret`.
+    public func providerSettings(readSecret: @escaping @Sendable (String) throws(ProviderSetupError) -> String?) -> ProviderSettings {
+        ProviderSettings(account: name, values: settings, readSecret: readSecret)
+    }
+
+    /// What the provider registry knows about this account's kind.
+    public var descriptor: ProviderDescriptor { ProviderRegistry.descriptor(kind) }
 }
 
-/// `kind` of an archive account.
-public enum ArchiveKind: String, Sendable, Equatable, CaseIterable {
-    case owncloud, dropbox, box, sharefile, local
-}
+/// `kind` of an archive account: the provider kinds of the registry.
+public typealias ArchiveKind = ProviderKind

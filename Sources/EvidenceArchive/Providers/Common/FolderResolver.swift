@@ -71,6 +71,7 @@ actor FolderResolver {
 
     private func createOnce(_ key: String, path: String, name: String, in parent: String,
                             tree: some FolderTree) async throws(ArchiveError) -> String {
+        if let known = ids[key] { return known }   // made by another caller since our lookup
         if let running = creating[key] { return try await running.value.get() }
         let task = Task { () async -> Result<String, ArchiveError> in
             do throws(ArchiveError) {

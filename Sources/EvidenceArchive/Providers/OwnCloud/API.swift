@@ -155,9 +155,32 @@ package enum OwnCloudAPI {
         var url: String?
         /// A link's password appears here (hashed) when it has one.
         var share_with: JSONTree?
+        /// `YYYY-MM-DD 00:00:00` (the link works through that day), or null.
+        var expiration: String?
 
         var isPublicLink: Bool { share_type?.value == 3 }
         var hasPassword: Bool { share_with != nil && share_with != .null }
+
+        /// The end of the expiry day (UTC), nil when the link never expires or the date cannot be read.
+        var expires: Date? {
+            guard let day = expiration?.split(separator: " ").first else { return nil }
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = TimeZone(identifier: "UTC")
+            f.dateFormat = "yyyy-MM-dd"
+            return f.date(from: String(day)).map { $0.addingTimeInterval(86_399) }
+        }
+
+        /// At least as strict as `request`: a password when one is asked, an expiry when one is
+        /// asked, no later than asked (the day it is on).
+        func satisfies(_ request: ShareRequest) -> Bool {
+            if request.password != nil && !hasPassword { return false }
+            if let wanted = request.expires {
+                guard let expires else { return false }
+                return expires <= wanted.addingTimeInterval(86_399)
+            }
+            return true
+        }
     }
 
     /// `status.php`: product, version, and (Nextcloud 18 and later) `extendedSupport`. Fields
