@@ -5,7 +5,9 @@ import EvidenceArchive
 /// `settings` holds every key but `kind`, as strings (integers and booleans converted).
 /// Values of keys ending in `_file` and of `path` are absolute (resolved relative to the
 /// config file's directory). Secrets appear only as `*_env` (a variable name) or `*_file`.
-/// The keys allowed per kind are `ArchiveConfig.allowedKeys(for:)`; unknown keys are rejected at load.
+/// The keys allowed per kind come from the provider registry (`ProviderRegistry`, through
+/// `ArchiveConfig.allowedKeys(for:)`); unknown keys are rejected at load. Provider-specific keys
+/// are read by the provider's descriptor, not here.
 public struct ArchiveConfig: Sendable, Equatable {
     public var name: String
     public var kind: ArchiveKind
@@ -28,11 +30,7 @@ public struct ArchiveConfig: Sendable, Equatable {
     public var url: String? { settings["url"] }
     /// `owncloud`: account name.
     public var user: String? { settings["user"] }
-    /// `sharefile`: login name.
-    public var username: String? { settings["username"] }
     public var baseURL: String? { settings["base_url"] }
-    public var authURL: String? { settings["auth_url"] }
-    public var uploadURL: String? { settings["upload_url"] }
     /// `dropbox`, `box`: the provider's authorization page for `evidence accounts login`.
     public var authorizeURL: String? { settings["authorize_url"] }
     /// `dropbox`, `box`: redirect URI registered for the app (Box needs one; Dropbox then
@@ -44,15 +42,6 @@ public struct ArchiveConfig: Sendable, Equatable {
     public var chunkSize: String? { settings["chunk_size"] }
     /// Where OAuth tokens obtained at run time are persisted (0600, atomically).
     public var tokenFile: String? { settings["token_file"] }
-    /// `dropbox`: app key (public identifier).
-    public var appKey: String? { settings["app_key"] }
-    /// `box`, `sharefile`: OAuth client id.
-    public var clientID: String? { settings["client_id"] }
-    /// `box`: `user` or `enterprise` (Client Credentials Grant).
-    public var subjectType: String? { settings["subject_type"] }
-    public var subjectID: String? { settings["subject_id"] }
-    /// `sharefile`: account subdomain.
-    public var subdomain: String? { settings["subdomain"] }
 
     /// The source of secret `base` (e.g. `"password"`, `"app_secret"`, `"client_secret"`,
     /// `"refresh_token"`) from `base_env` or `base_file`; nil when neither is set.

@@ -30,6 +30,9 @@ struct WireModelTests {
         let unknown = try decode(DropboxAPI.RouteError.self, #"{"error_summary":"x/..","error":{".tag":"quantum_flux","quantum_flux":{}}}"#)
         guard case .other("quantum_flux")? = unknown.error else { Issue.record("\(String(describing: unknown.error))"); return }
         #expect(try decode(DropboxAPI.Metadata.self, #"{".tag":"symlink","id":"id:1"}"#).kind == .other("symlink"))
+        // A union of a shape we do not know leaves the summary readable.
+        let odd = try decode(DropboxAPI.RouteError.self, #"{"error_summary":"path/too_many_write_operations/..","error":42}"#)
+        #expect(odd.summary.isBusy && odd.error == nil)
         let link = try decode(DropboxAPI.SharedLink.self,
                               #"{"url":"https://x","link_permissions":{"resolved_visibility":{".tag":"team_and_password"},"effective_audience":{".tag":"galaxy"}}}"#)
         #expect(link.link_permissions?.resolved_visibility == .teamAndPassword)
@@ -57,6 +60,7 @@ struct WireModelTests {
         #expect(try decode(BoxAPI.ErrorAnswer.self, #"{"code":"parts_mismatch"}"#).code == .partsMismatch)
         #expect(try decode(BoxAPI.ErrorAnswer.self, #"{"code":"bad_digest"}"#).code?.isCorruption == true)
         #expect(try decode(BoxAPI.ErrorAnswer.self, #"{"code":"new_thing"}"#).code == .other("new_thing"))
+        #expect(try decode(BoxAPI.ErrorAnswer.self, #"{"code":7,"message":"odd","context_info":{"conflicts":[{"type":"file","id":"9","name":"n"}]}}"#).conflict?.id == "9")
         let page = try decode(BoxAPI.Page<BoxAPI.Item>.self, #"{"total_count":3,"entries":[{"type":"file","id":"1","name":"a"},{"odd":true},{"type":"folder","id":"2","name":"b"}]}"#)
         #expect(page.entries.elements.map(\.id) == ["1", "2"], "an odd entry is skipped, not the page refused")
     }

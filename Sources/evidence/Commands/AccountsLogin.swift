@@ -134,7 +134,7 @@ struct AccountsLogin: AsyncParsableCommand {
         guard let session = built.sessions[name], let provider = built.providers[name] else {
             throw CLIError.config("account \(name) has no OAuth session")
         }
-        var user = account.username ?? ""
+        var user = account["username"] ?? ""
         if user.isEmpty {
             guard let typed = Prompt.line("\(account.descriptor.title) user name (e-mail) for \(AccountsCheck.target(account)): "),
                   !typed.trimmingCharacters(in: .whitespaces).isEmpty else { throw ArchiveError(.permanent, "no user name given") }

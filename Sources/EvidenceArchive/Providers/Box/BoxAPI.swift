@@ -158,6 +158,15 @@ package enum BoxAPI {
         var message: String?
         var context_info: ContextInfo?
 
+        enum Keys: String, CodingKey { case code, message, context_info }
+        /// Each field on its own: one of an unexpected type must not hide the others.
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: Keys.self)
+            code = try? c.decodeIfPresent(Code.self, forKey: .code)
+            message = try? c.decodeIfPresent(String.self, forKey: .message)
+            context_info = try? c.decodeIfPresent(ContextInfo.self, forKey: .context_info)
+        }
+
         struct ContextInfo: Decodable {
             var conflicts: [Item]
 

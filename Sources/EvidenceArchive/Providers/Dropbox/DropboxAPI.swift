@@ -168,6 +168,15 @@ package enum DropboxAPI {
         var error_summary: String?
         var error: ErrorDetail?
 
+        enum Keys: String, CodingKey { case error_summary, error }
+        /// Each field on its own: a union we cannot read must not hide the summary (which
+        /// alone says, e.g., that nothing was written and we should ask again).
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: Keys.self)
+            error_summary = try? c.decodeIfPresent(String.self, forKey: .error_summary)
+            error = try? c.decodeIfPresent(ErrorDetail.self, forKey: .error)
+        }
+
         var summary: ErrorSummary { ErrorSummary(error_summary ?? "") }
     }
 
