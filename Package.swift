@@ -36,6 +36,9 @@ let package = Package(
                        providers: [.apt(["libavformat-dev"])]),
         .systemLibrary(name: "CCairo", pkgConfig: "cairo",
                        providers: [.apt(["libcairo2-dev"])]),
+        // PostgreSQL's own client library, for a catalog shared by several nodes.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
 
         // MARK: Modules
         .target(name: "EvidenceCore", swiftSettings: swiftSettings),
@@ -46,7 +49,7 @@ let package = Package(
                 dependencies: ["EvidenceCore", "COpenSSL", "CEvidenceSys"],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceCatalog",
-                dependencies: ["EvidenceCore", "EvidenceStore", .product(name: "GRDB", package: "GRDB.swift")],
+                dependencies: ["EvidenceCore", "EvidenceStore", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift")],
                 swiftSettings: swiftSettings),
         // Config validation asks the provider registry (EvidenceArchive) which keys each kind takes.
         .target(name: "EvidenceConfig",

@@ -107,6 +107,14 @@ public protocol Catalog: Sendable {
     func retryFailed(itemID: Int64?) throws(CatalogError) -> Int
 }
 
+extension Catalog {
+    /// `transition` that wakes no parked job.
+    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
+                           details: [String: String]) throws(CatalogError) -> Item {
+        try transition(itemID: itemID, to: state, reason: reason, event: kind, details: details, wake: [])
+    }
+}
+
 /// What the pipeline learned about one source it stored.
 public struct IngestRecord: Sendable {
     public var sha256: SHA256Digest

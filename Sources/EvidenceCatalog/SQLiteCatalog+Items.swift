@@ -17,7 +17,7 @@ extension SQLiteCatalog {
             let now = Date()
             if let known = try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
                known.sha256 == r.sha256.hex {
-                return .alreadyKnown(known.model())
+                return .alreadyKnown(try known.model())
             }
             var row: ItemRow
             let created: Bool
@@ -63,7 +63,7 @@ extension SQLiteCatalog {
             // A path that was quarantined before and now came in fine is no longer a problem.
             try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")
                 .execute(arguments: [r.path])
-            return created ? .created(row.model()) : .duplicate(row.model())
+            return created ? .created(try row.model()) : .duplicate(try row.model())
         }
     }
 
@@ -118,12 +118,12 @@ extension SQLiteCatalog {
                 SELECT * FROM item WHERE id IN (SELECT item_id FROM source WHERE path IN (?, ?, ?)) ORDER BY id
                 """, arguments: [reference, absolute, normalized])
             var seen = Set<Int64>()
-            return rows.filter { seen.insert($0.id!).inserted }.map { $0.model() }
+            return try rows.filter { seen.insert($0.id!).inserted }.map { try $0.model() }
         }
     }
 
     public func allItems() throws(CatalogError) -> [Item] {
-        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { $0.model() } }
+        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { try $0.model() } }
     }
 
     public func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64,
@@ -166,7 +166,7 @@ extension SQLiteCatalog {
             try ItemRow.fetchAll(db, sql: """
                 SELECT * FROM item WHERE state NOT IN ('done', 'failed', 'quarantined') AND created_at <= ?
                 ORDER BY created_at
-                """, arguments: [cutoff ?? Date.distantFuture]).map { $0.model() }
+                """, arguments: [cutoff ?? Date.distantFuture]).map { try $0.model() }
         }
     }
 
@@ -207,35 +207,6 @@ extension SQLiteCatalog {
 
     /// `verifyChain()` over events already read (`allEvents()`), for a caller that checks them further.
     public func verifyChain(events: [CustodyEvent]) -> ChainReport {
-        var problems: [ChainReport.Problem] = []
-        var prev = CustodyEvent.genesis
-        var expectedSeq: Int64 = 1
-        for e in events {
-            if e.seq != expectedSeq {
-                problems.append(.init(seq: e.seq, detail: e.seq > expectedSeq
-                    ? "events #\(expectedSeq)…#\(e.seq - 1) are missing" : "sequence out of order"))
-            }
-            if e.prevHash != prev {
-                problems.append(.init(seq: e.seq, detail: "previous-hash link broken (event removed, inserted or reordered before it)"))
-            }
-            let recomputed = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: e.prevHash, body: e.canonicalBody)).hex
-            if recomputed != e.hash {
-                problems.append(.init(seq: e.seq, detail: "content does not match its hash (event edited)"))
-            }
-            prev = e.hash
-            expectedSeq = e.seq + 1
-        }
-        if let head = readHead() {
-            if let at = events.first(where: { $0.seq == head.seq }) {
-                if at.hash != head.hash {
-                    problems.append(.init(seq: head.seq, detail: "differs from the head anchor in \(headPath ?? "custody.head")"))
-                }
-            } else {
-                problems.append(.init(seq: head.seq, detail: "missing: the head anchor records \(head.seq) events but the log ends at #\(events.last?.seq ?? 0) (tail removed)"))
-            }
-        } else if !events.isEmpty, headPath != nil {
-            problems.append(.init(seq: events.last!.seq, detail: "head anchor \(headPath!) is missing"))
-        }
-        return ChainReport(events: events.count, headHash: events.last?.hash ?? CustodyEvent.genesis, problems: problems)
+        ChainCheck.verify(events: events, headPath: headPath)
     }
 }

@@ -35,19 +35,28 @@ public enum Lease {
     }
 
     /// Runs `body` while renewing job `id`'s lease every `lease / 3` seconds (at most every 60 s).
+    ///
+    /// Time is injected as in `JobRunner`: `now` stamps each renewal (the lease then runs to
+    /// `now() + lease`), and `pause` waits between renewals (real sleep by default; a test passes
+    /// one it releases by hand, so lease expiry is shown without waiting for it).
     public static func keep<T, E: Error>(_ catalog: any Catalog, job id: Int64, owner: String, lease: Double,
                                          logger: Logger? = nil,
+                                         now: @escaping @Sendable () -> Date = { Date() },
+                                         pause: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .seconds($0)) },
                                          _ body: () async throws(E) -> T) async throws(E) -> T {
-        let every = max(0.05, min(60, lease / 3))
+        let every = renewalInterval(lease: lease)
         let keeper = Task.detached {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(every))
+                await pause(every)
                 if Task.isCancelled { return }
-                let renewed = await onIOThread { try? catalog.renewLease(id, owner: owner, lease: lease, now: Date()) }
+                let renewed = await onIOThread { try? catalog.renewLease(id, owner: owner, lease: lease, now: now()) }
                 if renewed == false { logger?.warning("job \(id): its lease was lost; another runner may take it") }
             }
         }
         defer { keeper.cancel() }
         return try await body()
     }
+
+    /// How often a lease of `lease` seconds is renewed: a third of it, between 0.05 s and 60 s.
+    public static func renewalInterval(lease: Double) -> Double { max(0.05, min(60, lease / 3)) }
 }
