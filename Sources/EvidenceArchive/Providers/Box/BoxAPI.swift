@@ -139,7 +139,11 @@ package enum BoxAPI {
 
     struct Session: Decodable { var id: String; var part_size: LenientInt64 }
 
-    struct PartAnswer: Decodable { var part: Part }
+    /// The answer to an uploaded part: its id, and what Box says of its size and SHA-1 when it does.
+    struct PartAnswer: Decodable {
+        struct Uploaded: Decodable { var part_id: LenientString; var size: LenientInt64?; var sha1: String? }
+        var part: Uploaded
+    }
 
     struct SharedLink: Decodable {
         var url: String?

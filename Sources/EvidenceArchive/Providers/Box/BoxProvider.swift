@@ -272,7 +272,8 @@ public struct BoxProvider: ArchiveProvider {
                     }
                     throw failure(r, doing: what)
                 }
-                s.parts.append(Part(part_id: p.part_id, offset: at, size: p.size, sha1: p.sha1.isEmpty ? Hex.encode(digest) : p.sha1))
+                s.parts.append(Part(part_id: p.part_id.value, offset: at, size: p.size?.value ?? length,
+                                    sha1: p.sha1.flatMap { $0.isEmpty ? nil : $0 } ?? Hex.encode(digest)))
                 try resume.save(s, key: key)
             }
             offset += length

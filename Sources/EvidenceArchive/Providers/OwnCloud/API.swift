@@ -145,7 +145,17 @@ package enum OwnCloudAPI {
 
     struct OCSEnvelope: Decodable {
         struct Body: Decodable { var meta: Meta; var data: JSONTree? }
-        struct Meta: Decodable { var statuscode: LenientInt64?; var message: String? }
+        struct Meta: Decodable {
+            var statuscode: LenientInt64?
+            var message: String?
+
+            enum Keys: String, CodingKey { case statuscode, message }
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: Keys.self)
+                statuscode = try? c.decodeIfPresent(LenientInt64.self, forKey: .statuscode)
+                message = try? c.decodeIfPresent(String.self, forKey: .message)
+            }
+        }
         var ocs: Body
     }
 
