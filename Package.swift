@@ -51,8 +51,9 @@ let package = Package(
         .target(name: "EvidenceCatalog",
                 dependencies: ["EvidenceCore", "EvidenceStore", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift")],
                 swiftSettings: swiftSettings),
+        // Config validation asks the provider registry (EvidenceArchive) which keys each kind takes.
         .target(name: "EvidenceConfig",
-                dependencies: ["EvidenceCore", .product(name: "TOMLKit", package: "TOMLKit")],
+                dependencies: ["EvidenceCore", "EvidenceArchive", .product(name: "TOMLKit", package: "TOMLKit")],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceWatch",
                 dependencies: ["EvidenceCore", .product(name: "Logging", package: "swift-log")],

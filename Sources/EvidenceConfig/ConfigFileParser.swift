@@ -1,3 +1,5 @@
+import EvidenceArchive
+
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
     static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node"]
@@ -148,13 +150,16 @@ enum ConfigFileParser {
         for base in required.secrets where settings[base + "_env"] == nil && settings[base + "_file"] == nil {
             throw r.error(t.path + [base + "_env"], "missing secret: set `\(base)_env` or `\(base)_file`")
         }
-        if kind == .box {
-            if let type = settings["subject_type"], type != "user" && type != "enterprise" {
-                throw r.error(t.path + ["subject_type"], "invalid value \"\(type)\"; expected one of: user | enterprise")
+        let descriptor = ProviderRegistry.descriptor(kind)
+        for (key, values) in descriptor.choices.sorted(by: { $0.key < $1.key }) {
+            if let value = settings[key], !values.contains(value) {
+                throw r.error(t.path + [key], "invalid value \"\(value)\"; expected one of: \(values.joined(separator: " | "))")
             }
-            if (settings["subject_type"] == nil) != (settings["subject_id"] == nil) {
-                let missing = settings["subject_type"] == nil ? "subject_type" : "subject_id"
-                throw r.error(t.path + [missing], "`subject_type` and `subject_id` go together")
+        }
+        for group in descriptor.together {
+            let set = group.filter { settings[$0] != nil }
+            if !set.isEmpty, set.count < group.count, let missing = group.first(where: { settings[$0] == nil }) {
+                throw r.error(t.path + [missing], group.map { "`\($0)`" }.joined(separator: " and ") + " go together")
             }
         }
         return ArchiveConfig(name: name, kind: kind, settings: settings, timeouts: try timeouts(r, t))

@@ -128,7 +128,7 @@ public actor OAuthSession {
             response = try await http.execute(refreshRequest(first), classify: { r in
                 if r.isSuccess {
                     // A 2xx without a token in it (a cut body) may have spent the grant all the same.
-                    let token = JSON.object(r.body)?["access_token"] as? String
+                    let token = r.decoded(OAuthAPI.TokenAnswer.self)?.access_token
                     return token?.isEmpty == false ? .success : .retryable(retryAfter: nil)
                 }
                 if r.status == 429 || r.status >= 500 || Self.isInvalidGrant(r) { return .retryable(retryAfter: nil) }
@@ -198,7 +198,7 @@ public actor OAuthSession {
     }
 
     private static func isInvalidGrant(_ r: HTTPResponse) -> Bool {
-        !r.isSuccess && (JSON.object(r.body)?["error"] as? String) == "invalid_grant"
+        !r.isSuccess && r.decoded(OAuthAPI.TokenAnswer.self)?.error == .invalidGrant
     }
 
     /// A record whose access token can be handed out: more than a minute left, not refused.
@@ -249,12 +249,12 @@ public actor OAuthSession {
     }
 
     private func decode(_ response: HTTPResponse, form: [(String, String)], login: Bool) -> Result<TokenRecord, ArchiveError> {
-        let json = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        let json = response.decoded(OAuthAPI.TokenAnswer.self)
         guard response.isSuccess else {
             // The provider's words, minus anything we sent it (a server may quote the request back).
             let sent = form.filter { ["client_secret", "password", "refresh_token", "code", "code_verifier"].contains($0.0) }.map(\.1)
-            let code = Redact.text(json?["error"] as? String ?? "HTTP \(response.status)", secrets: sent)
-            let detail = Redact.text(json?["error_description"] as? String ?? "", secrets: sent)
+            let code = Redact.text(json?.error?.description ?? "HTTP \(response.status)", secrets: sent)
+            let detail = Redact.text(json?.error_description ?? "", secrets: sent)
             let kind: ArchiveError.Kind = (response.status == 429 || response.status >= 500) ? .transient : .permanent
             var hint = ""
             if code == "invalid_grant" {
@@ -270,18 +270,16 @@ public actor OAuthSession {
             return .failure(ArchiveError(.transient, "\(account): token endpoint \(Redact.url(tokenURL)) answered HTTP \(response.status) "
                                          + "with \(response.header("content-type") ?? "no content type"), \(response.body.count) bytes, not JSON"))
         }
-        guard let access = json["access_token"] as? String, !access.isEmpty else {
+        guard let access = json.access_token, !access.isEmpty else {
             return .failure(ArchiveError(.permanent, "\(account): token endpoint \(Redact.url(tokenURL)) answered without access_token"))
         }
-        let lifetime = (json["expires_in"] as? NSNumber)?.doubleValue ?? Double(json["expires_in"] as? String ?? "") ?? 3600
+        let lifetime = json.expires_in ?? 3600
         var next = record ?? TokenRecord()
         next.accessToken = access
         next.obtainedAt = now()
         next.expiresAt = now().addingTimeInterval(lifetime)
-        if let rt = json["refresh_token"] as? String, !rt.isEmpty { next.refreshToken = rt }
-        for key in ["subdomain", "apicp", "appcp", "account_id"] {
-            if let v = json[key] as? String { next.extra[key] = v }
-        }
+        if let rt = json.refresh_token, !rt.isEmpty { next.refreshToken = rt }
+        next.extra.merge(json.extras) { _, new in new }
         // Persist first (Box's old refresh token is already spent), then use.
         do { try TokenStore.save(next, to: tokenFile, account: account) } catch { return .failure(error) }
         record = next

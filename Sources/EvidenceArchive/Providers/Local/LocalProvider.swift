@@ -108,7 +108,8 @@ public struct LocalProvider: ArchiveProvider {
     public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
         guard fileMode(full(path)) != nil else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
         return ShareLink(url: URL(fileURLWithPath: full(path)).absoluteString, expires: nil, passwordProtected: false,
-                         fallback: "a local archive has no share links: this is the file's location on this machine")
+                         fallback: "a local archive has no share links: this is the file's location on this machine",
+                         audience: "this machine")
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {
