@@ -64,6 +64,11 @@ public final class ObjectStore: Sendable {
         cleanStaleTemps()
     }
 
+    /// `tmp/` by the descriptor opened when the store was opened (`/proc/self/fd/N`): files other
+    /// code downloads or writes there by name land in that very folder, even if `tmp` was swapped
+    /// for a link since.
+    public var scratchDirectory: String { "/proc/self/fd/\(tmpFolder.directory)" }
+
     /// A `BeneathRoot` failure as the store reports it.
     static func storeError(_ failure: BeneathRoot.Failure, path: String) -> StoreError {
         switch failure {

@@ -135,7 +135,7 @@ public struct ArchiveHandler: JobHandler {
                 provider: any ArchiveProvider) async throws(JobError) -> String? {
         do {
             return try await Self.proof(of: remote, at: path, size: upload.size, expected: expected, sha256: upload.object,
-                                        provider: provider, scratch: home.store.tmpDir)
+                                        provider: provider, scratch: home.store.scratchDirectory)
         } catch {
             throw Self.jobError(error)
         }

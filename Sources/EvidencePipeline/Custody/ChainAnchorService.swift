@@ -18,8 +18,7 @@ struct ChainAnchorService: Service {
     func run() async throws {
         // The shutdown anchor of the previous run was made after its job runner stopped.
         // Only an anchor the log reaches: a file named beyond the head is not copied as the newest.
-        let headSeq = (try? home.catalog.lastEvent()?.seq) ?? nil
-        if let headSeq, let newest = ChainAnchors.list(home).last(where: { $0.seq <= headSeq }) { queueCopy(newest) }
+        if let newest = ChainAnchors.newest(home) { queueCopy(newest) }
         var wait = 0.0
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             if wait > 0 {

@@ -41,6 +41,14 @@ public enum ChainAnchors {
         }.sorted { $0.seq < $1.seq }
     }
 
+    /// The newest anchor the log reaches (its seq at most the head's), by name: what `log anchor`
+    /// and `evidence run` copy to `anchor_archive`. A file named beyond the head (planted, or left
+    /// by a cut log) is never taken for it.
+    public static func newest(_ home: EvidenceHome) -> Anchor? {
+        guard let head = (try? home.catalog.lastEvent()) ?? nil else { return nil }
+        return list(home).last { $0.seq <= head.seq }
+    }
+
     /// What `evidence status` and `/metrics` show of the anchors.
     public struct Summary: Sendable, Codable, Equatable {
         public var count: Int
