@@ -45,6 +45,8 @@ public protocol Catalog: Sendable {
     func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting]
     func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent]
     func allEvents() throws(CatalogError) -> [CustodyEvent]
+    /// The newest custody event (the head), nil for an empty log.
+    func lastEvent() throws(CatalogError) -> CustodyEvent?
     func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry]
     func summary() throws(CatalogError) -> CatalogSummary
     /// Items still on their way (not done, failed or quarantined) created at or before `cutoff`, oldest first.

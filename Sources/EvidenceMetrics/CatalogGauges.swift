@@ -45,7 +45,9 @@ public struct CatalogGauges: Sendable {
         gauge(MetricDescriptions.oldestPendingAge).set(to: age)
         if let anchorDirectory {
             // Custody seqs run 1…n without gaps (the chain check enforces it): the head is the count.
-            let anchors = ChainAnchors.summary(directory: anchorDirectory, headSeq: Int64(summary.events), now: now)
+            let head = try catalog.lastEvent()
+            let anchors = ChainAnchors.summary(directory: anchorDirectory, headSeq: head?.seq ?? Int64(summary.events),
+                                               headIsRecord: head.map(ChainAnchors.isRecordOfPrevious) ?? false, now: now)
             gauge(MetricDescriptions.unanchoredEvents).set(to: Double(anchors.eventsSinceNewest))
             if let age = anchors.newestAgeSeconds { gauge(MetricDescriptions.anchorAge).set(to: age) }
         }

@@ -8,10 +8,29 @@ import Glibc
 ///
 /// Safe to use from several processes at once on one home: temp names carry the writer's
 /// pid, and only temp files of dead writers are cleaned.
+///
+/// Every object is reached through its folder opened beneath the home (`BeneathRoot`: no
+/// symbolic link followed, no other file system entered), and created, renamed and read
+/// relative to folder descriptors (`openat`, `renameat`, `fstatat`): whoever can write in the
+/// store's folders cannot, by swapping `objects/sha256/ab` for a link between a check and the
+/// action, make the service write, read or hash a file outside the store.
 public final class ObjectStore: Sendable {
     public let home: String
     public let objectsDir: String
     public let tmpDir: String
+    let hooks: Hooks
+    /// `tmp/`, opened beneath the home when the store was opened.
+    let tmpFolder: BeneathRoot
+
+    /// Test hooks: called at the moment between a check and the action it guards, so a test can
+    /// swap a folder for a symbolic link exactly there (no sleeps).
+    public struct Hooks: Sendable {
+        public enum Step: String, Sendable { case publish, read, export, check }
+        /// Called with the step and the object's path right before the object is renamed into
+        /// place (its folders made), opened for reading, or opened for `check`.
+        public var beforeUse: @Sendable (Step, String) -> Void
+        public init(beforeUse: @escaping @Sendable (Step, String) -> Void = { _, _ in }) { self.beforeUse = beforeUse }
+    }
 
     public struct IngestResult: Sendable {
         public var digest: SHA256Digest
@@ -24,8 +43,9 @@ public final class ObjectStore: Sendable {
 
     /// Opens (creating if needed) the store under `home` and removes temp files left by
     /// writers that no longer run.
-    public init(home: String) throws(StoreError) {
+    public init(home: String, hooks: Hooks = Hooks()) throws(StoreError) {
         self.home = home
+        self.hooks = hooks
         self.objectsDir = home + "/objects/sha256"
         self.tmpDir = home + "/tmp"
         for dir in [home, home + "/objects", objectsDir, tmpDir] {
@@ -38,7 +58,53 @@ public final class ObjectStore: Sendable {
             for b in 0..<256 { try Self.makeDirectory(objectsDir + "/" + Hex.encode([UInt8(b)])) }
             try Self.fsyncDirectory(objectsDir)
         }
+        do { tmpFolder = try BeneathRoot(path: tmpDir + "/-", root: home, sameFileSystem: true) } catch {
+            throw Self.storeError(error, path: tmpDir)
+        }
         cleanStaleTemps()
+    }
+
+    /// `tmp/` by the descriptor opened when the store was opened (`/proc/self/fd/N`): files other
+    /// code downloads or writes there by name land in that very folder, even if `tmp` was swapped
+    /// for a link since.
+    public var scratchDirectory: String { "/proc/self/fd/\(tmpFolder.directory)" }
+
+    /// A `BeneathRoot` failure as the store reports it.
+    static func storeError(_ failure: BeneathRoot.Failure, path: String) -> StoreError {
+        switch failure {
+        case .missing: return .notFound(path: path)
+        case .symlink, .outside: return .unsafePath(path: path)
+        case .io(_, let e): return .from(errno: e, path: path, operation: "open folder")
+        }
+    }
+
+    /// The folder of `d`'s object, opened beneath the home (see the type's comment); `create`
+    /// makes missing fan-out folders (0750, their parents fsynced).
+    func objectFolder(_ d: SHA256Digest, create: Bool = false) throws(StoreError) -> BeneathRoot {
+        let path = objectPath(d)
+        do { return try BeneathRoot(path: path, root: home, createFolders: create ? 0o750 : nil, sameFileSystem: true) } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// Opens `d`'s object for reading through its folder: a regular file, not a link; returns the
+    /// descriptor (the caller closes it) and what `fstat` says of it.
+    public func openObject(_ d: SHA256Digest) throws(StoreError) -> (fd: Int32, stat: SourceStat) {
+        let folder = try objectFolder(d)
+        switch folder.openRegularFile() {
+        case .success(let r): return r
+        case .failure(.missing): throw .notFound(path: folder.path)
+        case .failure(.io(_, let e)) where e == EACCES || e == EPERM: throw .permissionDenied(path: folder.path)
+        case .failure(.io(_, let e)) where e == EISDIR || e == EINVAL: throw .notRegularFile(path: folder.path, kind: e == EISDIR ? "directory" : "not a regular file")
+        case .failure(let e): throw Self.storeError(e, path: folder.path)
+        }
+    }
+
+    /// Re-hashes `d`'s object, read through its folder (`openObject`).
+    public func hashObject(_ d: SHA256Digest) throws(StoreError) -> FileHasher.Result {
+        let (fd, _) = try openObject(d)
+        defer { close(fd) }
+        return try FileHasher.hash(fd: fd, path: objectPath(d))
     }
 
     public func objectPath(_ d: SHA256Digest) -> String {
@@ -47,14 +113,13 @@ public final class ObjectStore: Sendable {
     }
 
     public func contains(_ d: SHA256Digest) -> Bool {
-        access(objectPath(d), F_OK) == 0
+        objectSize(d) != nil
     }
 
-    /// Size of the stored object, or nil if it is missing.
+    /// Size of the stored object, or nil if it is missing (or not reachable without following a link).
     public func objectSize(_ d: SHA256Digest) -> Int64? {
-        var st = stat()
-        guard stat(objectPath(d), &st) == 0 else { return nil }
-        return Int64(st.st_size)
+        guard let folder = try? objectFolder(d), case .success(let st) = folder.stat(), st.kind == .regular else { return nil }
+        return st.size
     }
 
     // MARK: Ingest
@@ -109,7 +174,7 @@ public final class ObjectStore: Sendable {
         }
 
         try checkFreeSpace(for: opened.size, path: path)
-        let tmp = try TempFile(directory: tmpDir, store: home, source: path)
+        let tmp = try TempFile(in: tmpFolder.directory, folderPath: tmpDir, store: home, source: path)
         var keepTemp = false
         defer { if !keepTemp { tmp.discard() } }
 
@@ -140,7 +205,7 @@ public final class ObjectStore: Sendable {
             }
             return IngestResult(digest: digest, size: copied, newObject: false, source: opened)
         }
-        try publish(tmp, as: final)
+        try publish(tmp, as: digest)
         keepTemp = true
         return IngestResult(digest: digest, size: copied, newObject: true, source: opened)
     }
@@ -150,7 +215,7 @@ public final class ObjectStore: Sendable {
     public func put(_ data: Data) throws(StoreError) -> (digest: SHA256Digest, newObject: Bool) {
         let digest = SHA256Hasher.hash(data)
         if let existing = objectSize(digest), existing == Int64(data.count) { return (digest, false) }
-        let tmp = try TempFile(directory: tmpDir, store: home, source: "(data)")
+        let tmp = try TempFile(in: tmpFolder.directory, folderPath: tmpDir, store: home, source: "(data)")
         var keep = false
         defer { if !keep { tmp.discard() } }
         let failure: StoreError? = data.withUnsafeBytes { raw in
@@ -158,17 +223,27 @@ public final class ObjectStore: Sendable {
         }
         if let failure { throw failure }
         try tmp.sync()
-        try publish(tmp, as: objectPath(digest))
+        try publish(tmp, as: digest)
         keep = true
         return (digest, true)
     }
 
-    /// Reads a stored object fully into memory (small objects only: proofs, certificates).
+    /// Reads a stored object fully into memory (small objects only: proofs, certificates),
+    /// through its folder (`openObject`).
     public func read(_ d: SHA256Digest) throws(StoreError) -> Data {
         let p = objectPath(d)
-        guard let data = FileManager.default.contents(atPath: p) else {
-            throw access(p, F_OK) == 0 ? .permissionDenied(path: p) : .notFound(path: p)
+        hooks.beforeUse(.read, p)
+        let (fd, st) = try openObject(d)
+        defer { close(fd) }
+        var data = Data(count: Int(st.size))
+        var got = 0
+        while got < data.count {
+            let n = data.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + got, $0.count - got) }
+            if n < 0 { if errno == EINTR { continue }; throw StoreError.from(errno: errno, path: p, operation: "read") }
+            if n == 0 { break }
+            got += n
         }
+        guard got == data.count else { throw .objectCorrupt(path: p, detail: "read \(got) of \(data.count) bytes") }
         return data
     }
 
@@ -201,28 +276,22 @@ public final class ObjectStore: Sendable {
         return (hasher.finalize(), total)
     }
 
-    private func publish(_ tmp: TempFile, as final: String) throws(StoreError) {
-        let dir = String(final[..<final.lastIndex(of: "/")!])
-        let parent = String(dir[..<dir.lastIndex(of: "/")!])
-        let createdParent = access(parent, F_OK) != 0
-        try Self.makeDirectory(parent)
-        let createdDir = access(dir, F_OK) != 0
-        try Self.makeDirectory(dir)
-        if rename(tmp.path, final) != 0 {
-            throw StoreError.from(errno: errno, path: final, operation: "rename")
-        }
-        try Self.fsyncDirectory(dir)
-        if createdDir { try Self.fsyncDirectory(parent) }
-        if createdParent { try Self.fsyncDirectory(objectsDir) }
+    /// Renames the synced temp file to its hash's path: the fan-out folders are opened (made
+    /// where missing, their parents fsynced) beneath the home, and the rename is relative to the
+    /// descriptors of `tmp/` and of that folder, then the folder is fsynced.
+    private func publish(_ tmp: TempFile, as digest: SHA256Digest) throws(StoreError) {
+        let folder = try objectFolder(digest, create: true)
+        hooks.beforeUse(.publish, folder.path)
+        try tmp.publish(into: folder.directory, as: folder.name, path: folder.path)
     }
 
     private func cleanStaleTemps() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDir) else { return }
-        for name in names {
+        for name in names where !name.contains("/") {
             // "<pid>.<random>.tmp": remove only when that pid no longer runs.
             if let pid = Int32(name.split(separator: ".").first ?? ""), pid > 0,
                kill(pid, 0) == 0 || errno == EPERM { continue }
-            unlink(tmpDir + "/" + name)
+            unlinkat(tmpFolder.directory, name, 0)
         }
     }
 

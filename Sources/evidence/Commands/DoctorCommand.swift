@@ -208,7 +208,11 @@ struct DoctorCommand: AsyncParsableCommand {
     /// Whether the newest custody anchor has its copy in the `anchor_archive` account.
     /// `provider`: the account as the accounts check built it; nil when that failed.
     private func anchorCopiesCheck(home: String, account: String, provider: (any ArchiveProvider)?) async -> Check {
-        guard let newest = ChainAnchors.list(directory: home + "/anchors").last else {
+        // Only an anchor the log reaches (custody.head is never ahead of the log): a file named
+        // beyond it is not the newest anchor.
+        let headSeq = (try? String(contentsOfFile: home + "/custody.head", encoding: .utf8))
+            .flatMap { Int64($0.split(separator: " ").first ?? "") } ?? Int64.max
+        guard let newest = ChainAnchors.list(directory: home + "/anchors").last(where: { $0.seq <= headSeq }) else {
             return Check(check: "anchor copies", status: .warn, detail: "no anchor yet to copy to \(account)",
                          fix: "evidence log anchor (or let evidence run anchor the log)")
         }

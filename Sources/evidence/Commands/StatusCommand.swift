@@ -122,7 +122,9 @@ struct StatusCommand: ParsableCommand {
         }
         let oldestAge = s.oldestPending.map { -$0.timeIntervalSinceNow }
         let proofs = ProofSummary.of(try c.allProofs())
-        let anchors = ChainAnchors.summary(directory: ChainAnchors.directory(home), headSeq: try c.lastEvent()?.seq ?? 0)
+        let head = try c.lastEvent()
+        let anchors = ChainAnchors.summary(directory: ChainAnchors.directory(home), headSeq: head?.seq ?? 0,
+                                           headIsRecord: head.map(ChainAnchors.isRecordOfPrevious) ?? false)
 
         if global.json {
             Output.json(Report(home: home.path, items: s.items, bytes: s.bytes, sources: s.sources,
