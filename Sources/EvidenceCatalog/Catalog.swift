@@ -56,8 +56,6 @@ public protocol Catalog: Sendable {
     func verifyChain() throws(CatalogError) -> ChainReport
     /// `verifyChain()` over events already read (`allEvents()`), for a caller that checks them further.
     func verifyChain(events: [CustodyEvent]) -> ChainReport
-    /// The newest custody event (the chain's head); nil for an empty log.
-    func lastEvent() throws(CatalogError) -> CustodyEvent?
     /// What the database itself finds wrong with its storage (SQLite's quick_check, PostgreSQL's
     /// page checksum failures); empty when sound.
     func integrityProblems() throws(CatalogError) -> [String]
@@ -78,12 +76,16 @@ public protocol Catalog: Sendable {
     func saveProof(_ proof: Proof, then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item
     func certificates(itemID: Int64) throws(CatalogError) -> [Certificate]
+    /// Every certificate, by item and origin.
+    func allCertificates() throws(CatalogError) -> [Certificate]
     /// Records a certificate kept in the store (insert or replace per item and origin), event `certificate`.
     func saveCertificate(_ certificate: Certificate) throws(CatalogError)
 
     // MARK: Archive
 
     func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile]
+    /// Every verified remote copy, by item and remote path.
+    func allArchivedFiles() throws(CatalogError) -> [ArchivedFile]
     /// Records a verified remote copy (insert or replace per item, account and path), event `archived-file`.
     func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError)
     func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink]

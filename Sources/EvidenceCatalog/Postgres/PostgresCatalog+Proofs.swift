@@ -52,6 +52,14 @@ extension PostgresCatalog {
         }
     }
 
+    public func allCertificates() throws(CatalogError) -> [Certificate] {
+        try read { c in try c.query("SELECT * FROM certificate ORDER BY item_id, origin").all.map { try $0.certificate() } }
+    }
+
+    public func allArchivedFiles() throws(CatalogError) -> [ArchivedFile] {
+        try read { c in try c.query("SELECT * FROM archived_file ORDER BY item_id, remote_path").all.map { try $0.archivedFile() } }
+    }
+
     public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {
         try write { tx in
             try tx.query("""
