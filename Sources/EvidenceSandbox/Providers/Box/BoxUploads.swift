@@ -120,7 +120,7 @@ extension BoxEmulator {
         case .missing: return notFound()
         case .conflict(let other): return nameInUse(other)
         case .free:
-            let url = BoxShareFileSupport.origin(request) + "/box/upload/api/2.0/files/content"
+            let url = PublicHosts.url(request, sandboxPath: "/box/upload/api/2.0/files/content")
             return .json(.object([("upload_url", .string(url)), ("upload_token", .null)]))
         }
     }
@@ -251,7 +251,9 @@ extension BoxEmulator {
                 let name = partName(headers)
                 if name == "attributes" {
                     split.attributes = Data(UnsafeRawBufferPointer(rebasing: raw[contentStart..<contentEnd]))
-                } else if name == "file" {
+                } else if name == "file" || (split.fileSize == nil && Self.partFilename(headers) != nil) {
+                    // Box takes the part that carries a file name whatever its field is called
+                    // (the docs say `file`; rclone sends `contents`, the Box SDKs `file`).
                     if split.attributes == nil {
                         return .failure {
                             $0.error(.badRequest, "metadata_after_file_contents",
@@ -273,10 +275,19 @@ extension BoxEmulator {
 
     /// `name` from `Content-Disposition: form-data; name="…"`.
     static func partName(_ headers: String) -> String? {
+        dispositionParameter("name", headers)
+    }
+
+    /// `filename` from `Content-Disposition: form-data; name="…"; filename="…"`: a file part.
+    static func partFilename(_ headers: String) -> String? {
+        dispositionParameter("filename", headers)
+    }
+
+    static func dispositionParameter(_ key: String, _ headers: String) -> String? {
         for line in headers.split(separator: "\r\n") where line.lowercased().hasPrefix("content-disposition:") {
             for param in line.split(separator: ";").dropFirst() {
                 let kv = param.split(separator: "=", maxSplits: 1)
-                guard kv.count == 2, kv[0].trimmingCharacters(in: .whitespaces).lowercased() == "name" else { continue }
+                guard kv.count == 2, kv[0].trimmingCharacters(in: .whitespaces).lowercased() == key else { continue }
                 var value = kv[1].trimmingCharacters(in: .whitespaces)
                 if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
                 return value
@@ -290,7 +301,7 @@ extension BoxEmulator {
     func sessionDirectory(_ id: String) -> String { (sessionsDirectory as NSString).appendingPathComponent(id) }
 
     func sessionJSON(_ s: BoxUploadSession, _ request: Request) -> JSONValue {
-        let url = BoxShareFileSupport.origin(request) + "/box/upload/api/2.0/files/upload_sessions/\(s.id)"
+        let url = PublicHosts.url(request, sandboxPath: "/box/upload/api/2.0/files/upload_sessions/\(s.id)")
         let totalParts = (s.fileSize + s.partSize - 1) / s.partSize
         return .object([
             ("id", .string(s.id)),
