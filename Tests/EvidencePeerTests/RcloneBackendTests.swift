@@ -1,6 +1,7 @@
 import EvidenceProcess
 import EvidenceSandbox
 import EvidenceStore
+import EvidenceTesting
 import Foundation
 import Glibc
 import Testing
@@ -93,10 +94,10 @@ struct RcloneBackendTests {
             for (key, value) in backend.config.sorted(by: { $0.key < $1.key }) { conf += "\(key) = \(value)\n" }
             try conf.write(toFile: ns.dir + "/rclone.conf", atomically: true, encoding: .utf8)
 
-            func rclone(_ args: [String]) throws -> ToolRun {
+            func rclone(_ args: [String]) throws -> NamespaceRun {
                 let r = try ns.run(["rclone"] + args + ["--config", ns.dir + "/rclone.conf", "--ca-cert", ns.dir + "/ca.pem",
                                                          "--retries", "1", "--low-level-retries", "2", "-v"], timeout: 60)
-                #expect(r.status == 0, "rclone \(args.joined(separator: " ")): \(r.output.suffix(3000))")
+                #expect(r.status == 0, "rclone \(args.joined(separator: " ")): \(r.stderr.suffix(3000))")
                 return r
             }
             _ = try rclone(["mkdir", "remote:dir/sub"])
@@ -120,10 +121,8 @@ struct RcloneBackendTests {
                 #expect(link.output.contains("https://"), "a share link: \(link.output)")
             }
             // Read back: the small file to stdout, the big one to a file.
-            let cat = try ns.run(["rclone", "cat", "remote:dir/sub/small.bin", "--config", ns.dir + "/rclone.conf",
-                                  "--ca-cert", ns.dir + "/ca.pem"], timeout: 60, stdoutTo: ns.dir + "/cat.out")
-            #expect(cat.status == 0, "rclone cat: \(cat.output.suffix(2000))")
-            #expect(try Data(contentsOf: URL(fileURLWithPath: ns.dir + "/cat.out")) == (try Data(contentsOf: URL(fileURLWithPath: local + "/small.bin"))),
+            let cat = try rclone(["cat", "remote:dir/sub/small.bin"])
+            #expect(try Data(contentsOf: URL(fileURLWithPath: cat.stdoutPath)) == (try Data(contentsOf: URL(fileURLWithPath: local + "/small.bin"))),
                     "small.bin read back by rclone cat")
             _ = try rclone(["copyto", "remote:dir/sub/big.bin", ns.dir + "/back.bin"])
             #expect(try sha256(ns.dir + "/back.bin") == (try sha256(local + "/big.bin")), "big.bin read back by rclone")
@@ -159,6 +158,15 @@ struct RcloneBackendTests {
 }
 
 // MARK: Network namespace
+
+/// How a command in the namespace ended: its standard output (also kept in a file, for bytes)
+/// and standard error.
+struct NamespaceRun {
+    var status: Int32
+    var stdoutPath: String
+    var output: String
+    var stderr: String
+}
 
 struct LoggedRequest {
     var method: String
@@ -244,28 +252,30 @@ final class ProviderNamespace {
                          "https://sandbox.sf-api.com/oauth/token"], timeout: 30)
         guard let j = try? JSONSerialization.jsonObject(with: Data(r.output.utf8)) as? [String: Any],
               let token = j["refresh_token"] as? String else {
-            throw NamespaceError("ShareFile password grant: \(r.output.suffix(500))")
+            throw NamespaceError("ShareFile password grant: \(r.output.suffix(300)) \(r.stderr.suffix(300))")
         }
         return token
     }
 
-    /// Runs a command in the namespace to its end, with a clean home, output to a log file
-    /// (standard output alone to `stdoutTo` when given). Past `timeout` it is stopped.
-    func run(_ command: [String], timeout: Double, stdoutTo: String? = nil) throws -> ToolRun {
+    /// Runs a command in the namespace to its end, with a clean home, standard output and
+    /// standard error to files of their own. Past `timeout` it is stopped.
+    func run(_ command: [String], timeout: Double) throws -> NamespaceRun {
         let home = dir + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         let env = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_CACHE_HOME": home + "/.cache",
                    "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/sbin:/usr/bin:/sbin:/bin",
                    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": dir]
-        let log = dir + "/\(command[0])-\(UUID().uuidString.prefix(6)).log"
+        let log = dir + "/\(command[0])-\(UUID().uuidString.prefix(6))"
         let child = try ChildProcess("ip", ["netns", "exec", name] + command, environment: env, directory: dir,
-                                     stdout: .file(stdoutTo ?? log), stderr: stdoutTo == nil ? .stdout : .file(log))
+                                     stdout: .file(log + ".out"), stderr: .file(log + ".err"))
         var termination = child.wait(seconds: timeout)
         if termination == nil {
             Issue.record("\(command.prefix(3).joined(separator: " ")) still running after \(Int(timeout)) s: stopped")
             termination = child.terminate(grace: 5)
         }
-        return ToolRun(status: termination!.status, output: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+        return NamespaceRun(status: termination!.status, stdoutPath: log + ".out",
+                            output: (try? String(contentsOfFile: log + ".out", encoding: .utf8)) ?? "",
+                            stderr: (try? String(contentsOfFile: log + ".err", encoding: .utf8)) ?? "")
     }
 
     /// The sandbox's request log (paths as routed: `/dropbox/api/2/…`).
