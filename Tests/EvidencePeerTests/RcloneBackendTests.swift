@@ -22,21 +22,21 @@ import Testing
 @Suite("rclone's dropbox, box and sharefile backends against the emulations, by the providers' host names", .serialized,
        .enabled(if: ProviderNamespace.available, "`ip netns add` is refused here (needs root and network namespaces)"))
 struct RcloneBackendTests {
-    @Test("rclone dropbox: mkdir, copy (batched 1 MiB chunks and unbatched), lsjson --hash is our content_hash, link, cat, copyto, deletefile")
+    @Test("rclone dropbox: mkdir, copy (batched 1 MiB chunks and unbatched), lsjson --hash is our content_hash, link, cat, overwrite, copyto, deletefile")
     func dropbox() async throws {
         try await exercise(Backend(
             name: "dropbox", hashKind: "dropbox", bigSize: 3_500_000,
             config: ["client_id": DropboxEmulator.appKey, "client_secret": DropboxEmulator.appSecret, "chunk_size": "1Mi"],
             refreshToken: DropboxEmulator.refreshToken,
-            // Without batching, one more upload: start, append_v2 …, finish instead of finish_batch_v2.
+            // Without batching, both again: files/upload, and start, append_v2 …, finish instead of finish_batch_v2.
             extraCopy: ["--dropbox-batch-mode", "off"], link: true,
-            expectedRequests: ["/dropbox/api/oauth2/token", "/dropbox/content/2/files/upload_session/append_v2",
+            expectedRequests: ["/dropbox/api/oauth2/token", "/dropbox/content/2/files/upload_session/append_v2", "/dropbox/content/2/files/upload",
                                "/dropbox/api/2/files/upload_session/finish_batch_v2", "/dropbox/content/2/files/upload_session/finish",
                                "/dropbox/api/2/files/list_folder", "/dropbox/api/2/sharing/create_shared_link_with_settings"],
             hash: { try FileHasher.dropboxContentHash(path: $0) }))
     }
 
-    @Test("rclone box: mkdir, copy (a small file and a 52 MB one in upload-session parts), lsjson --hash is the SHA-1, link, cat, copyto, deletefile")
+    @Test("rclone box: mkdir, copy (a small file and a 52 MB one in upload-session parts), lsjson --hash is the SHA-1, link, cat, overwrite (a new version), copyto, deletefile")
     func box() async throws {
         try await exercise(Backend(
             name: "box", hashKind: "sha1", bigSize: 52_500_000,
@@ -50,7 +50,7 @@ struct RcloneBackendTests {
     }
 
     /// No `link`: rclone 1.60's sharefile backend has no public links ("doesn't support public links").
-    @Test("rclone sharefile: mkdir, copy (a small file and one in 1 MiB chunks sent in parallel), lsjson --hash is the MD5, cat, copyto, deletefile")
+    @Test("rclone sharefile: mkdir, copy (a small file and one in 1 MiB chunks sent in parallel), lsjson --hash is the MD5, cat, overwrite, copyto, deletefile")
     func sharefile() async throws {
         try await exercise(Backend(
             name: "sharefile", hashKind: "md5", bigSize: 3_500_000,
@@ -70,7 +70,7 @@ struct RcloneBackendTests {
         var config: [String: String]
         /// The emulation's refresh token; nil: rclone gets one made with ShareFile's password grant.
         var refreshToken: String?
-        /// Flags for a second upload of the big file by another path through the backend, if any.
+        /// Flags for a second upload of both files (as `*-again.bin`) by another path through the backend, if any.
         var extraCopy: [String]?
         /// rclone's backend makes public links.
         var link: Bool
@@ -103,18 +103,18 @@ struct RcloneBackendTests {
             _ = try rclone(["mkdir", "remote:dir/sub"])
             _ = try rclone(["copy", local, "remote:dir/sub"])
             if let extra = backend.extraCopy {
-                _ = try rclone(["copyto", local + "/big.bin", "remote:dir/sub/big-again.bin"] + extra)
+                for name in ["small", "big"] { _ = try rclone(["copyto", local + "/\(name).bin", "remote:dir/sub/\(name)-again.bin"] + extra) }
             }
             let listing = try rclone(["lsjson", "--hash", "remote:dir/sub"])
             let entries = (try? JSONSerialization.jsonObject(with: Data(listing.output.utf8))) as? [[String: Any]] ?? []
-            let names: Set<String> = backend.extraCopy == nil ? ["small.bin", "big.bin"] : ["small.bin", "big.bin", "big-again.bin"]
+            let names: Set<String> = backend.extraCopy == nil ? ["small.bin", "big.bin"] : ["small.bin", "big.bin", "small-again.bin", "big-again.bin"]
             #expect(Set(entries.compactMap { $0["Name"] as? String }) == names, "\(listing.output)")
             for entry in entries {
                 let name = entry["Name"] as? String ?? ""
-                let source = local + "/" + (name == "big-again.bin" ? "big.bin" : name)
+                let source = local + "/" + name.replacingOccurrences(of: "-again", with: "")
                 let hashes = entry["Hashes"] as? [String: String] ?? [:]
                 #expect(hashes[backend.hashKind] == (try backend.hash(source)), "\(name): \(hashes)")
-                #expect((entry["Size"] as? NSNumber)?.intValue == (name == "small.bin" ? 3000 : backend.bigSize), "\(name)")
+                #expect((entry["Size"] as? NSNumber)?.intValue == (name.hasPrefix("small") ? 3000 : backend.bigSize), "\(name)")
             }
             if backend.link {
                 let link = try rclone(["link", "remote:dir/sub/big.bin"])
@@ -124,6 +124,12 @@ struct RcloneBackendTests {
             let cat = try rclone(["cat", "remote:dir/sub/small.bin"])
             #expect(try Data(contentsOf: URL(fileURLWithPath: cat.stdoutPath)) == (try Data(contentsOf: URL(fileURLWithPath: local + "/small.bin"))),
                     "small.bin read back by rclone cat")
+            // Overwrite: a changed small file replaces the one there (Box: a new version of the file).
+            try randomFile(ns.dir + "/changed.bin", bytes: 4000)
+            _ = try rclone(["copyto", ns.dir + "/changed.bin", "remote:dir/sub/small.bin"])
+            let again = try rclone(["cat", "remote:dir/sub/small.bin"])
+            #expect(try Data(contentsOf: URL(fileURLWithPath: again.stdoutPath)) == (try Data(contentsOf: URL(fileURLWithPath: ns.dir + "/changed.bin"))),
+                    "small.bin, overwritten, read back by rclone cat")
             _ = try rclone(["copyto", "remote:dir/sub/big.bin", ns.dir + "/back.bin"])
             #expect(try sha256(ns.dir + "/back.bin") == (try sha256(local + "/big.bin")), "big.bin read back by rclone")
             _ = try rclone(["deletefile", "remote:dir/sub/small.bin"])

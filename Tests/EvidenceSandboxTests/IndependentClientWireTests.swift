@@ -147,6 +147,24 @@ struct IndependentClientWireTests {
         }
     }
 
+    @Test("Box: a new version of a file goes to POST /files/{id}/content and keeps the id (rclone overwrites this way)")
+    func boxNewVersion() async throws {
+        try await BSF.withSandbox { base, _ in
+            let token = try await BoxEmulatorTests.ccgToken(base)
+            let first = try await BoxEmulatorTests.uploadSmall(base, token: token, name: "v.bin", parent: "0", data: BSF.bytes(100, seed: 1))
+            let id = try #require(first.json?["entries"]?[0]?["id"]?.stringValue)
+            let data = BSF.bytes(200, seed: 2)
+            let (body, type) = BoxEmulatorTests.multipart(attributes: #"{"name":"v.bin"}"#, file: data)
+            let second = try await BSF.call("POST", BoxEmulatorTests.upload(base, "/files/\(id)/content"), token: token, body: body,
+                                            headers: ["Content-Type": type])
+            #expect(second.status == 201, "\(second.text)")
+            #expect(second.json?["entries"]?[0]?["id"] == .string(id))
+            #expect(second.json?["entries"]?[0]?["sha1"] == .string(try await BSF.sha1(data)))
+            let content = try await TestHTTP.send("GET", BoxEmulatorTests.api(base, "/files/\(id)/content"), headers: ["Authorization": "Bearer \(token)"])
+            #expect(content.body == data)
+        }
+    }
+
     // MARK: ShareFile
 
     @Test("ShareFile: Upload2 reads member names and enum values in any case (rclone's `fileName`, `method: threaded`)")

@@ -33,7 +33,10 @@ import Hummingbird
 ///   preflight. 200 `{"upload_url","upload_token":null}` when an upload would be taken; 409
 ///   `item_name_in_use` with the holder as one conflicts OBJECT (like an upload conflict); 404
 ///   `not_found` for a missing parent; 400 for a bad name or a `size` that is not a number.
-/// - `POST /box/upload/api/2.0/files/content` (multipart, `attributes` then the file part: `file`, or any part with a `filename`, as rclone's `contents`).
+/// - `POST /box/upload/api/2.0/files/content` (multipart, `attributes` then the file part: `file`, or any part with a `filename`, as rclone's `contents`);
+///   `POST /box/upload/api/2.0/files/{id}/content` the same for a new version of a file (same id; new
+///   `file_version`, `etag` + 1; `attributes.name` optional, renames). Not emulated: a new version by
+///   upload session (`POST /files/{id}/upload_sessions`).
 /// - Upload sessions: `POST /box/upload/api/2.0/files/upload_sessions`,
 ///   `PUT|GET|DELETE …/upload_sessions/{id}`, `GET …/{id}/parts`, `POST …/{id}/commit`.
 ///

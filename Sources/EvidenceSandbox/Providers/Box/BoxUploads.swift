@@ -12,6 +12,12 @@ extension BoxEmulator {
             guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
             return try await self.directUpload(request)
         }
+        // A new version of an existing file (rclone's box backend overwrites this way).
+        router.post("\(base)/:id/content") { request, context in
+            let id = try context.parameters.require("id")
+            guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
+            return try await self.directUpload(request, version: id)
+        }
         router.post("\(base)/upload_sessions") { request, _ in
             guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
             return try await self.createSession(request)
@@ -93,6 +99,40 @@ extension BoxEmulator {
         }
     }
 
+    /// Replaces the content of `fileId` (a new version: new `file_version`, `etag` and
+    /// `sequence_id` up by one, same id), renaming it when `name` is given. 201 with the file.
+    func storeNewVersion(tmp: String, fileId: String, name: String?, size: Int64, sha1: String,
+                         contentModified: Double?) throws -> Response {
+        let now = env.clock().timeIntervalSince1970
+        enum Outcome { case missing, conflict(BoxItem), stored(JSONValue, String) }
+        let outcome: Outcome = try store.update { state in
+            guard var file = state.items[fileId], !file.isFolder, let parent = file.parentId else { return .missing }
+            if let name, let other = BoxJSON.sibling(named: name, in: parent, state: state), other.id != fileId { return .conflict(other) }
+            try BoxShareFileSupport.move(tmp, to: self.blobPath(fileId))
+            file.name = name ?? file.name
+            file.size = size
+            file.sha1 = sha1
+            file.etag += 1
+            file.sequenceId += 1
+            file.modifiedAt = now
+            file.contentModifiedAt = contentModified ?? now
+            file.versionId = String(100_000_000_000 + self.env.random.next() % 900_000_000_000)
+            state.items[fileId] = file
+            return .stored(.object(BoxJSON.full(file, in: state)), BoxJSON.path(of: file, in: state))
+        }
+        switch outcome {
+        case .missing:
+            try? FileManager.default.removeItem(atPath: tmp)
+            return notFound()
+        case .conflict(let other):
+            try? FileManager.default.removeItem(atPath: tmp)
+            return nameInUse(other)
+        case .stored(let json, let path):
+            env.counters.recordUpload(provider: "box", path: path)
+            return .json(.object([("total_count", .int(1)), ("entries", .array([json]))]), status: .created)
+        }
+    }
+
     // MARK: Preflight
 
     /// `OPTIONS /2.0/files/content`: would an upload of `name` into `parent.id` be taken? Nothing
@@ -127,7 +167,9 @@ extension BoxEmulator {
 
     // MARK: Direct upload
 
-    func directUpload(_ request: Request) async throws -> Response {
+    /// A new file (`version` nil: `attributes` name it and its `parent`), or a new version of the
+    /// file `version` (`attributes` may rename it).
+    func directUpload(_ request: Request, version fileId: String? = nil) async throws -> Response {
         let contentType = request.headers[.contentType] ?? ""
         guard request.mediaType == "multipart/form-data", let boundary = Self.boundary(contentType) else {
             await BoxShareFileSupport.drain(request)
@@ -158,17 +200,27 @@ extension BoxEmulator {
         guard parsed.fileSize != nil else {
             return error(.badRequest, "bad_request", "API upload did not contain a file part")
         }
-        guard let name = attributes["name"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'name' is required in attributes")
+        let newName = attributes["name"]?.stringValue
+        if let newName, let problem = BoxJSON.nameProblem(newName) { return error(.badRequest, problem.code, problem.message) }
+        var parentId = ""
+        if fileId == nil {
+            guard newName != nil else { return error(.badRequest, "bad_request", "'name' is required in attributes") }
+            guard let parent = attributes["parent"]?["id"]?.stringValue else {
+                return error(.badRequest, "bad_request", "'parent' is required in attributes")
+            }
+            parentId = parent
         }
-        guard let parentId = attributes["parent"]?["id"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'parent' is required in attributes")
-        }
-        if let problem = BoxJSON.nameProblem(name) { return error(.badRequest, problem.code, problem.message) }
         if let size = parsed.fileSize, size >= Self.maxDirectUpload { return tooLarge() }
         let precheck: Response? = store.read { state in
+            if let fileId {
+                guard let file = state.items[fileId], !file.isFolder, let parent = file.parentId else { return self.notFound() }
+                if let newName, let other = BoxJSON.sibling(named: newName, in: parent, state: state), other.id != fileId {
+                    return self.nameInUse(other)
+                }
+                return nil
+            }
             guard let parent = state.items[parentId], parent.isFolder else { return self.notFound() }
-            if let other = BoxJSON.sibling(named: name, in: parentId, state: state) { return self.nameInUse(other) }
+            if let other = BoxJSON.sibling(named: newName ?? "", in: parentId, state: state) { return self.nameInUse(other) }
             return nil
         }
         if let precheck { return precheck }
@@ -180,9 +232,15 @@ extension BoxEmulator {
                 return error(.badRequest, "bad_digest", "The specified Content-MD5 did not match what we received")
             }
         }
-        let response = try storeNewFile(tmp: filePath, name: name, parentId: parentId, size: parsed.fileSize ?? 0, sha1: sha1,
+        let response: Response
+        if let fileId {
+            response = try storeNewVersion(tmp: filePath, fileId: fileId, name: newName, size: parsed.fileSize ?? 0, sha1: sha1,
+                                           contentModified: Self.parseDate(attributes["content_modified_at"]))
+        } else {
+            response = try storeNewFile(tmp: filePath, name: newName ?? "", parentId: parentId, size: parsed.fileSize ?? 0, sha1: sha1,
                                         contentCreated: Self.parseDate(attributes["content_created_at"]),
                                         contentModified: Self.parseDate(attributes["content_modified_at"]))
+        }
         keepFile = response.status == .created
         return response
     }
