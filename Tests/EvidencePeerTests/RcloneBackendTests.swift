@@ -57,7 +57,7 @@ struct RcloneBackendTests {
             config: ["client_id": "sandbox-sharefile-client", "client_secret": "sandbox-sharefile-secret",
                      "endpoint": "https://sandbox.sf-api.com", "upload_cutoff": "1Mi", "chunk_size": "1Mi"],
             refreshToken: nil, extraCopy: nil, link: false,
-            expectedRequests: ["/sharefile/oauth/token", "/sharefile/sf/v3/Items(", "/sharefile/upload/"],
+            expectedRequests: ["/sharefile/oauth/token", "/sharefile/sf/v3/", "/sharefile/upload/"],
             hash: { try md5($0) }))
     }
 
@@ -74,7 +74,8 @@ struct RcloneBackendTests {
         var extraCopy: [String]?
         /// rclone's backend makes public links.
         var link: Bool
-        /// Request paths (prefixes) the run must have sent: proof it took the paths meant.
+        /// Request paths the run must have sent with success (a prefix when it ends in `/`):
+        /// proof it took the paths meant.
         var expectedRequests: [String]
         /// The hash of a local file, computed by us, to compare with what rclone reports.
         var hash: (String) throws -> String
@@ -138,7 +139,7 @@ struct RcloneBackendTests {
 
             let log = try ns.requests()
             for path in backend.expectedRequests {
-                #expect(log.contains { $0.path.hasPrefix(path) && $0.status < 300 }, "no successful request to \(path): \(log.map { "\($0.method) \($0.path) \($0.status)" })")
+                #expect(log.contains { (path.hasSuffix("/") ? $0.path.hasPrefix(path) : $0.path == path) && $0.status < 300 }, "no successful request to \(path): \(log.map { "\($0.method) \($0.path) \($0.status)" })")
             }
             let refused = log.filter { $0.status >= 400 && !ordinaryRefusal($0, backend: backend.name) }
             #expect(refused.isEmpty, "requests the emulation refused: \(refused.map { "\($0.method) \($0.path) → \($0.status)" })")
