@@ -65,7 +65,8 @@ struct RcloneBackendTests {
         var name: String
         /// The hash rclone reports for this backend in `lsjson --hash`.
         var hashKind: String
-        /// Large enough to go up in several chunks with the chunk settings in `config`.
+        /// Large enough to go up in several chunks with the chunk settings in `config` (sent twice:
+        /// new, then over itself).
         var bigSize: Int
         var config: [String: String]
         /// The emulation's refresh token; nil: rclone gets one made with ShareFile's password grant.
@@ -125,14 +126,17 @@ struct RcloneBackendTests {
             let cat = try rclone(["cat", "remote:dir/sub/small.bin"])
             #expect(try Data(contentsOf: URL(fileURLWithPath: cat.stdoutPath)) == (try Data(contentsOf: URL(fileURLWithPath: local + "/small.bin"))),
                     "small.bin read back by rclone cat")
-            // Overwrite: a changed small file replaces the one there (Box: a new version of the file).
+            // Overwrite: changed files replace those there, the big one in chunks again (Box: a new
+            // version of the file, by multipart upload and by upload session).
             try randomFile(ns.dir + "/changed.bin", bytes: 4000)
             _ = try rclone(["copyto", ns.dir + "/changed.bin", "remote:dir/sub/small.bin"])
             let again = try rclone(["cat", "remote:dir/sub/small.bin"])
             #expect(try Data(contentsOf: URL(fileURLWithPath: again.stdoutPath)) == (try Data(contentsOf: URL(fileURLWithPath: ns.dir + "/changed.bin"))),
                     "small.bin, overwritten, read back by rclone cat")
+            try randomFile(ns.dir + "/changed-big.bin", bytes: backend.bigSize)
+            _ = try rclone(["copyto", ns.dir + "/changed-big.bin", "remote:dir/sub/big.bin"])
             _ = try rclone(["copyto", "remote:dir/sub/big.bin", ns.dir + "/back.bin"])
-            #expect(try sha256(ns.dir + "/back.bin") == (try sha256(local + "/big.bin")), "big.bin read back by rclone")
+            #expect(try sha256(ns.dir + "/back.bin") == (try sha256(ns.dir + "/changed-big.bin")), "big.bin, overwritten, read back by rclone")
             _ = try rclone(["deletefile", "remote:dir/sub/small.bin"])
             let after = try rclone(["lsjson", "remote:dir/sub"])
             #expect(after.output.contains("big.bin") && !after.output.contains("small.bin"), "\(after.output)")

@@ -35,8 +35,8 @@ import Hummingbird
 ///   `not_found` for a missing parent; 400 for a bad name or a `size` that is not a number.
 /// - `POST /box/upload/api/2.0/files/content` (multipart, `attributes` then the file part: `file`, or any part with a `filename`, as rclone's `contents`);
 ///   `POST /box/upload/api/2.0/files/{id}/content` the same for a new version of a file (same id; new
-///   `file_version`, `etag` + 1; `attributes.name` optional, renames). Not emulated: a new version by
-///   upload session (`POST /files/{id}/upload_sessions`).
+///   `file_version`, `etag` + 1; `attributes.name` optional, renames); likewise by upload session,
+///   `POST /box/upload/api/2.0/files/{id}/upload_sessions` (`file_size`; `file_name` optional).
 /// - Upload sessions: `POST /box/upload/api/2.0/files/upload_sessions`,
 ///   `PUT|GET|DELETE …/upload_sessions/{id}`, `GET …/{id}/parts`, `POST …/{id}/commit`.
 ///

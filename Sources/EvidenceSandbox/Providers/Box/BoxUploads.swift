@@ -18,6 +18,11 @@ extension BoxEmulator {
             guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
             return try await self.directUpload(request, version: id)
         }
+        router.post("\(base)/:id/upload_sessions") { request, context in
+            let id = try context.parameters.require("id")
+            guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
+            return try await self.createSession(request, version: id)
+        }
         router.post("\(base)/upload_sessions") { request, _ in
             guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
             return try await self.createSession(request)
@@ -392,16 +397,25 @@ extension BoxEmulator {
         return s
     }
 
-    func createSession(_ request: Request) async throws -> Response {
+    /// A session for a new file (`folder_id`, `file_name`, `file_size`), or with `version` for a
+    /// new version of that file (`file_size`; `file_name` optional, renames).
+    func createSession(_ request: Request, version fileId: String? = nil) async throws -> Response {
         guard let data = try await BoxShareFileSupport.collect(request), let body = try? JSONValue.parse(data),
               case .object = body else {
             return error(.badRequest, "bad_request", "Invalid JSON body")
         }
-        guard let folderId = body["folder_id"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'folder_id' is required")
-        }
-        guard let name = body["file_name"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'file_name' is required")
+        var folderId = ""
+        var name = body["file_name"]?.stringValue ?? ""
+        if let fileId {
+            guard let file = store.read({ $0.items[fileId] }), !file.isFolder, let parent = file.parentId else { return notFound() }
+            folderId = parent
+            if name.isEmpty { name = file.name }
+        } else {
+            guard let folder = body["folder_id"]?.stringValue else {
+                return error(.badRequest, "bad_request", "'folder_id' is required")
+            }
+            folderId = folder
+            guard !name.isEmpty else { return error(.badRequest, "bad_request", "'file_name' is required") }
         }
         let size: Int64
         switch body["file_size"] {
@@ -419,9 +433,10 @@ extension BoxEmulator {
         enum Outcome { case missing, conflict(BoxItem), created(BoxUploadSession) }
         let outcome: Outcome = try store.update { state in
             guard let folder = state.items[folderId], folder.isFolder else { return .missing }
-            if let other = BoxJSON.sibling(named: name, in: folderId, state: state) { return .conflict(other) }
+            if let other = BoxJSON.sibling(named: name, in: folderId, state: state), other.id != fileId { return .conflict(other) }
             let session = BoxUploadSession(id: id, folderId: folderId, fileName: name, fileSize: size, partSize: Self.partSize,
-                                           createdAt: now, expiresAt: now + Self.sessionLifetime, parts: [], commitAttempts: 0)
+                                           createdAt: now, expiresAt: now + Self.sessionLifetime, parts: [], commitAttempts: 0,
+                                           fileId: fileId)
             state.sessions[id] = session
             return .created(session)
         }
@@ -593,10 +608,17 @@ extension BoxEmulator {
             return error(.badRequest, "digest_mismatch", "File digest was incorrect. Actual: \(actual) Expected: \(digest)")
         }
         let attributes = body["attributes"]
-        let response = try storeNewFile(tmp: tmp, name: attributes?["name"]?.stringValue ?? session.fileName,
+        let response: Response
+        if let fileId = session.fileId {
+            response = try storeNewVersion(tmp: tmp, fileId: fileId, name: attributes?["name"]?.stringValue ?? session.fileName,
+                                           size: assembled.size, sha1: assembled.sha1,
+                                           contentModified: Self.parseDate(attributes?["content_modified_at"]))
+        } else {
+            response = try storeNewFile(tmp: tmp, name: attributes?["name"]?.stringValue ?? session.fileName,
                                         parentId: session.folderId, size: assembled.size, sha1: assembled.sha1,
                                         contentCreated: Self.parseDate(attributes?["content_created_at"]),
                                         contentModified: Self.parseDate(attributes?["content_modified_at"]))
+        }
         if response.status == .created {
             keep = true
             try store.update { $0.sessions[id] = nil }
