@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   pkg-config libssl-dev openssl libcurl4-openssl-dev libsqlite3-dev libavformat-dev ffmpeg
   libcairo2-dev inotify-tools poppler-utils qpdf util-linux time bc curl rclone tmux
-  zlib1g-dev unzip chromium fonts-dejavu-core prometheus sqlite3 socat
+  zlib1g-dev unzip chromium fonts-dejavu-core prometheus sqlite3 socat iproute2
   owncloud-client-cmd nextcloud-desktop-cmd libpq-dev postgresql
 )
 missing=()
