@@ -201,6 +201,14 @@ extension SQLiteCatalog {
                 """) {
                 s.byRule[row["rule"], default: [:]][row["state"]] = row["n"]
             }
+            for row in try Row.fetchAll(db, sql: "SELECT actor, COUNT(*) AS n FROM custody_event WHERE kind = 'ingested' GROUP BY actor") {
+                s.takenInByNode[NodeName.of(actor: row["actor"]), default: 0] += row["n"] as Int
+            }
+            for row in try Row.fetchAll(db, sql: """
+                SELECT lease_owner, COUNT(*) AS n FROM job WHERE state = 'running' AND lease_owner IS NOT NULL GROUP BY lease_owner
+                """) {
+                s.runningByNode[NodeName.of(leaseOwner: row["lease_owner"]) ?? row["lease_owner"], default: 0] += row["n"] as Int
+            }
             return s
         }
     }

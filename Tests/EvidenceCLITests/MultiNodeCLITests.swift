@@ -120,7 +120,52 @@ struct MultiNodeCLITests {
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
         let status = cli.run(["--config", nodes[1].config, "status", "--json"])
         #expect((status.json as? [String: Any])?["items"] as? Int == 2 * perNode, "\(status.stdout) \(status.stderr)")
+        let perNodeRows = ((status.json as? [String: Any])?["nodes"] as? [[String: Any]]) ?? []
+        #expect(perNodeRows.map { "\($0["node"] ?? "")=\($0["takenIn"] ?? "")" } == ["station-1=\(perNode)", "station-2=\(perNode)"],
+                "\(perNodeRows)")
         nodes[1].process?.signal(SIGTERM)
         #expect(nodes[1].process?.wait(seconds: 30)?.status == 0, "\(nodes[1].text)")
+    }
+
+    @Test("catalog migrate copies a single host's SQLite catalog into PostgreSQL, chain and all; the home then runs on it; a second copy is refused")
+    func migrateSQLiteToPostgres() throws {
+        guard let pg = PostgresServer.shared else {
+            throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
+        }
+        let database = try pg.makeDatabase()
+        let scratch = Scratch()
+        let cli = CLI(home: scratch.home, environment: ["EVIDENCE_TEST_DB_PASSWORD": pg.password])
+        for i in 0..<5 {
+            let f = scratch.path + "/in-\(i).bin"
+            _ = FileManager.default.createFile(atPath: f, contents: randomBytes(2_000 + i))
+            #expect(cli.run(["ingest", f]).status == 0)
+        }
+        let before = cli.run(["log", "verify", "--json"]).json as? [String: Any]
+        let url = "postgres://\(pg.user)@127.0.0.1:\(pg.port)/\(database)"
+        let inline = cli.run(["catalog", "migrate", "--to", "postgres://\(pg.user):\(pg.password)@127.0.0.1:\(pg.port)/\(database)"])
+        #expect(inline.status == 2 && inline.stderr.contains("carries a password") && !inline.stderr.contains(pg.password), "\(inline.stderr)")
+        let copy = cli.run(["catalog", "migrate", "--to", url, "--password-env", "EVIDENCE_TEST_DB_PASSWORD", "--json"])
+        #expect(copy.status == 0, "\(copy.stdout) \(copy.stderr)")
+        let copied = (copy.json as? [String: Any])?["copied"] as? [String: Any]
+        #expect(copied?["items"] as? Int == 5 && copied?["events"] as? Int == before?["events"] as? Int, "\(copy.stdout)")
+        #expect(copied?["headHash"] as? String == before?["headHash"] as? String)
+        #expect(!copy.stderr.contains("NOTICE"), "the server's notices reach the operator: \(copy.stderr)")
+        let again = cli.run(["catalog", "migrate", "--to", url, "--password-env", "EVIDENCE_TEST_DB_PASSWORD"])
+        #expect(again.status == 1 && again.stderr.contains("empty database"), "\(again.stderr) \(again.stdout)")
+
+        // The home on PostgreSQL: the same items, a chain that verifies, and new work continues it.
+        let config = scratch.path + "/evidence.toml"
+        try "[catalog]\nurl = \"\(url)\"\npassword_env = \"EVIDENCE_TEST_DB_PASSWORD\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let status = cli.run(["--config", config, "status", "--json"]).json as? [String: Any]
+        #expect(status?["items"] as? Int == 5)
+        let extra = scratch.path + "/after.bin"
+        _ = FileManager.default.createFile(atPath: extra, contents: randomBytes(3_333))
+        #expect(cli.run(["--config", config, "ingest", extra]).status == 0)
+        let verify = cli.run(["--config", config, "log", "verify", "--json"])
+        #expect(verify.status == 0, "\(verify.stdout)")
+        #expect((verify.json as? [String: Any])?["events"] as? Int == (before?["events"] as? Int ?? 0) + 1)
+        #expect((try? pg.psql("SELECT max(id) FROM item", database: database))?.trimmingCharacters(in: .whitespacesAndNewlines) == "6",
+                "new ids continue after the copied ones")
+
     }
 }

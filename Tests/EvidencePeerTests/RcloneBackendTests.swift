@@ -243,15 +243,19 @@ final class ProviderNamespace {
                                         "OPENSSL-LISTEN:443,fork,reuseaddr,cert=\(dir)/server.pem,key=\(dir)/server.key,verify=0",
                                         "TCP:127.0.0.1:\(sandbox.port)"],
                                  stdout: .file(dir + "/socat.log"), stderr: .stdout, newProcessGroup: true)
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let r = try ChildProcess.run("ip", ["netns", "exec", name, "ss", "-Hltn", "sport = :443"], timeout: 20)
+        // Looked at once more after the deadline: on a loaded machine a poll may resume late.
+        let deadline = Date().addingTimeInterval(90)
+        var seen = ""
+        while true {
+            let r = try ChildProcess.run("ip", ["netns", "exec", name, "ss", "-Hltn", "sport = :443"], timeout: 30)
+            seen = r.output
             if r.output.contains(":443") { return }
-            guard front?.isRunning == true else { break }
+            guard front?.isRunning == true, Date() < deadline else { break }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         let log = (try? String(contentsOfFile: dir + "/socat.log", encoding: .utf8)) ?? ""
-        throw NamespaceError("the TLS front did not listen on :443: \(log.suffix(1000))")
+        let state = front.map { $0.isRunning ? "running" : "ended: \($0.termination.map { "\($0)" } ?? "?")" } ?? "not started"
+        throw NamespaceError("the TLS front did not listen on :443 (socat \(state); ss: \(seen.suffix(300))): \(log.suffix(1000))")
     }
 
     /// A ShareFile refresh token, from the password grant at the token URL rclone will use

@@ -13,8 +13,11 @@ final class PGConnection: @unchecked Sendable {
     let label: String
 
     init(_ target: PostgresTarget) throws(PGError) {
-        var keys = ["host", "port", "dbname", "user", "application_name", "connect_timeout", "client_encoding"]
-        var values = [target.host, String(target.port), target.database, target.user, "evidence", "10", "UTF8"]
+        // client_min_messages: the server's NOTICEs (a migration's "already exists, skipping")
+        // would otherwise go straight to stderr through libpq's default notice processor.
+        var keys = ["host", "port", "dbname", "user", "application_name", "connect_timeout", "client_encoding", "options"]
+        var values = [target.host, String(target.port), target.database, target.user, "evidence", "10", "UTF8",
+                      "-c client_min_messages=warning"]
         if let password = target.password { keys.append("password"); values.append(password) }
         if let ca = target.tlsCAFile {
             // verify-full: the server's certificate must chain to this CA and name the host.

@@ -187,6 +187,15 @@ extension PostgresCatalog {
                 """).all {
                 s.byRule[try row.text("rule"), default: [:]][try row.text("state")] = try row.int("n")
             }
+            for row in try c.query("SELECT actor, COUNT(*) AS n FROM custody_event WHERE kind = 'ingested' GROUP BY actor").all {
+                s.takenInByNode[NodeName.of(actor: try row.text("actor")), default: 0] += try row.int("n")
+            }
+            for row in try c.query("""
+                SELECT lease_owner, COUNT(*) AS n FROM job WHERE state = 'running' AND lease_owner IS NOT NULL GROUP BY lease_owner
+                """).all {
+                let owner = try row.text("lease_owner")
+                s.runningByNode[NodeName.of(leaseOwner: owner) ?? owner, default: 0] += try row.int("n")
+            }
             return s
         }
     }

@@ -19,16 +19,10 @@ public enum Lease {
         "\(role)@\(node):\(getpid())/\(nonce)"
     }
 
-    /// The node named in an owner (`ROLE@NODE:PID/NONCE`), or nil for another form.
-    public static func node(of owner: String) -> String? {
-        guard let at = owner.firstIndex(of: "@") else { return nil }
-        let rest = owner[owner.index(after: at)...]
-        let hostAndPid = rest.split(separator: "/", maxSplits: 1).first.map(String.init) ?? String(rest)
-        guard let colon = hostAndPid.lastIndex(of: ":") else { return nil }
-        return String(hostAndPid[..<colon])
-    }
-
     private static let nonce = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+
+    /// The node named in an owner (`ROLE@NODE:PID/NONCE`), or nil for another form.
+    public static func node(of owner: String) -> String? { NodeName.of(leaseOwner: owner) }
 
     /// Whether `owner`'s process is certainly gone: it names this node (as `current` does), and
     /// its pid no longer exists or is this process under another nonce. Owners on another node,
