@@ -160,6 +160,37 @@ public struct IngestRecord: Sendable {
     }
 }
 
+extension IngestRecord {
+    /// A sighting's custody event: `ingested` for new content, `seen-again` for known content,
+    /// with the details both catalogs record.
+    func sightingEvent(created: Bool) -> (kind: CustodyEventKind, details: [String: String]) {
+        let name = (path as NSString).lastPathComponent
+        var details = ["path": path, "name": name, "sha256": sha256.hex, "size": String(size)]
+        if let rule { details["rule"] = rule }
+        guard created else { return (.seenAgain, details) }
+        details["store"] = newObject ? "new object" : "object already present"
+        if let m = media { details["media"] = m.summary }
+        return (.ingested, details)
+    }
+
+    /// The jobs a sighting creates, with their dedupe keys: per source (an after-action is told
+    /// its source; a parked one is due at once when the item is done already), then for new
+    /// content the item's first jobs.
+    func sightingJobs(created: Bool, itemID: Int64, itemIsDone: Bool, source: SourceRef) -> [(spec: JobSpec, dedupeKey: String)] {
+        var out: [(JobSpec, String)] = []
+        for spec in jobsForNewSource + (created ? [] : jobsForKnownItem) {
+            var sp = spec
+            if spec.isParked && itemIsDone { sp.runAt = nil }
+            if case .afterAction(let rule, let action, _) = spec.payload {
+                sp.payload = .afterAction(rule: rule, action: action, source: source)
+            }
+            out.append((sp, "\(spec.kind.rawValue):source:\(source.id)"))
+        }
+        if created { out += jobsForNewItem.map { ($0, $0.itemKey(itemID)) } }
+        return out
+    }
+}
+
 public enum IngestOutcome: Sendable, Equatable {
     case created(Item)
     case duplicate(Item)

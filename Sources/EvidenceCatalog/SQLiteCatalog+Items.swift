@@ -37,28 +37,11 @@ extension SQLiteCatalog {
                                    device: Int64(bitPattern: r.device), inode: Int64(bitPattern: r.inode),
                                    size: r.size, mtimeNanos: r.mtimeNanos, seenAt: now)
             try source.insert(db)
-            var details = ["path": r.path, "name": name, "sha256": r.sha256.hex, "size": String(r.size)]
-            if let rule = r.rule { details["rule"] = rule }
-            if created {
-                details["store"] = r.newObject ? "new object" : "object already present"
-                if let m = r.media { details["media"] = m.summary }
-                _ = try Self.appendEvent(db, itemID: row.id, kind: .ingested, actor: r.actor, details: details)
-            } else {
-                _ = try Self.appendEvent(db, itemID: row.id, kind: .seenAgain, actor: r.actor, details: details)
-            }
-            for spec in r.jobsForNewSource + (created ? [] : r.jobsForKnownItem) {
-                var sp = spec
-                // Parked until the item is done: due at once when it is done already.
-                if spec.isParked && row.state == ItemState.done.rawValue { sp.runAt = nil }
-                if case .afterAction(let rule, let action, _) = spec.payload {
-                    sp.payload = .afterAction(rule: rule, action: action, source: SourceRef(id: source.id!, path: r.path))
-                }
-                _ = try Self.insertJob(db, sp, itemID: row.id, dedupeKey: "\(spec.kind.rawValue):source:\(source.id!)", now: now)
-            }
-            if created {
-                for spec in r.jobsForNewItem {
-                    _ = try Self.insertJob(db, spec, itemID: row.id, dedupeKey: spec.itemKey(row.id!), now: now)
-                }
+            let event = r.sightingEvent(created: created)
+            _ = try Self.appendEvent(db, itemID: row.id, kind: event.kind, actor: r.actor, details: event.details)
+            for job in r.sightingJobs(created: created, itemID: row.id!, itemIsDone: row.state == ItemState.done.rawValue,
+                                      source: SourceRef(id: source.id!, path: r.path)) {
+                _ = try Self.insertJob(db, job.spec, itemID: row.id, dedupeKey: job.dedupeKey, now: now)
             }
             // A path that was quarantined before and now came in fine is no longer a problem.
             try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")

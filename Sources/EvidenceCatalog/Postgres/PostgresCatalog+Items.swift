@@ -37,27 +37,11 @@ extension PostgresCatalog {
                 throw CatalogError.notFound("source row for \(r.path)")
             }
             let sourceID = try source.int64("id")
-            var details = ["path": r.path, "name": name, "sha256": r.sha256.hex, "size": String(r.size)]
-            if let rule = r.rule { details["rule"] = rule }
-            if created {
-                details["store"] = r.newObject ? "new object" : "object already present"
-                if let m = r.media { details["media"] = m.summary }
-                _ = try Self.appendEvent(tx, itemID: item.id, kind: .ingested, actor: r.actor, details: details)
-            } else {
-                _ = try Self.appendEvent(tx, itemID: item.id, kind: .seenAgain, actor: r.actor, details: details)
-            }
-            for spec in r.jobsForNewSource + (created ? [] : r.jobsForKnownItem) {
-                var sp = spec
-                if spec.isParked && item.state == .done { sp.runAt = nil }
-                if case .afterAction(let rule, let action, _) = spec.payload {
-                    sp.payload = .afterAction(rule: rule, action: action, source: SourceRef(id: sourceID, path: r.path))
-                }
-                _ = try Self.insertJob(tx, sp, itemID: item.id, dedupeKey: "\(spec.kind.rawValue):source:\(sourceID)", now: now)
-            }
-            if created {
-                for spec in r.jobsForNewItem {
-                    _ = try Self.insertJob(tx, spec, itemID: item.id, dedupeKey: spec.itemKey(item.id), now: now)
-                }
+            let event = r.sightingEvent(created: created)
+            _ = try Self.appendEvent(tx, itemID: item.id, kind: event.kind, actor: r.actor, details: event.details)
+            for job in r.sightingJobs(created: created, itemID: item.id, itemIsDone: item.state == .done,
+                                      source: SourceRef(id: sourceID, path: r.path)) {
+                _ = try Self.insertJob(tx, job.spec, itemID: item.id, dedupeKey: job.dedupeKey, now: now)
             }
             try tx.query("UPDATE quarantine SET resolved = true WHERE path = $1 AND NOT resolved", [r.path])
             return created ? .created(item) : .duplicate(item)
