@@ -61,6 +61,10 @@ public protocol Catalog: Sendable {
     func integrityProblems() throws(CatalogError) -> [String]
     /// Where the catalog is, for messages: the SQLite file, or postgres://user@host:port/db.
     var location: String { get }
+    /// The identity of the store this catalog describes: `id` is recorded the first time; the
+    /// recorded one is returned (another id means another store: objects this catalog names
+    /// would not be there).
+    func claimStoreID(_ id: String) throws(CatalogError) -> String
     /// Makes the head anchor current (it is otherwise refreshed within a fraction of a second).
     func flushHead() throws(CatalogError)
 

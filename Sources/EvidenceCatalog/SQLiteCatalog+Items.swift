@@ -159,6 +159,13 @@ extension SQLiteCatalog {
 
     public var location: String { path }
 
+    public func claimStoreID(_ id: String) throws(CatalogError) -> String {
+        try write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", arguments: [id])
+            return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store_id'") ?? id
+        }
+    }
+
     public func quickCheck() throws(CatalogError) -> [String] {
         try read { db in
             try String.fetchAll(db, sql: "PRAGMA quick_check").filter { $0 != "ok" }

@@ -161,6 +161,13 @@ public final class PostgresCatalog: Catalog {
 
     public var location: String { target.label }
 
+    public func claimStoreID(_ id: String) throws(CatalogError) -> String {
+        try write { tx in
+            try tx.query("INSERT INTO meta (key, value) VALUES ('store_id', $1) ON CONFLICT (key) DO NOTHING", [id])
+            return try tx.query("SELECT value FROM meta WHERE key = 'store_id'").first?.text("value") ?? id
+        }
+    }
+
     /// PostgreSQL's own count of data-page checksum failures in this database (zero where the
     /// cluster was made without checksums), as `quickCheck` reports SQLite's.
     public func integrityProblems() throws(CatalogError) -> [String] {

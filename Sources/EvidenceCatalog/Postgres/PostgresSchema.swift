@@ -130,5 +130,8 @@ enum PostgresSchema {
             PRIMARY KEY (item_id, account)
         );
         """),
+        ("v5-meta", """
+        CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
+        """),
     ]
 }
