@@ -1,3 +1,4 @@
+import EvidenceCore
 import Foundation
 
 /// The `[catalog]` table: where the catalog lives when it is not the SQLite file in the home.
@@ -29,26 +30,19 @@ public struct CatalogConfig: Sendable, Equatable {
     }
 
     /// Loopback or a local socket folder: the only places reached without TLS.
-    public var isLocal: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") || host.hasPrefix("/") }
+    public var isLocal: Bool { PostgresURL.isLocal(host: host) }
 }
 
 extension ConfigFileParser {
     static func catalog(_ r: TOMLReader, _ t: TOMLTableRef) throws(ConfigError) -> CatalogConfig {
         try r.checkKeys(t, allowed: CatalogConfig.allowedKeys)
         let url = try r.require(r.string(t, "url"), t, "url", hint: " (postgres://user@host:port/database)")
-        let field = t.path + ["url"]
-        guard let c = URLComponents(string: url), let scheme = c.scheme, ["postgres", "postgresql"].contains(scheme) else {
-            throw r.error(field, "\"\(url.prefix(200))\" is not a postgres://user@host:port/database URL")
+        let parts: PostgresURL
+        switch PostgresURL.parse(url) {
+        case .success(let u): parts = u
+        case .failure(let refusal): throw r.error(t.path + ["url"], refusal.description)
         }
-        guard c.password == nil else {
-            throw r.error(field, "the URL carries a password: remove it and set password_env or password_file")
-        }
-        guard let host = c.host, !host.isEmpty else { throw r.error(field, "the URL names no host") }
-        guard let user = c.user, !user.isEmpty else { throw r.error(field, "the URL names no user (postgres://USER@host/database)") }
-        let database = String(c.path.drop(while: { $0 == "/" }))
-        guard !database.isEmpty, !database.contains("/") else { throw r.error(field, "the URL names no database (postgres://user@host/DATABASE)") }
-        guard c.query == nil else { throw r.error(field, "the URL takes no ?options: set tls_ca_file and password_* in [catalog]") }
-        var config = CatalogConfig(url: url, user: user, host: host, port: c.port ?? 5432, database: database)
+        var config = CatalogConfig(url: url, user: parts.user, host: parts.host, port: parts.port, database: parts.database)
         let secret = try r.secret(t, "password")
         config.password = secret.env.map(SecretSource.env) ?? secret.file.map(SecretSource.file)
         config.tlsCAFile = try r.path(t, "tls_ca_file")

@@ -20,11 +20,11 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
         }
     }
 
-    static func postgres(headPath: String? = nil) throws -> PostgresCatalog {
+    static func postgres() throws -> PostgresCatalog {
         guard let server = PostgresServer.shared else {
             throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
         }
-        return try PostgresCatalog(target(server, database: try server.makeDatabase()), headPath: headPath)
+        return try PostgresCatalog(target(server, database: try server.makeDatabase()), headPath: nil)
     }
 
     static func target(_ server: PostgresServer, database: String) -> PostgresTarget {

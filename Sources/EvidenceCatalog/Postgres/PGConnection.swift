@@ -101,7 +101,6 @@ struct PGError: Error, CustomStringConvertible {
     var description: String { message }
     /// A conflict PostgreSQL resolves by aborting one transaction: run it again.
     var isRetryable: Bool { code == "40001" || code == "40P01" }
-    var isUniqueViolation: Bool { code == "23505" }
 }
 
 /// A statement's rows in text form, copied out of libpq's result.

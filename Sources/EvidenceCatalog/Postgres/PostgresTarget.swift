@@ -1,3 +1,4 @@
+import EvidenceCore
 import Foundation
 
 /// Where a PostgreSQL catalog lives: from `[catalog] url = "postgres://user@host:port/db"`,
@@ -16,28 +17,16 @@ public struct PostgresTarget: Sendable, Equatable {
         self.password = password; self.tlsCAFile = tlsCAFile
     }
 
-    /// Parses `postgres://user@host[:port]/database` (or `postgresql://`). A password inside the
-    /// URL is refused: it would sit in the config in the clear and reach every message that
-    /// names the catalog.
+    /// Parses `postgres://user@host[:port]/database` (`PostgresURL`: a password inside is refused).
     public static func parse(_ url: String) throws(CatalogError) -> PostgresTarget {
-        let bad = { (why: String) -> CatalogError in .open(path: "[catalog] url", detail: why) }
-        guard let c = URLComponents(string: url), let scheme = c.scheme, ["postgres", "postgresql"].contains(scheme) else {
-            throw bad("\"\(url.prefix(200))\" is not a postgres://user@host:port/database URL")
+        switch PostgresURL.parse(url) {
+        case .success(let u): return PostgresTarget(host: u.host, port: u.port, database: u.database, user: u.user)
+        case .failure(let refusal): throw .open(path: "[catalog] url", detail: refusal.description)
         }
-        guard c.password == nil else {
-            throw bad("the URL carries a password: remove it and set password_env or password_file instead")
-        }
-        guard let host = c.host, !host.isEmpty else { throw bad("the URL names no host") }
-        guard let user = c.user, !user.isEmpty else { throw bad("the URL names no user (postgres://USER@host/database)") }
-        let database = String(c.path.drop(while: { $0 == "/" }))
-        guard !database.isEmpty, !database.contains("/") else { throw bad("the URL names no database (postgres://user@host/DATABASE)") }
-        return PostgresTarget(host: host, port: c.port ?? 5432, database: database, user: user)
     }
 
     /// Loopback or a local socket folder: the only places a catalog may be reached without TLS.
-    public var isLocal: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.") || host.hasPrefix("/")
-    }
+    public var isLocal: Bool { PostgresURL.isLocal(host: host) }
 
     /// `host:port/database` as user@…, never with the password: for messages.
     public var label: String { "postgres://\(user)@\(host.hasPrefix("/") ? "[\(host)]" : host):\(port)/\(database)" }
