@@ -41,8 +41,11 @@ PROVIDER ?= local
 demo: build
 	@./scripts/demo.sh "$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)/evidence" $(PROVIDER)
 
+# bench.sh: one host (hash, ingest, RSS, run, WebDAV upload); bench-cluster.sh: job claims on
+# SQLite vs PostgreSQL and the whole pipeline on one and two nodes.
 bench: release
 	@./scripts/bench.sh "$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)/evidence"
+	@./scripts/bench-cluster.sh "$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)"
 
 samples: deps
 	./scripts/make-samples.sh samples
