@@ -89,7 +89,7 @@ public struct ArchiveHandler: JobHandler {
         // the provider read it by its descriptor's name, which a folder swapped for a link cannot redirect.
         let opened: Int32
         do { opened = try home.store.openObject(upload.object).fd } catch {
-            throw JobError("\(home.store.objectPath(upload.object)): \(error.description)", retryable: true)
+            throw JobError("\(home.store.location(of: upload.object)): \(error.description)", retryable: true)
         }
         defer { close(opened) }
         let local = "/proc/self/fd/\(opened)"

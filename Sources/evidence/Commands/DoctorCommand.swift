@@ -252,7 +252,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         let probe = h.store.tmpDir + "/\(getpid()).doctor.tmp"
         // Whoever can write here can swap the catalog, the custody anchor or store objects.
-        let open = [h.path, h.path + "/objects", h.store.objectsDir, h.catalogPath, h.path + "/custody.head", h.path + "/tokens"]
+        let open = [h.path, h.path + "/objects", (h.store as? ObjectStore)?.objectsDir ?? h.store.tmpDir, h.catalogPath, h.path + "/custody.head", h.path + "/tokens"]
             .compactMap { path -> (String, Int)? in
                 var st = stat()
                 guard stat(path, &st) == 0, st.st_mode & 0o002 != 0 else { return nil }

@@ -1,0 +1,135 @@
+import EvidenceProcess
+import Foundation
+import Glibc
+import Synchronization
+
+/// A real S3 server for tests: `moto_server` (PyPI `moto[server]`, which enforces Object Lock) on
+/// a free loopback port, one per test process (`shared`), stopped when the process exits.
+/// Buckets are made, and objects examined or attacked, by boto3 in a `python3` child: an
+/// independent client, not our own code.
+public final class S3Server: @unchecked Sendable {
+    public let port: Int
+    public let accessKey = "evidence-test-access"
+    public let secretKey = "evidence-test-secret-" + UUID().uuidString.prefix(8)
+    public let region = "us-east-1"
+    public let directory: String
+    private let server: ChildProcess
+    private let counter = Mutex(0)
+
+    public var endpoint: String { "http://127.0.0.1:\(port)" }
+
+    /// nil when moto_server is not installed (the reason is in `unavailable`).
+    public static let shared: S3Server? = {
+        do { return try S3Server() } catch {
+            unavailableReason.withLock { $0 = "\(error)" }
+            return nil
+        }
+    }()
+    private static let unavailableReason = Mutex("")
+    public static var unavailable: String { unavailableReason.withLock { $0 } }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
+    }
+
+    /// `moto_server` on PATH, else in `~/.cache/evidence/moto` (the venv scripts/deps.sh makes).
+    public static func binary() -> String? {
+        var candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/moto_server" }
+        candidates.append(NSHomeDirectory() + "/.cache/evidence/moto/bin/moto_server")
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The python3 that has boto3: the one beside `moto_server` when it is in a venv.
+    public static func python() -> String {
+        if let moto = binary() {
+            let beside = (moto as NSString).deletingLastPathComponent + "/python3"
+            if FileManager.default.isExecutableFile(atPath: beside), !moto.contains("/shims/") { return beside }
+        }
+        return "python3"
+    }
+
+    init() throws {
+        guard let moto = Self.binary() else {
+            throw Failure(description: "moto_server is not installed (scripts/deps.sh installs moto[server] with pip)")
+        }
+        directory = NSTemporaryDirectory() + "evidence-s3-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var lastError = ""
+        for _ in 0..<10 {
+            let candidate = Int.random(in: 20_000...60_000)
+            let child = try ChildProcess(moto, ["-H", "127.0.0.1", "-p", String(candidate)], directory: directory,
+                                         stdout: .file(directory + "/server.log"), stderr: .stdout)
+            let deadline = Date(timeIntervalSinceNow: 60)
+            var ready = false
+            while child.isRunning, Date() < deadline {
+                if Self.accepts(port: candidate) { ready = true; break }
+                usleep(100_000)
+            }
+            if ready {
+                server = child
+                port = candidate
+                let base = directory
+                let stop: @Sendable () -> Void = { [child] in
+                    child.signal(SIGTERM)
+                    if child.wait(seconds: 5) == nil { child.signal(SIGKILL); _ = child.wait() }
+                    try? FileManager.default.removeItem(atPath: base)
+                }
+                Self.atExit.withLock { $0.append(stop) }
+                if !Self.registered.exchange(true, ordering: .relaxed) {
+                    atexit { S3Server.atExit.withLock { $0 }.forEach { $0() } }
+                }
+                return
+            }
+            child.signal(SIGKILL)
+            _ = child.wait()
+            lastError = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)).map { String($0.suffix(600)) } ?? ""
+        }
+        throw Failure(description: "moto_server did not start: \(lastError)")
+    }
+
+    private static let atExit = Mutex<[@Sendable () -> Void]>([])
+    private static let registered = Atomic(false)
+
+    private static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    /// The environment for a child that talks to this server (boto3, `evidence` with `*_env` keys).
+    public func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        ChildProcess.environment(["S3_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey,
+                                  "AWS_DEFAULT_REGION": region, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"].merging(extra) { $1 })
+    }
+
+    /// Runs a boto3 script: `s3` is a client of this server, `args` is `sys.argv[1:]`; returns what it printed.
+    @discardableResult
+    public func boto3(_ script: String, _ args: [String] = []) throws -> String {
+        let prelude = """
+        import sys, os, json, boto3, datetime
+        from botocore.config import Config
+        s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT"], config=Config(s3={"addressing_style": "path"}))
+        args = sys.argv[1:]
+
+        """
+        let r = try ChildProcess.run(Self.python(), ["-c", prelude + script] + args, environment: environment(), timeout: 120)
+        guard r.status == 0 else { throw Failure(description: "boto3 script failed: \(r.output.suffix(800))") }
+        return r.output
+    }
+
+    /// A new bucket (with Object Lock, hence versioning, unless `objectLock` is false); its name.
+    public func makeBucket(objectLock: Bool = true) throws -> String {
+        let n = counter.withLock { $0 += 1; return $0 }
+        let name = "evidence-\(getpid())-\(n)"
+        try boto3("s3.create_bucket(Bucket=args[0], ObjectLockEnabledForBucket=(args[1] == 'yes'))", [name, objectLock ? "yes" : "no"])
+        return name
+    }
+}
