@@ -34,6 +34,9 @@ public final class EvidenceHome: Sendable {
         case s3(S3StoreSettings)
     }
 
+    /// The local store, when the home's store is one (`objects/` in the home).
+    public var localStore: ObjectStore? { store as? ObjectStore }
+
     /// The S3 store, when the home's store is one.
     public var s3Store: S3ObjectStore? { store as? S3ObjectStore }
 

@@ -304,7 +304,7 @@ struct S3XML {
             let after = rest[open.upperBound...]
             guard let first = after.first, first == ">" || first == " " else { rest = after; continue }
             guard let gt = after.firstIndex(of: ">") else { break }
-            if after[after.index(before: gt)] == "/" { out.append(""); rest = after[after.index(after: gt)...]; continue }
+            if gt > after.startIndex, after[after.index(before: gt)] == "/" { out.append(""); rest = after[after.index(after: gt)...]; continue }
             let content = after[after.index(after: gt)...]
             guard let close = content.range(of: "</\(name)>") else { break }
             out.append(Self.decode(String(content[..<close.lowerBound])))
