@@ -156,10 +156,26 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     }
 
     /// The retention headers for a new object, when the store has Object Lock.
-    private func lockHeaders() -> [(String, String)] {
+    private func lockHeaders(until: Date? = nil) -> [(String, String)] {
         guard let lock = settings.objectLock else { return [] }
         return [("x-amz-object-lock-mode", lock.mode.header),
-                ("x-amz-object-lock-retain-until-date", Self.isoDate(lock.retainUntil()))]
+                ("x-amz-object-lock-retain-until-date", Self.isoDate(until ?? lock.retainUntil()))]
+    }
+
+    /// Writes the object's retention (`PUT ?retention`) for the current version of `key`.
+    private func putRetention(_ key: String, until: Date) throws(StoreError) {
+        guard let lock = settings.objectLock else { return }
+        let xml = Data(("<Retention xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Mode>\(lock.mode.header)</Mode>"
+                        + "<RetainUntilDate>\(Self.isoDate(until))</RetainUntilDate></Retention>").utf8)
+        let r = try client.send("PUT", key: key, query: "retention=", headers: [("Content-Type", "application/xml"), ("Content-MD5", Self.md5(xml))],
+                                body: .data(xml))
+        guard r.isSuccess else { throw .remote(path: client.location(key), detail: "retention not set: \(r.errorText)") }
+    }
+
+    static func md5(_ data: Data) -> String {
+        let hasher = EVPHasher(.md5)
+        data.withUnsafeBytes { hasher.update($0) }
+        return Data(hasher.finalize()).base64EncodedString()
     }
 
     static func isoDate(_ date: Date) -> String {
@@ -190,10 +206,11 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     /// `x-amz-checksum-sha256`; completed with every part's checksum, aborted on any failure.
     private func multipartUpload(_ key: String, fd: Int32, size: Int64) throws(StoreError) {
         let where_ = client.location(key)
+        let until = settings.objectLock?.retainUntil() ?? Date()
         let created = try client.send("POST", key: key, query: "uploads=", headers: [
             ("Content-Type", "application/octet-stream"),
             ("x-amz-checksum-algorithm", "SHA256"),
-        ] + lockHeaders())
+        ] + lockHeaders(until: until))
         guard created.isSuccess, let uploadID = S3XML(created.body).first("UploadId"), !uploadID.isEmpty else {
             throw .remote(path: where_, detail: "multipart upload not started: \(created.errorText)")
         }
@@ -232,6 +249,10 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
             throw .remote(path: where_, detail: "multipart upload not completed: \(r.errorText)")
         }
         done = true
+        // The retention again, on the completed object: S3 takes it from the upload's creation,
+        // but not every S3-compatible server does (moto 5.2.1 drops it), and an object must never
+        // be acknowledged without it.
+        try putRetention(key, until: until)
     }
 
     private func hashRange(fd: Int32, offset: Int64, length: Int64) throws(StoreError) -> SHA256Digest {
@@ -378,9 +399,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     public func setLegalHold(_ d: SHA256Digest, on: Bool) throws(StoreError) {
         let key = Self.key(d)
         let xml = Data("<LegalHold xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>\(on ? "ON" : "OFF")</Status></LegalHold>".utf8)
-        let hasher = EVPHasher(.md5)
-        xml.withUnsafeBytes { hasher.update($0) }
-        let md5 = Data(hasher.finalize()).base64EncodedString()
+        let md5 = Self.md5(xml)
         let r = try client.send("PUT", key: key, query: "legal-hold=", headers: [("Content-Type", "application/xml"), ("Content-MD5", md5)],
                                 body: .data(xml))
         guard r.isSuccess else {

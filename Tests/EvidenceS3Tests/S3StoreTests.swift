@@ -104,6 +104,18 @@ import Testing
                 == "\(Data(Hex.decode(r.digest.hex)!).base64EncodedString()) GOVERNANCE \(year)")
     }
 
+    @Test func aMultipartObjectCarriesTheRetentionToo() throws {
+        let bucket = try server.makeBucket(objectLock: true)
+        let s = try store(bucket: bucket, lock: S3ObjectLock(mode: .compliance, retain: .years(2)), small: true)
+        let r = try s.ingest(path: try write("big-locked.bin", Self.random(6 << 20)))
+        let out = try server.boto3("""
+            h = s3.head_object(Bucket=args[0], Key=args[1])
+            print(h.get('ObjectLockMode'), h['ObjectLockRetainUntilDate'].year if 'ObjectLockRetainUntilDate' in h else None)
+            """, [bucket, S3ObjectStore.key(r.digest)])
+        let year = Calendar(identifier: .gregorian).component(.year, from: Date()) + 2
+        #expect(out.trimmingCharacters(in: .whitespacesAndNewlines) == "COMPLIANCE \(year)")
+    }
+
     @Test func deletingALockedVersionIsRefusedByTheServer() throws {
         let bucket = try server.makeBucket(objectLock: true)
         let s = try store(bucket: bucket, lock: S3ObjectLock(mode: .compliance, retain: .seconds(86_400)))
