@@ -33,10 +33,11 @@ public final class S3Server: @unchecked Sendable {
         public init(description: String) { self.description = description }
     }
 
-    /// `moto_server` on PATH, else in `~/.cache/evidence/moto` (the venv scripts/deps.sh makes).
+    /// `moto_server` on PATH, else in `$XDG_CACHE_HOME/evidence/moto` (default `~/.cache`; the venv scripts/deps.sh makes).
     public static func binary() -> String? {
         var candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/moto_server" }
-        candidates.append(NSHomeDirectory() + "/.cache/evidence/moto/bin/moto_server")
+        let cache = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.cache"
+        candidates.append(cache + "/evidence/moto/bin/moto_server")
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
