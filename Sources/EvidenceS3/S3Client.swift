@@ -61,13 +61,17 @@ final class S3Client: @unchecked Sendable {
         /// Lowercased names.
         var headers: [String: String]
         var body: Data
+        /// The keys the request was signed with, masked in `errorText` (a server may quote them).
+        var secrets: [String] = []
         var isSuccess: Bool { (200..<300).contains(status) }
 
-        /// `<Code>` and `<Message>` of an S3 error body, or the status alone.
+        /// `<Code>` and `<Message>` of an S3 error body (at most 300 characters), or the status alone.
         var errorText: String {
             let x = S3XML(body)
-            let code = x.first("Code"), message = x.first("Message")
-            return "HTTP \(status)" + (code.map { " \($0)" } ?? "") + (message.map { ": \($0)" } ?? "")
+            let code = x.first("Code"), message = x.first("Message").map { String($0.prefix(300)) }
+            var text = "HTTP \(status)" + (code.map { " \($0)" } ?? "") + (message.map { ": \($0)" } ?? "")
+            for secret in secrets where !secret.isEmpty { text = text.replacingOccurrences(of: secret, with: "***") }
+            return text
         }
     }
 
@@ -122,7 +126,8 @@ final class S3Client: @unchecked Sendable {
                 }
                 lines.append("x-amz-content-sha256: \(hash)")
             }
-            lines.append("Expect:")
+            // No "Expect:" line to switch off 100-continue: libcurl 7.88's SigV4 signs a header
+            // removed that way although it is not sent, and the server refuses the signature.
             for line in lines { list = curl_slist_append(list, line) }
 
             var path = "/" + endpoint.bucket
@@ -199,7 +204,8 @@ final class S3Client: @unchecked Sendable {
             }
             var status = 0
             _ = evidence_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
-            return .answer(Response(status: status, headers: call.headers, body: call.body))
+            return .answer(Response(status: status, headers: call.headers, body: call.body,
+                                    secrets: [endpoint.secretKey, endpoint.accessKey]))
         }
     }
 

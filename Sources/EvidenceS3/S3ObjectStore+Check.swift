@@ -9,8 +9,11 @@ extension S3ObjectStore {
         public var size: Int64
     }
 
-    /// Every key below `prefix` (ListObjectsV2, following continuation tokens).
-    public func list(prefix: String = "sha256/") throws(StoreError) -> [ListedObject] {
+    /// Every key starting with `prefix` (ListObjectsV2, following continuation tokens). The
+    /// default has no `/`: libcurl 7.88 signs the query as written, and servers disagree on how
+    /// an encoded `/` in it is canonicalized (moto refuses `%2F`); `sha256` lists the same keys,
+    /// and any other key starting with it is reported as stray.
+    public func list(prefix: String = "sha256") throws(StoreError) -> [ListedObject] {
         var out: [ListedObject] = []
         var token: String?
         repeat {

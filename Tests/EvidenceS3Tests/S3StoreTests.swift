@@ -229,3 +229,48 @@ import Testing
         }
     }
 }
+
+/// Against a server that authenticates every request and verifies its SigV4 signature: what
+/// libcurl signs (headers, payload hash, query) is what an S3 service checks.
+@Suite(.serialized) struct S3SignatureTests {
+    @Test func everyRequestOfTheStoreIsSignedAsTheServerVerifies() throws {
+        let server = try #require(S3Server.verifying, "moto_server: \(S3Server.unavailable)")
+        let dir = TempDirectory("s3-sig")
+        let bucket = try server.makeBucket(objectLock: true)
+        var settings = S3StoreSettings(endpoint: S3Endpoint(url: server.endpoint, bucket: bucket, region: server.region,
+                                                            accessKey: server.accessKey, secretKey: server.secretKey),
+                                       objectLock: S3ObjectLock(mode: .governance, retain: .seconds(3600)))
+        settings.singlePutLimit = 5 << 20
+        settings.partSize = 5 << 20
+        settings.rangeSize = 1 << 20
+        let s = try S3ObjectStore(home: dir.path + "/home", settings: settings)
+        let id = try s.storeID()
+        #expect(try s.storeID() == id)
+        let small = try s.put(Data("signed".utf8))
+        #expect(try s.read(small.digest) == Data("signed".utf8))
+        let big = dir.write("big.bin", S3StoreTests.random(11 << 20))
+        let r = try s.ingest(path: big)
+        #expect(try s.hashObject(r.digest).digest == r.digest)
+        try s.setLegalHold(r.digest, on: true)
+        #expect(try s.legalHold(r.digest))
+        try s.setLegalHold(r.digest, on: false)
+        #expect(try s.bucketState().objectLockEnabled)
+        let report = s.check(rehash: true)
+        #expect(report.objects == 2 && report.problems.isEmpty, "\(report.problems)")
+    }
+
+    @Test func aWrongSecretKeyIsRefusedByTheServerAndNeverQuoted() throws {
+        let server = try #require(S3Server.verifying, "moto_server: \(S3Server.unavailable)")
+        let dir = TempDirectory("s3-sig")
+        let bucket = try server.makeBucket(objectLock: false)
+        let s = try S3ObjectStore(home: dir.path + "/home", settings: S3StoreSettings(endpoint: S3Endpoint(
+            url: server.endpoint, bucket: bucket, region: server.region, accessKey: server.accessKey, secretKey: "not-the-secret-key")))
+        do {
+            _ = try s.put(Data("x".utf8))
+            Issue.record("a request signed with the wrong key was accepted")
+        } catch {
+            #expect(error.description.contains("403"), "\(error)")
+            #expect(!error.description.contains("not-the-secret-key"))
+        }
+    }
+}

@@ -9,8 +9,11 @@ import Synchronization
 /// independent client, not our own code.
 public final class S3Server: @unchecked Sendable {
     public let port: Int
-    public let accessKey = "evidence-test-access"
-    public let secretKey = "evidence-test-secret-" + UUID().uuidString.prefix(8)
+    /// The keys to sign with: any for a server without authentication; with it, an IAM user's.
+    public private(set) var accessKey = "evidence-test-access"
+    public private(set) var secretKey = "evidence-test-secret-" + UUID().uuidString.prefix(8)
+    /// Requests are authenticated and their SigV4 signatures verified (moto's IAM mode).
+    public let verifiesSignatures: Bool
     public let region = "us-east-1"
     public let directory: String
     private let server: ChildProcess
@@ -21,6 +24,15 @@ public final class S3Server: @unchecked Sendable {
     /// nil when moto_server is not installed (the reason is in `unavailable`).
     public static let shared: S3Server? = {
         do { return try S3Server() } catch {
+            unavailableReason.withLock { $0 = "\(error)" }
+            return nil
+        }
+    }()
+    /// A second server that verifies every request's signature (`INITIAL_NO_AUTH_ACTION_COUNT`):
+    /// its first three requests make an IAM user with an access key and an allow-all policy, every
+    /// later one must be signed with that key.
+    public static let verifying: S3Server? = {
+        do { return try S3Server(verifySignatures: true) } catch {
             unavailableReason.withLock { $0 = "\(error)" }
             return nil
         }
@@ -50,7 +62,8 @@ public final class S3Server: @unchecked Sendable {
         return "python3"
     }
 
-    init() throws {
+    init(verifySignatures: Bool = false) throws {
+        verifiesSignatures = verifySignatures
         guard let moto = Self.binary() else {
             throw Failure(description: "moto_server is not installed (scripts/deps.sh installs moto[server] with pip)")
         }
@@ -59,7 +72,8 @@ public final class S3Server: @unchecked Sendable {
         var lastError = ""
         for _ in 0..<10 {
             let candidate = Int.random(in: 20_000...60_000)
-            let child = try ChildProcess(moto, ["-H", "127.0.0.1", "-p", String(candidate)], directory: directory,
+            let env = verifySignatures ? ChildProcess.environment(["INITIAL_NO_AUTH_ACTION_COUNT": "3"]) : nil
+            let child = try ChildProcess(moto, ["-H", "127.0.0.1", "-p", String(candidate)], environment: env, directory: directory,
                                          stdout: .file(directory + "/server.log"), stderr: .stdout)
             let deadline = Date(timeIntervalSinceNow: 60)
             var ready = false
@@ -79,6 +93,20 @@ public final class S3Server: @unchecked Sendable {
                 Self.atExit.withLock { $0.append(stop) }
                 if !Self.registered.exchange(true, ordering: .relaxed) {
                     atexit { S3Server.atExit.withLock { $0 }.forEach { $0() } }
+                }
+                if verifySignatures {
+                    let keys = try boto3("""
+                        import json
+                        iam = boto3.client("iam", endpoint_url=os.environ["S3_ENDPOINT"])
+                        iam.create_user(UserName="evidence")
+                        k = iam.create_access_key(UserName="evidence")["AccessKey"]
+                        iam.put_user_policy(UserName="evidence", PolicyName="all", PolicyDocument=json.dumps(
+                            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+                        print(k["AccessKeyId"], k["SecretAccessKey"])
+                        """).split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                    guard keys.count == 2 else { throw Failure(description: "no IAM key from moto: \(keys)") }
+                    accessKey = keys[0]
+                    secretKey = keys[1]
                 }
                 return
             }
