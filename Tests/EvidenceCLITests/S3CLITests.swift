@@ -135,6 +135,26 @@ struct S3CLITests {
         #expect(noLock.status == 2 && noLock.stderr.contains("has no Object Lock"), "\(noLock.stderr)")
     }
 
+    @Test("doctor checks the bucket: reachable, and with object_lock configured a bucket that has Object Lock; one without fails with the fix")
+    func doctorChecksTheBucket() throws {
+        let s3 = try #require(S3Server.shared, "moto_server: \(S3Server.unavailable)")
+        let scratch = Scratch()
+        let file = scratch.path + "/a.bin"
+        _ = FileManager.default.createFile(atPath: file, contents: randomBytes(1_000))
+        func doctor(bucket: String, lock: Bool) -> [String: Any] {
+            let config = scratch.file("evidence-\(bucket).toml", Self.storeTable(s3, bucket: bucket, lock: lock))
+            let cli = CLI(home: scratch.path + "/home-\(bucket)", environment: s3.environment())
+            _ = cli.run(["--config", config, "ingest", file])
+            let r = cli.run(["--config", config, "doctor", "--offline", "--json"])
+            let checks = (r.json as? [[String: Any]]) ?? []
+            return checks.first { $0["check"] as? String == "bucket" } ?? ["stdout": r.stdout, "stderr": r.stderr]
+        }
+        let good = doctor(bucket: try s3.makeBucket(objectLock: true), lock: true)
+        #expect(good["status"] as? String == "ok" && (good["detail"] as? String)?.contains("Object Lock on") == true, "\(good)")
+        let bad = doctor(bucket: try s3.makeBucket(objectLock: false), lock: true)
+        #expect(bad["status"] as? String == "fail" && (bad["detail"] as? String)?.contains("no Object Lock") == true, "\(bad)")
+    }
+
     @Test("two nodes with their own homes on one PostgreSQL catalog and one S3 bucket; one is killed with SIGKILL and the other finishes: one item per file, one QED report per hash, fsck and log verify clean")
     func twoNodesOwnHomesOneBucket() async throws {
         let s3 = try #require(S3Server.shared, "moto_server: \(S3Server.unavailable)")
