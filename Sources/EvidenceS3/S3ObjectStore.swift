@@ -125,8 +125,9 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     public func put(_ data: Data) throws(StoreError) -> (digest: SHA256Digest, newObject: Bool) {
         let digest = SHA256Hasher.hash(data)
         let key = Self.key(digest)
-        if let size = try remoteSize(key) {
-            guard size == Int64(data.count) else { throw sizeMismatch(key, stored: size, expected: Int64(data.count)) }
+        if let found = try existing(key) {
+            guard found.size == Int64(data.count) else { throw sizeMismatch(key, stored: found.size, expected: Int64(data.count)) }
+            try ensureRetention(key, found)
             return (digest, false)
         }
         try putObject(key, digest: digest, body: .data(data), size: Int64(data.count))
@@ -136,8 +137,9 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     /// Uploads a spool unless the bucket has it; true when it was sent.
     func upload(_ spool: SourceSpool) throws(StoreError) -> Bool {
         let key = Self.key(spool.digest)
-        if let size = try remoteSize(key) {
-            guard size == spool.size else { throw sizeMismatch(key, stored: size, expected: spool.size) }
+        if let found = try existing(key) {
+            guard found.size == spool.size else { throw sizeMismatch(key, stored: found.size, expected: spool.size) }
+            try ensureRetention(key, found)
             return false
         }
         let fd = try spool.openForReading()
@@ -251,7 +253,8 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
         done = true
         // The retention again, on the completed object: S3 takes it from the upload's creation,
         // but not every S3-compatible server does (moto 5.2.1 drops it), and an object must never
-        // be acknowledged without it.
+        // be acknowledged without it. (Should this fail, the next ingest of the content finds the
+        // object without a retention and sets it: `ensureRetention`.)
         try putRetention(key, until: until)
     }
 
@@ -272,14 +275,25 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
 
     // MARK: Reading
 
-    /// The object's size by `HEAD`, nil when there is none (any other failure throws).
-    func remoteSize(_ key: String) throws(StoreError) -> Int64? {
+    /// The object's size and whether it has a retention, by `HEAD`; nil when there is none (any
+    /// other failure throws).
+    func existing(_ key: String) throws(StoreError) -> (size: Int64, retained: Bool)? {
         let r = try client.send("HEAD", key: key)
         if r.status == 404 { return nil }
         guard r.isSuccess, let size = r.headers["content-length"].flatMap({ Int64($0) }) else {
             throw .remote(path: client.location(key), detail: "HEAD: \(r.errorText)")
         }
-        return size
+        return (size, r.headers["x-amz-object-lock-mode"] != nil && r.headers["x-amz-object-lock-retain-until-date"] != nil)
+    }
+
+    func remoteSize(_ key: String) throws(StoreError) -> Int64? { try existing(key)?.size }
+
+    /// Content already in the bucket is acknowledged only with a retention when the store has
+    /// Object Lock: an object written before `object_lock` was set (or by a completion whose
+    /// retention did not follow) gets one now.
+    private func ensureRetention(_ key: String, _ found: (size: Int64, retained: Bool)) throws(StoreError) {
+        guard let lock = settings.objectLock, !found.retained else { return }
+        try putRetention(key, until: lock.retainUntil())
     }
 
     public func objectSize(_ d: SHA256Digest) -> Int64? { (try? remoteSize(Self.key(d))) ?? nil }

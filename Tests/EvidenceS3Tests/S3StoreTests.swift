@@ -116,6 +116,35 @@ import Testing
         #expect(out.trimmingCharacters(in: .whitespacesAndNewlines) == "COMPLIANCE \(year)")
     }
 
+    @Test func contentAlreadyInTheBucketWithoutRetentionGetsItWhenTheStoreHasObjectLock() throws {
+        let bucket = try server.makeBucket(objectLock: true)
+        let data = Data("written before object_lock was configured".utf8)
+        let path = try write("early.txt", data)
+        _ = try store(bucket: bucket).ingest(path: path)
+        let locked = try store(bucket: bucket, lock: S3ObjectLock(mode: .governance, retain: .seconds(86_400)))
+        #expect(try !locked.ingest(path: path).newObject)
+        let out = try server.boto3("print(s3.head_object(Bucket=args[0], Key=args[1]).get('ObjectLockMode'))",
+                                   [bucket, S3ObjectStore.key(SHA256Hasher.hash(data))])
+        #expect(out.trimmingCharacters(in: .whitespacesAndNewlines) == "GOVERNANCE")
+    }
+
+    @Test func anUploadTheServerRefusesIsNeverReportedStored() throws {
+        let bucket = try server.makeBucket(objectLock: false)
+        // Retention asked of a bucket without Object Lock: the server refuses the PUT.
+        let s = try store(bucket: bucket, lock: S3ObjectLock(mode: .compliance, retain: .seconds(60)))
+        let data = Self.random(1_000)
+        let key = S3ObjectStore.key(SHA256Hasher.hash(data))
+        #expect {
+            _ = try s.ingest(path: try write("refused.bin", data))
+        } throws: { error in
+            guard case StoreError.remote(let path, _) = error else { return false }
+            return path == "s3://\(bucket)/\(key)"
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path + "/home/tmp").isEmpty, "the spool is gone")
+        let listed = try server.boto3("print(s3.list_objects_v2(Bucket=args[0]).get('KeyCount'))", [bucket])
+        #expect(listed.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
     @Test func deletingALockedVersionIsRefusedByTheServer() throws {
         let bucket = try server.makeBucket(objectLock: true)
         let s = try store(bucket: bucket, lock: S3ObjectLock(mode: .compliance, retain: .seconds(86_400)))
