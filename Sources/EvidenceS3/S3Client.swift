@@ -92,7 +92,7 @@ final class S3Client: @unchecked Sendable {
                 break
             case .answer(let r):
                 return r
-            case .failed(let detail) where attempt >= 4:
+            case .failed(let detail, let permanent) where attempt >= 4 || permanent:
                 throw .remote(path: location(key), detail: "S3 \(method) failed: \(detail)")
             case .failed:
                 break
@@ -103,12 +103,17 @@ final class S3Client: @unchecked Sendable {
 
     enum Outcome {
         case answer(Response)
-        case failed(String)
+        /// `permanent`: a retry cannot help (TLS verification, a malformed URL, a local error).
+        case failed(String, permanent: Bool = false)
     }
+
+    /// libcurl codes a retry does not fix: unsupported protocol, malformed URL, TLS set-up and
+    /// certificate verification failures.
+    static let permanentCodes: Set<UInt32> = [1, 3, 35, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98]
 
     private func once(_ method: String, key: String?, query: String, headers: [(String, String)],
                       body: Body, maxBody: Int) -> Outcome {
-        guard let h = takeHandle() else { return .failed("libcurl could not be initialised") }
+        guard let h = takeHandle() else { return .failed("libcurl could not be initialised", permanent: true) }
         var keep = true
         defer { giveBack(h, keep: keep) }
         curl_easy_reset(h)
@@ -192,15 +197,20 @@ final class S3Client: @unchecked Sendable {
             }
             if let bad = codes.first(where: { $0 != CURLE_OK }) {
                 keep = false
-                return .failed("curl option not accepted: \(String(cString: curl_easy_strerror(bad)))")
+                return .failed("curl option not accepted: \(String(cString: curl_easy_strerror(bad)))", permanent: true)
             }
             let code = curl_easy_perform(h)
-            if let local = call.localError { keep = false; return .failed(local) }
+            if let local = call.localError { keep = false; return .failed(local, permanent: true) }
             if call.tooLarge { keep = false; return .failed("answer larger than \(maxBody) bytes") }
             guard code == CURLE_OK else {
                 keep = false
                 // curl's own text names the host and the failure, never the credentials.
-                return .failed(String(cString: curl_easy_strerror(code)))
+                var text = String(cString: curl_easy_strerror(code))
+                if code.rawValue == 60 || code.rawValue == 77 {
+                    text += endpoint.caFile.map { " (the server's certificate is not signed by a trusted CA, nor by \($0) from [store] tls_ca_file)" }
+                        ?? " (the server's certificate is not signed by a trusted CA: set [store] tls_ca_file to the CA's PEM file)"
+                }
+                return .failed(text, permanent: Self.permanentCodes.contains(code.rawValue))
             }
             var status = 0
             _ = evidence_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)

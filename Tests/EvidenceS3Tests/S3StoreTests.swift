@@ -314,3 +314,27 @@ import Testing
         }
     }
 }
+
+/// HTTPS with a private CA: trusted only through `tls_ca_file`; verification is never off.
+@Suite(.serialized) struct S3TLSTests {
+    @Test func anHTTPSEndpointIsTrustedThroughTheConfiguredCAAndOnlySo() throws {
+        let server = try #require(S3Server.tls, "moto_server: \(S3Server.unavailable)")
+        let dir = TempDirectory("s3-tls")
+        let bucket = try server.makeBucket(objectLock: false)
+        func store(ca: String?) throws -> S3ObjectStore {
+            try S3ObjectStore(home: dir.path + "/home", settings: S3StoreSettings(endpoint: S3Endpoint(
+                url: server.endpoint, bucket: bucket, region: server.region, accessKey: server.accessKey, secretKey: server.secretKey,
+                caFile: ca)))
+        }
+        #expect(server.endpoint.hasPrefix("https://"))
+        let trusted = try store(ca: server.caFile)
+        let r = try trusted.put(Data("over TLS".utf8))
+        #expect(try trusted.read(r.digest) == Data("over TLS".utf8))
+        do {
+            _ = try store(ca: nil).put(Data("refused".utf8))
+            Issue.record("a certificate of an unknown CA was accepted")
+        } catch {
+            #expect("\(error)".contains("s3://\(bucket)") && "\(error)".contains("tls_ca_file"), "\(error)")
+        }
+    }
+}

@@ -19,7 +19,10 @@ public final class S3Server: @unchecked Sendable {
     private let server: ChildProcess
     private let counter = Mutex(0)
 
-    public var endpoint: String { "http://127.0.0.1:\(port)" }
+    /// The CA that signed the server's certificate, when it serves HTTPS (`tls`).
+    public let caFile: String?
+
+    public var endpoint: String { "\(caFile == nil ? "http" : "https")://127.0.0.1:\(port)" }
 
     /// nil when moto_server is not installed (the reason is in `unavailable`).
     public static let shared: S3Server? = {
@@ -33,6 +36,13 @@ public final class S3Server: @unchecked Sendable {
     /// later one must be signed with that key.
     public static let verifying: S3Server? = {
         do { return try S3Server(verifySignatures: true) } catch {
+            unavailableReason.withLock { $0 = "\(error)" }
+            return nil
+        }
+    }()
+    /// A third server on HTTPS, its certificate (for 127.0.0.1) signed by a CA of its own (`caFile`).
+    public static let tls: S3Server? = {
+        do { return try S3Server(tls: true) } catch {
             unavailableReason.withLock { $0 = "\(error)" }
             return nil
         }
@@ -62,18 +72,35 @@ public final class S3Server: @unchecked Sendable {
         return "python3"
     }
 
-    init(verifySignatures: Bool = false) throws {
+    init(verifySignatures: Bool = false, tls: Bool = false) throws {
         verifiesSignatures = verifySignatures
         guard let moto = Self.binary() else {
             throw Failure(description: "moto_server is not installed (scripts/deps.sh installs moto[server] with pip)")
         }
         directory = NSTemporaryDirectory() + "evidence-s3-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var tlsArguments: [String] = []
+        if tls {
+            let d = directory
+            for step in [["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", d + "/ca.key", "-out", d + "/ca.pem", "-days", "2",
+                          "-subj", "/CN=evidence S3 test CA"],
+                         ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", d + "/server.key", "-out", d + "/server.csr", "-subj", "/CN=127.0.0.1"],
+                         ["x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.pem", "-CAkey", d + "/ca.key", "-CAcreateserial",
+                          "-out", d + "/server.pem", "-days", "2", "-extfile", d + "/ext"]] {
+                try "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n".write(toFile: d + "/ext", atomically: true, encoding: .utf8)
+                let r = try ChildProcess.run("openssl", step, timeout: 60)
+                guard r.status == 0 else { throw Failure(description: "openssl \(step[0]) failed: \(r.output.suffix(400))") }
+            }
+            tlsArguments = ["-s", "-c", d + "/server.pem", "-k", d + "/server.key"]
+            caFile = d + "/ca.pem"
+        } else {
+            caFile = nil
+        }
         var lastError = ""
         for _ in 0..<10 {
             let candidate = Int.random(in: 20_000...60_000)
             let env = verifySignatures ? ChildProcess.environment(["INITIAL_NO_AUTH_ACTION_COUNT": "3"]) : nil
-            let child = try ChildProcess(moto, ["-H", "127.0.0.1", "-p", String(candidate)], environment: env, directory: directory,
+            let child = try ChildProcess(moto, ["-H", "127.0.0.1", "-p", String(candidate)] + tlsArguments, environment: env, directory: directory,
                                          stdout: .file(directory + "/server.log"), stderr: .stdout)
             let deadline = Date(timeIntervalSinceNow: 60)
             var ready = false
@@ -135,8 +162,10 @@ public final class S3Server: @unchecked Sendable {
 
     /// The environment for a child that talks to this server (boto3, `evidence` with `*_env` keys).
     public func environment(_ extra: [String: String] = [:]) -> [String: String] {
-        ChildProcess.environment(["S3_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey,
-                                  "AWS_DEFAULT_REGION": region, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"].merging(extra) { $1 })
+        var base = ["S3_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey,
+                    "AWS_DEFAULT_REGION": region, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"]
+        if let caFile { base["AWS_CA_BUNDLE"] = caFile }
+        return ChildProcess.environment(base.merging(extra) { $1 })
     }
 
     /// Runs a boto3 script: `s3` is a client of this server, `args` is `sys.argv[1:]`; returns what it printed.
