@@ -4,6 +4,7 @@ import EvidenceStore
 import EvidenceTesting
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 /// The S3 store against a real S3 server (moto), with boto3 as the independent witness.
@@ -252,6 +253,19 @@ import Testing
         #expect(try b.storeID() == id)
         let other = try store(bucket: try server.makeBucket(objectLock: false))
         #expect(try other.storeID() != id)
+    }
+
+    @Test func nodesOpeningANewBucketTogetherAgreeOnOneStoreIdentity() throws {
+        let bucket = try server.makeBucket(objectLock: false)
+        let stores = try (0..<6).map { _ in try store(bucket: bucket) }
+        let ids = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: stores.count) { i in
+            if let id = try? stores[i].storeID() { ids.withLock { $0.append(id) } }
+        }
+        let all = ids.withLock { $0 }
+        #expect(all.count == stores.count && Set(all).count == 1, "\(all)")
+        let stored = try server.boto3("print(s3.get_object(Bucket=args[0], Key='evidence/store-id')['Body'].read().decode().strip())", [bucket])
+        #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == all.first)
     }
 
     @Test func aFailureNamesTheBucketButNeverTheKeys() throws {
