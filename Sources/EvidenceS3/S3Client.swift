@@ -371,3 +371,9 @@ func s3QueryEncode(_ s: String) -> String {
     }
     return out
 }
+
+/// Printing an endpoint (a log line, an `EvidenceHome.StoreLocation` in a message) never shows the keys.
+extension S3Endpoint: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String { "s3://\(bucket) at \(url) (\(region))" }
+    public var debugDescription: String { description }
+}

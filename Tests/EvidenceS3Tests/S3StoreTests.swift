@@ -268,6 +268,14 @@ import Testing
         #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == all.first)
     }
 
+    @Test func printingTheSettingsNeverShowsTheKeys() {
+        let settings = S3StoreSettings(endpoint: S3Endpoint(url: "https://s3.example", bucket: "b-1", region: "eu-west-1",
+                                                            accessKey: "AKIAPRINTED", secretKey: "printed-secret"))
+        for text in ["\(settings)", String(reflecting: settings), "\(settings.endpoint)", String(reflecting: [settings])] {
+            #expect(!text.contains("printed-secret") && !text.contains("AKIAPRINTED"), "\(text)")
+        }
+    }
+
     @Test func aFailureNamesTheBucketButNeverTheKeys() throws {
         var settings = S3StoreSettings(endpoint: S3Endpoint(url: "http://127.0.0.1:1", bucket: "nowhere", region: "us-east-1",
                                                             accessKey: "AKIDSECRETACCESS", secretKey: "very-secret-key"))
