@@ -300,9 +300,14 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
 
     /// Streams the object in ranged GETs to `sink`, hashing; refuses (naming the key) bytes that
     /// do not hash to the key, after the last range.
-    func fetch(_ d: SHA256Digest, sink: (Data) throws(StoreError) -> Void) throws(StoreError) -> Int64 {
+    /// `toDisk`: the bytes go to a file in `tmp/`, whose file system must hold them (the local
+    /// store's free-space rule).
+    func fetch(_ d: SHA256Digest, toDisk: Bool = false, sink: (Data) throws(StoreError) -> Void) throws(StoreError) -> Int64 {
         let key = Self.key(d)
         guard let size = try remoteSize(key) else { throw .notFound(path: client.location(key)) }
+        if toDisk {
+            try SourceSpool.checkFreeSpace(scratch: tmpFolder.directory, for: size, path: client.location(key), storeName: tmpDir)
+        }
         let hasher = SHA256Hasher()
         var offset: Int64 = 0
         while offset < size {
@@ -354,7 +359,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
         unlinkat(tmpFolder.directory, name, 0)
         var ok = false
         defer { if !ok { close(fd) } }
-        _ = try fetch(d) { chunk throws(StoreError) in try Self.write(fd, chunk, path: tmpDir) }
+        _ = try fetch(d, toDisk: true) { chunk throws(StoreError) in try Self.write(fd, chunk, path: tmpDir) }
         guard lseek(fd, 0, SEEK_SET) == 0 else { throw StoreError.from(errno: errno, path: tmpDir, operation: "seek") }
         let st: SourceStat
         switch SourceStat.fstat(fd, path: tmpDir) {
@@ -378,7 +383,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
         }
         let (fd, name) = try makeTemp()
         defer { close(fd); unlinkat(tmpFolder.directory, name, 0) }
-        _ = try fetch(d) { chunk throws(StoreError) in try Self.write(fd, chunk, path: tmpDir) }
+        _ = try fetch(d, toDisk: true) { chunk throws(StoreError) in try Self.write(fd, chunk, path: tmpDir) }
         return body(tmpDir + "/" + name)
     }
 

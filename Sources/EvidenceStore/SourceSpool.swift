@@ -136,8 +136,9 @@ public final class SourceSpool: @unchecked Sendable {
         return SourceSpool(digest: SHA256Hasher.hash(data), size: Int64(data.count), source: st, temp: tmp, folderPath: scratchPath)
     }
 
-    /// The same free-space rule as the local store's (`ObjectStore.checkFreeSpace`), for the spool.
-    static func checkFreeSpace(scratch: Int32, for size: Int64, path: String, storeName: String) throws(StoreError) {
+    /// The same free-space rule as the local store's (`ObjectStore.checkFreeSpace`), for a spool
+    /// or a download of `size` bytes into the folder `scratch`.
+    public static func checkFreeSpace(scratch: Int32, for size: Int64, path: String, storeName: String) throws(StoreError) {
         guard size > 0 else { return }
         var fs = statvfs()
         guard fstatvfs(scratch, &fs) == 0 else { return }
