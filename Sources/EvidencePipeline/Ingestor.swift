@@ -49,7 +49,7 @@ public struct Ingestor: Sendable {
             switch error {
             case .changedDuringRead:
                 return .retryLater(reason: error.description)
-            case .diskFull, .insufficientSpace, .objectCorrupt, .ioError:
+            case .diskFull, .insufficientSpace, .objectCorrupt, .ioError, .remote:
                 return .failed(reason: error.description)
             case .notFound:
                 return .rejected(reason: error.description, quarantined: false)
@@ -57,8 +57,10 @@ public struct Ingestor: Sendable {
                 return quarantine(path: path, rule: rule, reason: error.description)
             }
         }
-        // Probe the stored copy: it is read-only and is exactly the bytes that were hashed.
-        let media = prober(home.store.objectPath(result.digest), (path as NSString).lastPathComponent)
+        // Probe the stored copy (or, for a remote store, the local copy that was hashed and sent):
+        // exactly the bytes that were hashed.
+        let name = (path as NSString).lastPathComponent
+        let media = (try? home.store.withLocalCopy(of: result.digest) { prober($0, name) }) ?? nil
         let record = IngestRecord(sha256: result.digest, size: result.size, path: path, rule: rule,
                                   device: result.source.device, inode: result.source.inode,
                                   mtimeNanos: result.source.mtimeNanos, media: media,
