@@ -28,7 +28,11 @@ struct MultiNodeCLITests {
         let database = try pg.makeDatabase()
         let scratch = Scratch()
         let sandbox = try await SandboxProcess.start(executable: NotarizationCLITests.sandboxBinary,
-                                                     stateDirectory: scratch.path + "/sandbox", arguments: ["--pending-seconds", "1"])
+                                                     stateDirectory: scratch.path + "/sandbox",
+                                                     // Every QED request takes 300 ms, so a node holds job leases most of
+                                                     // the time: idle workers woken by NOTIFY finish the work fast enough
+                                                     // that a sampled "station-1 holds a lease" could otherwise be missed.
+                                                     arguments: ["--pending-seconds", "1", "--latency", "300ms"])
         defer { Task { await sandbox.stop() } }
         let base = sandbox.baseURL.absoluteString
         let ca = scratch.path + "/tsa-ca.pem"
@@ -97,7 +101,11 @@ struct MultiNodeCLITests {
             sql("SELECT count(*) FROM item") == "\(2 * perNode)"
                 && (Int(sql("SELECT count(*) FROM job WHERE state = 'running' AND lease_owner LIKE 'run@station-1:%'")) ?? 0) > 0
         }
-        #expect(holding, "station-1 never held a lease with every file taken in: \(sql("SELECT state, count(*) FROM job GROUP BY 1"))")
+        #expect(holding, """
+            station-1 never held a lease with every file taken in: items \(sql("SELECT count(*) FROM item")), \
+            jobs \(sql("SELECT kind, state, split_part(lease_owner, ':', 1), count(*) FROM job GROUP BY 1, 2, 3")); \
+            station-1: \(nodes[0].text.suffix(1500)); station-2: \(nodes[1].text.suffix(1500))
+            """)
         nodes[0].process?.signal(SIGKILL)
         _ = nodes[0].process?.wait()
         let orphaned = Int(sql("SELECT count(*) FROM job WHERE state = 'running' AND lease_owner LIKE 'run@station-1:%'")) ?? 0
