@@ -59,18 +59,28 @@ public final class ObjectStore: Sendable {
 
     // MARK: Ingest
 
-    /// Reads `path` once, hashing and copying it into the store in the same pass.
+    /// Reads `path` once, hashing and copying it into the store in the same pass, and makes it
+    /// durable: `stage` then `commit` of that one object.
+    public func ingest(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
+                       progress: ((Int64) -> Void)? = nil) throws(StoreError) -> IngestResult {
+        let staged = try stage(path: path, followSymlinks: followSymlinks, beneath: root, progress: progress)
+        return try Self.check(commit([staged])[0])
+    }
+
+    /// Reads `path` once, hashing and copying it into `tmp/` in the same pass; nothing is durable
+    /// or in the store yet (`commit` does that, for many staged files at once).
     ///
     /// - Refuses symlinks unless `followSymlinks`, and anything not a regular file,
     ///   without opening it in a blocking way.
     /// - Throws `.changedDuringRead` when size, mtime or inode differ before vs after the
     ///   read (the writer was not done): nothing is stored under a possibly wrong hash.
-    /// - On any error the temp file is removed and the store is unchanged.
+    /// - On any error the temp file is removed and the store is unchanged; so is it when the
+    ///   returned `StagedObject` is dropped without being committed.
     /// - With `beneath` (a watched root), the file is reached through its folder opened below that
     ///   root without following any link (`BeneathRoot`): a folder swapped for a link cannot make
     ///   the service read (and archive) a file outside the watched folder.
-    public func ingest(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
-                       progress: ((Int64) -> Void)? = nil) throws(StoreError) -> IngestResult {
+    public func stage(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
+                      progress: ((Int64) -> Void)? = nil) throws(StoreError) -> StagedObject {
         var folder: BeneathRoot?
         if let root {
             do { folder = try BeneathRoot(path: path, root: root) } catch {
@@ -113,7 +123,7 @@ public final class ObjectStore: Sendable {
         var keepTemp = false
         defer { if !keepTemp { tmp.discard() } }
 
-        let (digest, copied) = try copyAndHash(from: src, to: tmp, path: path, progress: progress)
+        let (digest, copied) = try copyAndHash(from: src, to: tmp, size: opened.size, path: path, progress: progress)
 
         // The same version from start to end, by the open descriptor and by the name.
         let afterFD = try Self.check(SourceStat.fstat(src, path: path))
@@ -131,18 +141,81 @@ public final class ObjectStore: Sendable {
         guard pathTarget.device == opened.device, pathTarget.inode == opened.inode else {
             throw .changedDuringRead(path: path, detail: "replaced by another file")
         }
+        keepTemp = true
+        return StagedObject(temp: tmp, path: path, digest: digest, size: copied, source: opened)
+    }
 
-        try tmp.sync()
+    /// Makes staged objects durable and puts them in the store, many at once (group commit):
+    ///
+    /// 1. every temp file's writeback is started, then each is fsynced (the first fsync's
+    ///    journal commit carries the others' metadata, so the rest mostly wait for their data);
+    /// 2. each is renamed, still in `tmp/`, to `<hex>.<pid>.<random>.obj` ("complete and durable
+    ///    content of this hash"), and `tmp/` is fsynced once: from here every object of the
+    ///    batch survives a crash;
+    /// 3. each is renamed into `objects/sha256/ab/cd/<hex>` (or dropped if that content is there
+    ///    already). A rename is atomic across a crash, so the object is then under one of its
+    ///    two names; `init` moves any `.obj` left by a writer that died into place. No fan-out
+    ///    folder is fsynced on this path: one folder fsync per batch, not one per object.
+    ///
+    /// Returns one result per staged object, in order: a failure (fsync, rename) concerns that
+    /// object alone; every object returned as a success is durable. `.objectCorrupt` when the
+    /// store holds this hash with another size.
+    public func commit(_ batch: [StagedObject]) -> [Result<IngestResult, StoreError>] {
+        var results = [Result<IngestResult, StoreError>?](repeating: nil, count: batch.count)
+        for s in batch { s.temp.startWriteback() }
+        var durable: [Int] = []
+        for (i, s) in batch.enumerated() {
+            do throws(StoreError) {
+                try s.temp.sync()
+                let name = "\(s.digest.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max)).obj"
+                if rename(s.temp.path, tmpDir + "/" + name) != 0 {
+                    throw StoreError.from(errno: errno, path: s.path, operation: "rename in \(tmpDir)")
+                }
+                s.temp.renamed(to: tmpDir + "/" + name)
+                durable.append(i)
+            } catch {
+                results[i] = .failure(error)
+            }
+        }
+        if !durable.isEmpty {
+            do throws(StoreError) {
+                try Self.fsyncDirectory(tmpDir)
+            } catch {
+                for i in durable { results[i] = .failure(error) }
+                durable = []
+            }
+        }
+        for i in durable {
+            let s = batch[i]
+            do throws(StoreError) {
+                let newObject = try place(s.temp.path, digest: s.digest, size: s.size)
+                s.temp.published()
+                results[i] = .success(IngestResult(digest: s.digest, size: s.size, newObject: newObject, source: s.source))
+            } catch {
+                results[i] = .failure(error)
+            }
+        }
+        return results.map { $0! }
+    }
+
+    /// Moves a durable `tmp/….obj` to its place; false when the store had that content already
+    /// (the `.obj` is then removed).
+    private func place(_ obj: String, digest: SHA256Digest, size: Int64) throws(StoreError) -> Bool {
         let final = objectPath(digest)
         if let existing = objectSize(digest) {
-            guard existing == copied else {
-                throw .objectCorrupt(path: final, detail: "size \(existing) but content of this hash has \(copied) bytes; run `evidence fsck`")
+            guard existing == size else {
+                throw .objectCorrupt(path: final, detail: "size \(existing) but content of this hash has \(size) bytes; run `evidence fsck`")
             }
-            return IngestResult(digest: digest, size: copied, newObject: false, source: opened)
+            unlink(obj)
+            return false
         }
-        try publish(tmp, as: final)
-        keepTemp = true
-        return IngestResult(digest: digest, size: copied, newObject: true, source: opened)
+        let dir = String(final[..<final.lastIndex(of: "/")!])
+        try Self.makeDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
+        try Self.makeDirectory(dir)
+        if rename(obj, final) != 0 {
+            throw StoreError.from(errno: errno, path: final, operation: "rename")
+        }
+        return true
     }
 
     /// Stores bytes held in memory (proof receipts, certificates, manifests).
@@ -194,10 +267,10 @@ public final class ObjectStore: Sendable {
         }
     }
 
-    private func copyAndHash(from src: Int32, to tmp: TempFile, path: String,
+    private func copyAndHash(from src: Int32, to tmp: TempFile, size: Int64, path: String,
                              progress: ((Int64) -> Void)?) throws(StoreError) -> (SHA256Digest, Int64) {
         let hasher = SHA256Hasher()
-        let total = try ChunkPipeline(src: src, path: path, sink: tmp).run(hasher: hasher, progress: progress)
+        let total = try ChunkPipeline(src: src, path: path, sink: tmp, expectedSize: size).run(hasher: hasher, progress: progress)
         return (hasher.finalize(), total)
     }
 
@@ -216,13 +289,32 @@ public final class ObjectStore: Sendable {
         if createdParent { try Self.fsyncDirectory(objectsDir) }
     }
 
+    /// Removes temp files of writers that no longer run, and finishes their commits: a
+    /// `<hex>.<pid>.<random>.obj` is durable content of that hash whose writer died before
+    /// renaming it into place (see `commit`).
     private func cleanStaleTemps() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDir) else { return }
+        var recovered = Set<String>()
         for name in names {
-            // "<pid>.<random>.tmp": remove only when that pid no longer runs.
-            if let pid = Int32(name.split(separator: ".").first ?? ""), pid > 0,
+            let parts = name.split(separator: ".")
+            let isObject = parts.count == 4 && parts[3] == "obj"
+            // "<pid>.<random>.tmp" or "<hex>.<pid>.<random>.obj": left alone while that pid runs.
+            if let pid = Int32(isObject ? parts[1] : parts.first ?? ""), pid > 0,
                kill(pid, 0) == 0 || errno == EPERM { continue }
-            unlink(tmpDir + "/" + name)
+            let path = tmpDir + "/" + name
+            var st = stat()
+            if isObject, let digest = SHA256Digest(hex: String(parts[0])), lstat(path, &st) == 0,
+               (st.st_mode & S_IFMT) == S_IFREG, (try? place(path, digest: digest, size: Int64(st.st_size))) != nil {
+                let final = objectPath(digest)
+                recovered.insert(String(final[..<final.lastIndex(of: "/")!]))
+                continue
+            }
+            unlink(path)
+        }
+        // Recovered objects are made durable under their final names before anyone relies on them.
+        for dir in recovered {
+            try? Self.fsyncDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
+            try? Self.fsyncDirectory(dir)
         }
     }
 

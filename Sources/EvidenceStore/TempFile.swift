@@ -3,12 +3,16 @@ import Glibc
 
 /// A file being written in the store's `tmp/`, removed unless published.
 final class TempFile: @unchecked Sendable {
-    let path: String
-    let fd: Int32
+    private(set) var path: String
     let store: String
     let source: String
+    /// -1 once closed (by `sync` or `discard`): a descriptor is never closed twice, which could
+    /// close one another thread has just opened.
+    private var fd: Int32
     private var written: Int64 = 0
     private var flushedTo: Int64 = 0
+    /// Moved into the store: `discard` must not remove it any more.
+    private(set) var isPublished = false
     /// Start writeback every 16 MiB so the final fsync has little left to do.
     private static let writebackStep: Int64 = 16 << 20
 
@@ -43,22 +47,33 @@ final class TempFile: @unchecked Sendable {
             off += n
         }
         written += Int64(bytes.count)
-        if written - flushedTo >= Self.writebackStep {
-            _ = evidence_start_writeback(fd, off_t(flushedTo), off_t(written - flushedTo))
-            flushedTo = written
-        }
+        if written - flushedTo >= Self.writebackStep { startWriteback() }
+    }
+
+    /// Starts writing what is not yet on its way to the disk, without waiting: a batch starts
+    /// every file's writeback before the first fsync, so the fsyncs overlap.
+    func startWriteback() {
+        guard fd >= 0, written > flushedTo else { return }
+        _ = evidence_start_writeback(fd, off_t(flushedTo), off_t(written - flushedTo))
+        flushedTo = written
     }
 
     /// fsync and make read-only: after this the bytes are durable.
     func sync() throws(StoreError) {
-        if fsync(fd) != 0 { throw TempFile.error(errno, source: source, store: store, op: "fsync") }
         if fchmod(fd, 0o440) != 0 { throw TempFile.error(errno, source: source, store: store, op: "chmod") }
+        if fsync(fd) != 0 { throw TempFile.error(errno, source: source, store: store, op: "fsync") }
         close(fd)
+        fd = -1
     }
 
+    /// The file now has this name (still the caller's to publish or discard).
+    func renamed(to newPath: String) { path = newPath }
+
+    /// The file is in the store under its final name.
+    func published() { isPublished = true }
+
     func discard() {
-        close(fd)
+        if fd >= 0 { close(fd); fd = -1 }
         unlink(path)
     }
 }
-

@@ -167,3 +167,21 @@ struct CustodyChainTests {
     }
 }
 
+
+@Suite("Catalog: batched ingest records")
+struct CatalogBatchTests {
+    @Test("recordIngests gives, in one transaction, the outcomes recording one by one gives: created, duplicate, already known")
+    func batchMatchesOneByOne() throws {
+        let batch = [record("a", path: "/drop/one.mp4"), record("a", path: "/drop/two.mp4", inode: 2),
+                     record("a", path: "/drop/one.mp4"), record("b", path: "/drop/three.mp4", inode: 3)]
+        let c = try SQLiteCatalog.inMemory()
+        let outcomes = try c.recordIngests(batch).map { try $0.get() }
+        let one = try SQLiteCatalog.inMemory()
+        let expected = try batch.map { try one.recordIngest($0) }
+        #expect(outcomes.map(\.label) == expected.map(\.label))
+        #expect(outcomes.map(\.item.id) == expected.map(\.item.id))
+        #expect(try c.allEvents().map(\.kind) == ["ingested", "seen-again", "ingested"])
+        #expect(try c.verifyChain().problems.isEmpty)
+        #expect(try c.recordIngests([]).isEmpty)
+    }
+}
