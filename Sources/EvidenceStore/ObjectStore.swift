@@ -262,7 +262,8 @@ public final class ObjectStore: Sendable {
             return false
         }
         let dir = String(final[..<final.lastIndex(of: "/")!])
-        if access(dir, F_OK) != 0 {
+        // The 256 first-level folders exist from the start; make the parent only if it went missing.
+        if mkdir(dir, 0o750) != 0 && errno == ENOENT {
             try Self.makeDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
             try Self.makeDirectory(dir)
         }
