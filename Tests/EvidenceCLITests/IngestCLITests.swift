@@ -36,9 +36,9 @@ struct IngestCLITests {
         let cli = CLI(home: s.home)
         let folder = s.home + "-burst"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        for i in 0..<400 { FileManager.default.createFile(atPath: folder + "/f\(i).bin", contents: Data("file \(i) \(UUID())".utf8)) }
-        FileManager.default.createFile(atPath: folder + "/same.bin", contents: Data("file 0 dup".utf8))
-        FileManager.default.createFile(atPath: folder + "/same2.bin", contents: Data("file 0 dup".utf8))
+        for i in 0..<400 { _ = FileManager.default.createFile(atPath: folder + "/f\(i).bin", contents: Data("file \(i) \(UUID())".utf8)) }
+        _ = FileManager.default.createFile(atPath: folder + "/same.bin", contents: Data("file 0 dup".utf8))
+        _ = FileManager.default.createFile(atPath: folder + "/same2.bin", contents: Data("file 0 dup".utf8))
         let r = cli.run(["ingest", "--json", "--jobs", "4", folder], timeout: 180)
         #expect(r.status == 0, "\(r.stderr)")
         let entries = try #require(r.json as? [[String: Any]])
