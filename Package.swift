@@ -37,6 +37,9 @@ let package = Package(
         .systemLibrary(name: "CAVFormat", providers: [.apt(["libavformat-dev"])]),
         .systemLibrary(name: "CCairo", pkgConfig: "cairo",
                        providers: [.apt(["libcairo2-dev"])]),
+        // PostgreSQL's own client library, for a catalog shared by several nodes.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
 
         // MARK: Modules
         .target(name: "EvidenceCore", swiftSettings: swiftSettings),
@@ -47,10 +50,11 @@ let package = Package(
                 dependencies: ["EvidenceCore", "COpenSSL", "CEvidenceSys"],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceCatalog",
-                dependencies: ["EvidenceCore", "EvidenceStore", .product(name: "GRDB", package: "GRDB.swift")],
+                dependencies: ["EvidenceCore", "EvidenceStore", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift")],
                 swiftSettings: swiftSettings),
+        // Config validation asks the provider registry (EvidenceArchive) which keys each kind takes.
         .target(name: "EvidenceConfig",
-                dependencies: ["EvidenceCore", .product(name: "TOMLKit", package: "TOMLKit")],
+                dependencies: ["EvidenceCore", "EvidenceArchive", .product(name: "TOMLKit", package: "TOMLKit")],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceWatch",
                 dependencies: ["EvidenceCore", .product(name: "Logging", package: "swift-log")],

@@ -5,12 +5,12 @@ set -euo pipefail
 packages=(
   pkg-config libssl-dev openssl libcurl4-openssl-dev libsqlite3-dev libavformat-dev ffmpeg
   libcairo2-dev inotify-tools poppler-utils qpdf util-linux time bc curl rclone tmux
-  zlib1g-dev unzip chromium fonts-dejavu-core prometheus sqlite3 socat
-  owncloud-client-cmd nextcloud-desktop-cmd
+  zlib1g-dev unzip chromium fonts-dejavu-core prometheus sqlite3 socat iproute2
+  owncloud-client-cmd nextcloud-desktop-cmd libpq-dev postgresql
 )
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"install ok installed"* ]] || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}" >&2

@@ -26,7 +26,8 @@ passes=(
 # A new test target must be placed in a pass, or it would silently never run.
 for dir in Tests/*/; do
   target=$(basename "$dir")
-  printf '%s\n' "${passes[@]}" | grep -qw "$target" || { echo "scripts/test.sh: Tests/$target is in no pass: add it to one" >&2; exit 2; }
+  # A here-string, not a pipe: under pipefail, grep -q leaving early could fail printf with SIGPIPE.
+  grep -qw "$target" <<<"${passes[*]}" || { echo "scripts/test.sh: Tests/$target is in no pass: add it to one" >&2; exit 2; }
 done
 
 mkdir -p "$logs"

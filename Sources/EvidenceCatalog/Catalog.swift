@@ -50,6 +50,8 @@ public protocol Catalog: Sendable {
     func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting]
     func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent]
     func allEvents() throws(CatalogError) -> [CustodyEvent]
+    /// The newest custody event (the head), nil for an empty log.
+    func lastEvent() throws(CatalogError) -> CustodyEvent?
     func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry]
     func summary() throws(CatalogError) -> CatalogSummary
     /// Items still on their way (not done, failed or quarantined) created at or before `cutoff`, oldest first.
@@ -57,6 +59,17 @@ public protocol Catalog: Sendable {
 
     /// Recomputes the custody chain and compares with the stored hashes and the head anchor.
     func verifyChain() throws(CatalogError) -> ChainReport
+    /// `verifyChain()` over events already read (`allEvents()`), for a caller that checks them further.
+    func verifyChain(events: [CustodyEvent]) -> ChainReport
+    /// What the database itself finds wrong with its storage (SQLite's quick_check, PostgreSQL's
+    /// page checksum failures); empty when sound.
+    func integrityProblems() throws(CatalogError) -> [String]
+    /// Where the catalog is, for messages: the SQLite file, or postgres://user@host:port/db.
+    var location: String { get }
+    /// The identity of the store this catalog describes: `id` is recorded the first time; the
+    /// recorded one is returned (another id means another store: objects this catalog names
+    /// would not be there).
+    func claimStoreID(_ id: String) throws(CatalogError) -> String
     /// Makes the head anchor current (it is otherwise refreshed within a fraction of a second).
     func flushHead() throws(CatalogError)
 
@@ -72,12 +85,16 @@ public protocol Catalog: Sendable {
     func saveProof(_ proof: Proof, then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item
     func certificates(itemID: Int64) throws(CatalogError) -> [Certificate]
+    /// Every certificate, by item and origin.
+    func allCertificates() throws(CatalogError) -> [Certificate]
     /// Records a certificate kept in the store (insert or replace per item and origin), event `certificate`.
     func saveCertificate(_ certificate: Certificate) throws(CatalogError)
 
     // MARK: Archive
 
     func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile]
+    /// Every verified remote copy, by item and remote path.
+    func allArchivedFiles() throws(CatalogError) -> [ArchivedFile]
     /// Records a verified remote copy (insert or replace per item, account and path), event `archived-file`.
     func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError)
     func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink]
@@ -92,6 +109,9 @@ public protocol Catalog: Sendable {
     /// Leases the most overdue runnable job of these kinds (queued and due, or running with
     /// an expired lease), counting an attempt. Nil when none is due.
     func claimJob(kinds: [JobKind], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
+    /// Claims one given job, whatever its due time, when it is queued, failed (a manual retry)
+    /// or held by an expired lease; nil when another runner holds it or it is done.
+    func claimJob(id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
     func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError)
     @discardableResult
     func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob
@@ -110,6 +130,14 @@ public protocol Catalog: Sendable {
     /// Jobs per kind and state (`queued`, `running`, `done`, `failed`): kind → state → count.
     func jobCountsByKind() throws(CatalogError) -> [String: [String: Int]]
     func retryFailed(itemID: Int64?) throws(CatalogError) -> Int
+}
+
+extension Catalog {
+    /// `transition` that wakes no parked job.
+    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
+                           details: [String: String]) throws(CatalogError) -> Item {
+        try transition(itemID: itemID, to: state, reason: reason, event: kind, details: details, wake: [])
+    }
 }
 
 /// What the pipeline learned about one source it stored.
@@ -138,6 +166,37 @@ public struct IngestRecord: Sendable {
         self.sha256 = sha256; self.size = size; self.path = path; self.rule = rule; self.device = device
         self.inode = inode; self.mtimeNanos = mtimeNanos; self.media = media; self.newObject = newObject; self.actor = actor
         self.jobsForNewItem = jobsForNewItem; self.jobsForNewSource = jobsForNewSource; self.jobsForKnownItem = jobsForKnownItem
+    }
+}
+
+extension IngestRecord {
+    /// A sighting's custody event: `ingested` for new content, `seen-again` for known content,
+    /// with the details both catalogs record.
+    func sightingEvent(created: Bool) -> (kind: CustodyEventKind, details: [String: String]) {
+        let name = (path as NSString).lastPathComponent
+        var details = ["path": path, "name": name, "sha256": sha256.hex, "size": String(size)]
+        if let rule { details["rule"] = rule }
+        guard created else { return (.seenAgain, details) }
+        details["store"] = newObject ? "new object" : "object already present"
+        if let m = media { details["media"] = m.summary }
+        return (.ingested, details)
+    }
+
+    /// The jobs a sighting creates, with their dedupe keys: per source (an after-action is told
+    /// its source; a parked one is due at once when the item is done already), then for new
+    /// content the item's first jobs.
+    func sightingJobs(created: Bool, itemID: Int64, itemIsDone: Bool, source: SourceRef) -> [(spec: JobSpec, dedupeKey: String)] {
+        var out: [(JobSpec, String)] = []
+        for spec in jobsForNewSource + (created ? [] : jobsForKnownItem) {
+            var sp = spec
+            if spec.isParked && itemIsDone { sp.runAt = nil }
+            if case .afterAction(let rule, let action, _) = spec.payload {
+                sp.payload = .afterAction(rule: rule, action: action, source: source)
+            }
+            out.append((sp, "\(spec.kind.rawValue):source:\(source.id)"))
+        }
+        if created { out += jobsForNewItem.map { ($0, $0.itemKey(itemID)) } }
+        return out
     }
 }
 

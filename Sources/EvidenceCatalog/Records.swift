@@ -21,10 +21,15 @@ struct ItemRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
-    func model() -> Item {
+    /// The item; a row whose state or hash this version cannot read (a catalog edited by hand or
+    /// written by a newer version) is an error naming the item, never shown as another state.
+    func model() throws -> Item {
         let media = mediaJson.flatMap { try? CanonicalJSON.decoder().decode(MediaInfo.self, from: Data($0.utf8)) }
-        return Item(id: id ?? 0, sha256: SHA256Digest(hex: sha256)!, size: size,
-                    state: ItemState(rawValue: state) ?? .quarantined, stateReason: stateReason, media: media,
+        guard let digest = SHA256Digest(hex: sha256) else {
+            throw CatalogError.database(path: "item \(id ?? 0)", detail: "its sha256 \"\(sha256.prefix(80))\" is not 64 hex digits")
+        }
+        return Item(id: id ?? 0, sha256: digest, size: size,
+                    state: try ItemState.stored(state, item: id ?? 0), stateReason: stateReason, media: media,
                     dateTaken: dateTaken, createdAt: createdAt, updatedAt: updatedAt)
     }
 }

@@ -10,6 +10,13 @@ extension SQLiteCatalog {
         }
     }
 
+    /// Every archive copy recorded, for `log verify`'s cross-check against the custody events.
+    public func allArchivedFiles() throws(CatalogError) -> [ArchivedFile] {
+        try read { db in
+            try ArchivedFileRow.order(Column("item_id"), Column("remote_path")).fetchAll(db).map { try $0.model() }
+        }
+    }
+
     public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) {
         try write { db in
             try ArchivedFileRow(file).save(db)

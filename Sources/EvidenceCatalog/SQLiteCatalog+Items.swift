@@ -41,7 +41,7 @@ extension SQLiteCatalog {
         let now = Date()
         if let known = try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
            known.sha256 == r.sha256.hex {
-            return .alreadyKnown(known.model())
+            return .alreadyKnown(try known.model())
         }
         var row: ItemRow
         let created: Bool
@@ -61,33 +61,16 @@ extension SQLiteCatalog {
                                device: Int64(bitPattern: r.device), inode: Int64(bitPattern: r.inode),
                                size: r.size, mtimeNanos: r.mtimeNanos, seenAt: now)
         try source.insert(db)
-        var details = ["path": r.path, "name": name, "sha256": r.sha256.hex, "size": String(r.size)]
-        if let rule = r.rule { details["rule"] = rule }
-        if created {
-            details["store"] = r.newObject ? "new object" : "object already present"
-            if let m = r.media { details["media"] = m.summary }
-            _ = try Self.appendEvent(db, itemID: row.id, kind: .ingested, actor: r.actor, details: details)
-        } else {
-            _ = try Self.appendEvent(db, itemID: row.id, kind: .seenAgain, actor: r.actor, details: details)
-        }
-        for spec in r.jobsForNewSource + (created ? [] : r.jobsForKnownItem) {
-            var sp = spec
-            // Parked until the item is done: due at once when it is done already.
-            if spec.isParked && row.state == ItemState.done.rawValue { sp.runAt = nil }
-            if case .afterAction(let rule, let action, _) = spec.payload {
-                sp.payload = .afterAction(rule: rule, action: action, source: SourceRef(id: source.id!, path: r.path))
-            }
-            _ = try Self.insertJob(db, sp, itemID: row.id, dedupeKey: "\(spec.kind.rawValue):source:\(source.id!)", now: now)
-        }
-        if created {
-            for spec in r.jobsForNewItem {
-                _ = try Self.insertJob(db, spec, itemID: row.id, dedupeKey: spec.itemKey(row.id!), now: now)
-            }
+        let event = r.sightingEvent(created: created)
+        _ = try Self.appendEvent(db, itemID: row.id, kind: event.kind, actor: r.actor, details: event.details)
+        for job in r.sightingJobs(created: created, itemID: row.id!, itemIsDone: row.state == ItemState.done.rawValue,
+                                  source: SourceRef(id: source.id!, path: r.path)) {
+            _ = try Self.insertJob(db, job.spec, itemID: row.id, dedupeKey: job.dedupeKey, now: now)
         }
         // A path that was quarantined before and now came in fine is no longer a problem.
         try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")
             .execute(arguments: [r.path])
-        return created ? .created(row.model()) : .duplicate(row.model())
+        return created ? .created(try row.model()) : .duplicate(try row.model())
     }
 
     public func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry {
@@ -141,12 +124,12 @@ extension SQLiteCatalog {
                 SELECT * FROM item WHERE id IN (SELECT item_id FROM source WHERE path IN (?, ?, ?)) ORDER BY id
                 """, arguments: [reference, absolute, normalized])
             var seen = Set<Int64>()
-            return rows.filter { seen.insert($0.id!).inserted }.map { $0.model() }
+            return try rows.filter { seen.insert($0.id!).inserted }.map { try $0.model() }
         }
     }
 
     public func allItems() throws(CatalogError) -> [Item] {
-        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { $0.model() } }
+        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { try $0.model() } }
     }
 
     public func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64,
@@ -189,12 +172,23 @@ extension SQLiteCatalog {
             try ItemRow.fetchAll(db, sql: """
                 SELECT * FROM item WHERE state NOT IN ('done', 'failed', 'quarantined') AND created_at <= ?
                 ORDER BY created_at
-                """, arguments: [cutoff ?? Date.distantFuture]).map { $0.model() }
+                """, arguments: [cutoff ?? Date.distantFuture]).map { try $0.model() }
         }
     }
 
     /// SQLite's `PRAGMA quick_check` (b-tree and page structure, without the slower index
     /// cross-check): an empty array when the database file is sound, else what SQLite found.
+    public func integrityProblems() throws(CatalogError) -> [String] { try quickCheck() }
+
+    public var location: String { path }
+
+    public func claimStoreID(_ id: String) throws(CatalogError) -> String {
+        try write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", arguments: [id])
+            return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store_id'") ?? id
+        }
+    }
+
     public func quickCheck() throws(CatalogError) -> [String] {
         try read { db in
             try String.fetchAll(db, sql: "PRAGMA quick_check").filter { $0 != "ok" }
@@ -220,6 +214,14 @@ extension SQLiteCatalog {
                 """) {
                 s.byRule[row["rule"], default: [:]][row["state"]] = row["n"]
             }
+            for row in try Row.fetchAll(db, sql: "SELECT actor, COUNT(*) AS n FROM custody_event WHERE kind = 'ingested' GROUP BY actor") {
+                s.takenInByNode[NodeName.of(actor: row["actor"]), default: 0] += row["n"] as Int
+            }
+            for row in try Row.fetchAll(db, sql: """
+                SELECT lease_owner, COUNT(*) AS n FROM job WHERE state = 'running' AND lease_owner IS NOT NULL GROUP BY lease_owner
+                """) {
+                s.runningByNode[NodeName.of(leaseOwner: row["lease_owner"]) ?? row["lease_owner"], default: 0] += row["n"] as Int
+            }
             return s
         }
     }
@@ -230,35 +232,6 @@ extension SQLiteCatalog {
 
     /// `verifyChain()` over events already read (`allEvents()`), for a caller that checks them further.
     public func verifyChain(events: [CustodyEvent]) -> ChainReport {
-        var problems: [ChainReport.Problem] = []
-        var prev = CustodyEvent.genesis
-        var expectedSeq: Int64 = 1
-        for e in events {
-            if e.seq != expectedSeq {
-                problems.append(.init(seq: e.seq, detail: e.seq > expectedSeq
-                    ? "events #\(expectedSeq)…#\(e.seq - 1) are missing" : "sequence out of order"))
-            }
-            if e.prevHash != prev {
-                problems.append(.init(seq: e.seq, detail: "previous-hash link broken (event removed, inserted or reordered before it)"))
-            }
-            let recomputed = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: e.prevHash, body: e.canonicalBody)).hex
-            if recomputed != e.hash {
-                problems.append(.init(seq: e.seq, detail: "content does not match its hash (event edited)"))
-            }
-            prev = e.hash
-            expectedSeq = e.seq + 1
-        }
-        if let head = readHead() {
-            if let at = events.first(where: { $0.seq == head.seq }) {
-                if at.hash != head.hash {
-                    problems.append(.init(seq: head.seq, detail: "differs from the head anchor in \(headPath ?? "custody.head")"))
-                }
-            } else {
-                problems.append(.init(seq: head.seq, detail: "missing: the head anchor records \(head.seq) events but the log ends at #\(events.last?.seq ?? 0) (tail removed)"))
-            }
-        } else if !events.isEmpty, headPath != nil {
-            problems.append(.init(seq: events.last!.seq, detail: "head anchor \(headPath!) is missing"))
-        }
-        return ChainReport(events: events.count, headHash: events.last?.hash ?? CustodyEvent.genesis, problems: problems)
+        ChainCheck.verify(events: events, headPath: headPath)
     }
 }

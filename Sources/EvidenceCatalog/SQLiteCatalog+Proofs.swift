@@ -46,6 +46,11 @@ extension SQLiteCatalog {
         }
     }
 
+    /// Every certificate recorded, for `log verify`'s cross-check against the custody events.
+    public func allCertificates() throws(CatalogError) -> [Certificate] {
+        try read { db in try CertificateRow.order(Column("item_id"), Column("origin")).fetchAll(db).map { $0.model() } }
+    }
+
     public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {
         try write { db in
             try CertificateRow(certificate).save(db)

@@ -10,20 +10,9 @@ public final class SQLiteCatalog: Catalog {
     let db: any DatabaseWriter
     /// Shown in errors: the database file, or ":memory:".
     let path: String
-    /// Outside the database, the last event's seq and hash: truncating the log's tail inside
-    /// SQLite no longer matches it. Written after each commit (temp + fsync + rename).
+    /// Outside the database, the last event's seq and hash (`CustodyHead`); nil in memory.
     let headPath: String?
-    /// The anchor is refreshed at most every `headInterval` seconds (and on `flushHead()` and
-    /// deinit): a crash can leave it a few events behind the log, which verification accepts,
-    /// but never ahead of it.
-    let headInterval = 0.2
-    private let head = Mutex(HeadState())
-
-    struct HeadState {
-        var dirty = false
-        var scheduled = false
-        var lastWrite = Date.distantPast
-    }
+    private let head: CustodyHead?
 
     /// Opens (creating and migrating) the catalog at `path`, in WAL mode.
     public convenience init(path: String) throws(CatalogError) {
@@ -59,6 +48,18 @@ public final class SQLiteCatalog: Catalog {
         self.db = writer
         self.path = path
         self.headPath = headPath
+        self.head = headPath.map { headPath in
+            CustodyHead(path: headPath) { () throws(CatalogError) -> (Int64, String)? in
+                do {
+                    return try writer.read { db in
+                        try Row.fetchOne(db, sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1")
+                            .map { ($0["seq"], $0["hash"]) }
+                    }
+                } catch {
+                    throw .database(path: path, detail: Self.describe(error))
+                }
+            }
+        }
         do {
             try Schema.migrator.migrate(writer)
         } catch {
@@ -98,7 +99,7 @@ public final class SQLiteCatalog: Catalog {
             throw mapError(error)
         }
         // Only transactions that appended custody events move the head anchor.
-        if result.1 { try noteAppended() }
+        if result.1 { try head?.noteAppended() }
         return result.0
     }
 
@@ -139,68 +140,20 @@ public final class SQLiteCatalog: Catalog {
     static func appendEvent(_ db: Database, itemID: Int64?, kind: CustodyEventKind, actor: String,
                             details: [String: String]) throws -> CustodyEvent {
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1"))
-        let seq: Int64 = (last?["seq"] as Int64? ?? 0) + 1
-        let prev: String = last?["hash"] ?? CustodyEvent.genesis
-        let detailsJSON = String(decoding: try CanonicalJSON.encode(details), as: UTF8.self)
-        var event = CustodyEvent(seq: seq, itemID: itemID, at: Timestamp.string(Date()), kind: kind.rawValue, actor: actor,
-                                 details: detailsJSON, prevHash: prev, hash: "")
-        event.hash = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: prev, body: event.canonicalBody)).hex
+            .map { (seq: $0["seq"] as Int64, hash: $0["hash"] as String) }
+        let event = try ChainCheck.next(after: last, itemID: itemID, kind: kind, actor: actor, details: details)
         try CustodyRow(event).insert(db)
         return event
     }
 
-    deinit { try? flushHead() }
-
-    private func noteAppended() throws(CatalogError) {
-        guard headPath != nil else { return }
-        enum Action { case writeNow, schedule, nothing }
-        let action: Action = head.withLock { h in
-            h.dirty = true
-            if h.scheduled { return .nothing }
-            if -h.lastWrite.timeIntervalSinceNow >= headInterval { return .writeNow }
-            h.scheduled = true
-            return .schedule
-        }
-        switch action {
-        case .writeNow: try flushHead()
-        case .schedule:
-            DispatchQueue.global().asyncAfter(deadline: .now() + headInterval) { [weak self] in
-                self?.head.withLock { $0.scheduled = false }
-                try? self?.flushHead()
-            }
-        case .nothing: break
-        }
-    }
+    deinit { try? head?.flush() }
 
     /// Writes the head anchor now if events were appended since it was last written.
     public func flushHead() throws(CatalogError) {
-        let dirty = head.withLock { h -> Bool in
-            let d = h.dirty
-            h.dirty = false
-            h.lastWrite = Date()
-            return d
-        }
-        if dirty { try writeHead() }
-    }
-
-    private func writeHead() throws(CatalogError) {
-        guard let headPath else { return }
-        let head: (Int64, String)? = try read { db in
-            try Row.fetchOne(db, sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1")
-                .map { ($0["seq"], $0["hash"]) }
-        }
-        guard let (seq, hash) = head else { return }
-        do {
-            try AtomicFile.write(Data("\(seq) \(hash)\n".utf8), to: headPath, mode: 0o644)
-        } catch {
-            throw .database(path: headPath, detail: "cannot write custody head anchor: \(error)")
-        }
+        try head?.flush()
     }
 
     func readHead() -> (seq: Int64, hash: String)? {
-        guard let headPath, let text = try? String(contentsOfFile: headPath, encoding: .utf8) else { return nil }
-        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard parts.count == 2, let seq = Int64(parts[0]) else { return nil }
-        return (seq, String(parts[1]))
+        head?.read()
     }
 }

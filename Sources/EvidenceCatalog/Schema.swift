@@ -68,6 +68,13 @@ enum Schema {
         registerJobs(&m)
         registerProofs(&m)
         registerArchive(&m)
+        m.registerMigration("v5-meta") { db in
+            // Facts about the catalog itself: `store_id`, the store it describes.
+            try db.create(table: "meta") { t in
+                t.column("key", .text).primaryKey()
+                t.column("value", .text).notNull()
+            }
+        }
         return m
     }
 }

@@ -1,9 +1,13 @@
+import EvidenceArchive
+
 /// One `[archives.NAME]` table: a provider account.
 ///
 /// `settings` holds every key but `kind`, as strings (integers and booleans converted).
 /// Values of keys ending in `_file` and of `path` are absolute (resolved relative to the
 /// config file's directory). Secrets appear only as `*_env` (a variable name) or `*_file`.
-/// The keys allowed per kind are `ArchiveConfig.allowedKeys(for:)`; unknown keys are rejected at load.
+/// The keys allowed per kind come from the provider registry (`ProviderRegistry`, through
+/// `ArchiveConfig.allowedKeys(for:)`); unknown keys are rejected at load. Provider-specific keys
+/// are read by the provider's descriptor, not here.
 public struct ArchiveConfig: Sendable, Equatable {
     public var name: String
     public var kind: ArchiveKind
@@ -26,11 +30,7 @@ public struct ArchiveConfig: Sendable, Equatable {
     public var url: String? { settings["url"] }
     /// `owncloud`: account name.
     public var user: String? { settings["user"] }
-    /// `sharefile`: login name.
-    public var username: String? { settings["username"] }
     public var baseURL: String? { settings["base_url"] }
-    public var authURL: String? { settings["auth_url"] }
-    public var uploadURL: String? { settings["upload_url"] }
     /// `dropbox`, `box`: the provider's authorization page for `evidence accounts login`.
     public var authorizeURL: String? { settings["authorize_url"] }
     /// `dropbox`, `box`: redirect URI registered for the app (Box needs one; Dropbox then
@@ -42,15 +42,6 @@ public struct ArchiveConfig: Sendable, Equatable {
     public var chunkSize: String? { settings["chunk_size"] }
     /// Where OAuth tokens obtained at run time are persisted (0600, atomically).
     public var tokenFile: String? { settings["token_file"] }
-    /// `dropbox`: app key (public identifier).
-    public var appKey: String? { settings["app_key"] }
-    /// `box`, `sharefile`: OAuth client id.
-    public var clientID: String? { settings["client_id"] }
-    /// `box`: `user` or `enterprise` (Client Credentials Grant).
-    public var subjectType: String? { settings["subject_type"] }
-    public var subjectID: String? { settings["subject_id"] }
-    /// `sharefile`: account subdomain.
-    public var subdomain: String? { settings["subdomain"] }
 
     /// The source of secret `base` (e.g. `"password"`, `"app_secret"`, `"client_secret"`,
     /// `"refresh_token"`) from `base_env` or `base_file`; nil when neither is set.
@@ -60,46 +51,27 @@ public struct ArchiveConfig: Sendable, Equatable {
         return nil
     }
 
-    /// The keys an account of `kind` may set (besides `kind`).
+    /// The keys an account of `kind` may set (besides `kind`): its provider's, and the HTTP
+    /// timeouts for a kind that speaks HTTP.
     public static func allowedKeys(for kind: ArchiveKind) -> Set<String> {
-        let http = HTTPTimeouts.keys.union(["base_url", "auth_url", "upload_url", "tls_ca_file", "chunk_size"])
-        switch kind {
-        case .local:
-            return ["path"]
-        case .owncloud:
-            return http.union(["url", "user", "password_env", "password_file"])
-        case .dropbox:
-            return http.union([
-                "app_key", "app_secret_env", "app_secret_file",
-                "refresh_token_env", "refresh_token_file", "token_file", "authorize_url", "redirect_uri",
-            ])
-        case .box:
-            return http.union([
-                "client_id", "client_secret_env", "client_secret_file", "subject_type", "subject_id",
-                "refresh_token_env", "refresh_token_file", "token_file", "authorize_url", "redirect_uri",
-            ])
-        case .sharefile:
-            return http.union([
-                "subdomain", "client_id", "client_secret_env", "client_secret_file",
-                "username", "password_env", "password_file",
-                "refresh_token_env", "refresh_token_file", "token_file",
-            ])
-        }
+        let d = ProviderRegistry.descriptor(kind)
+        return d.usesHTTP ? d.allowedKeys.union(HTTPTimeouts.keys) : d.allowedKeys
     }
 
     /// Keys that must be present for `kind`; a secret base name means "`base_env` or `base_file`".
     static func requiredKeys(for kind: ArchiveKind) -> (plain: [String], secrets: [String]) {
-        switch kind {
-        case .local: return (["path"], [])
-        case .owncloud: return (["url", "user"], ["password"])
-        case .dropbox: return (["app_key"], [])
-        case .box: return (["client_id"], ["client_secret"])
-        case .sharefile: return (["subdomain", "client_id"], ["client_secret"])
-        }
+        let d = ProviderRegistry.descriptor(kind)
+        return (d.requiredKeys, d.requiredSecrets)
     }
+
+    /// The account's settings as its provider's builder reads them, secrets read through `readSecret`.
+    public func providerSettings(readSecret: @escaping @Sendable (String) throws(ProviderSetupError) -> String?) -> ProviderSettings {
+        ProviderSettings(account: name, values: settings, readSecret: readSecret)
+    }
+
+    /// What the provider registry knows about this account's kind.
+    public var descriptor: ProviderDescriptor { ProviderRegistry.descriptor(kind) }
 }
 
-/// `kind` of an archive account.
-public enum ArchiveKind: String, Sendable, Equatable, CaseIterable {
-    case owncloud, dropbox, box, sharefile, local
-}
+/// `kind` of an archive account: the provider kinds of the registry.
+public typealias ArchiveKind = ProviderKind

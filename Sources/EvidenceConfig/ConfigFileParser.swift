@@ -1,6 +1,8 @@
+import EvidenceArchive
+
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -9,12 +11,24 @@ enum ConfigFileParser {
         var config = EvidenceConfig(file: absolutePath)
         config.home = try r.path(root, "home")
         config.rulesDir = try r.path(root, "rules")
+        if let node = try r.string(root, "node") {
+            guard node.count <= 64, node.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }) else {
+                throw r.error(["node"], "\"\(node.prefix(80))\" is not a node name (up to 64 letters, digits, '-', '.', '_')")
+            }
+            config.node = node
+        }
         config.logLevel = try r.choice(root, "log_level", LogLevel.self) ?? .info
         config.logFormat = try r.choice(root, "log_format", LogFormat.self) ?? .text
         if let w = try r.table(root, "workers") {
-            try r.checkKeys(w, allowed: ["ingest", "jobs"])
+            try r.checkKeys(w, allowed: ["ingest", "jobs", "lease"])
             config.workers.ingest = try r.int(w, "ingest", range: Workers.allowedRange) ?? config.workers.ingest
             config.workers.jobs = try r.int(w, "jobs", range: Workers.allowedRange) ?? config.workers.jobs
+            if let lease = try r.duration(w, "lease") {
+                guard Workers.leaseRange.contains(lease) else {
+                    throw r.error(w.path + ["lease"], "must be between 10s and 1h (how long before another runner takes a silent one's jobs)")
+                }
+                config.workers.lease = lease
+            }
         }
         if let n = try r.table(root, "notaries") {
             for name in n.keys {
@@ -33,6 +47,9 @@ enum ConfigFileParser {
         }
         if let t = try r.table(root, "metrics") {
             config.metrics = try metrics(r, t)
+        }
+        if let t = try r.table(root, "catalog") {
+            config.catalog = try catalog(r, t)
         }
         if let t = try r.table(root, "custody") {
             config.custody = try custody(r, t, notaries: config.notaries, archives: config.archives)
@@ -133,13 +150,16 @@ enum ConfigFileParser {
         for base in required.secrets where settings[base + "_env"] == nil && settings[base + "_file"] == nil {
             throw r.error(t.path + [base + "_env"], "missing secret: set `\(base)_env` or `\(base)_file`")
         }
-        if kind == .box {
-            if let type = settings["subject_type"], type != "user" && type != "enterprise" {
-                throw r.error(t.path + ["subject_type"], "invalid value \"\(type)\"; expected one of: user | enterprise")
+        let descriptor = ProviderRegistry.descriptor(kind)
+        for (key, values) in descriptor.choices.sorted(by: { $0.key < $1.key }) {
+            if let value = settings[key], !values.contains(value) {
+                throw r.error(t.path + [key], "invalid value \"\(value)\"; expected one of: \(values.joined(separator: " | "))")
             }
-            if (settings["subject_type"] == nil) != (settings["subject_id"] == nil) {
-                let missing = settings["subject_type"] == nil ? "subject_type" : "subject_id"
-                throw r.error(t.path + [missing], "`subject_type` and `subject_id` go together")
+        }
+        for group in descriptor.together {
+            let set = group.filter { settings[$0] != nil }
+            if !set.isEmpty, set.count < group.count, let missing = group.first(where: { settings[$0] == nil }) {
+                throw r.error(t.path + [missing], group.map { "`\($0)`" }.joined(separator: " and ") + " go together")
             }
         }
         return ArchiveConfig(name: name, kind: kind, settings: settings, timeouts: try timeouts(r, t))

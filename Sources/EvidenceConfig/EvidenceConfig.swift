@@ -1,3 +1,5 @@
+import Foundation
+
 /// The service configuration (`evidence.toml`), fully validated and with every path absolute.
 ///
 /// Found at `--config FILE`, else `$EVIDENCE_CONFIG`, else `./evidence.toml`; with none,
@@ -23,6 +25,14 @@ public struct EvidenceConfig: Sendable, Equatable {
     public var metrics: MetricsConfig?
     /// `[custody]`: time-stamped anchors of the custody chain; nil = none.
     public var custody: CustodyConfig?
+    /// `[catalog]`: a PostgreSQL catalog shared by several nodes; nil = `catalog.sqlite` in the home.
+    public var catalog: CatalogConfig?
+    /// `node`: this host's name among the nodes sharing a catalog (job leases, custody actors,
+    /// status per node); nil = the host name.
+    public var node: String?
+
+    /// `node`, else the host name.
+    public var nodeName: String { node ?? ProcessInfo.processInfo.hostName }
 
     public init(
         file: String? = nil, home: String? = nil, rulesDir: String? = nil,
@@ -64,9 +74,15 @@ public struct Workers: Sendable, Equatable {
     public static let allowedRange = 1...64
     public var ingest: Int
     public var jobs: Int
+    /// `lease`: how long a job stays taken by a runner that stops renewing it (renewed every
+    /// third of it while the job runs): the time before another node takes over the jobs of
+    /// one that died. 10 s to 1 h; default 5 minutes.
+    public var lease: Double
+    public static let leaseRange = 10.0...3600.0
     // Ingest is I/O-bound (fsyncs): 4 overlap well on 2 cores; jobs mostly wait on the catalog.
-    public init(ingest: Int = 4, jobs: Int = 2) {
+    public init(ingest: Int = 4, jobs: Int = 2, lease: Double = 300) {
         self.ingest = ingest
         self.jobs = jobs
+        self.lease = lease
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 enum RuleParser {
     static let keys: Set<String> = [
         "path", "include", "exclude", "recursive", "settle", "poll_interval", "notary", "archive",
-        "remote_path", "share", "after", "name", "note", "meta_data",
+        "remote_path", "share", "after", "name", "note", "meta_data", "nodes",
     ]
     static let shareKeys: Set<String> = ["access", "expires_in", "password_env", "password_file"]
 
@@ -25,6 +25,10 @@ enum RuleParser {
         rule.recursive = try r.bool(t, "recursive") ?? true
         rule.settle = try r.duration(t, "settle", allowZero: true) ?? rule.settle
         rule.pollInterval = try r.duration(t, "poll_interval")
+        if let nodes = try r.stringArray(t, "nodes") {
+            guard !nodes.isEmpty else { throw r.error(["nodes"], "must not be empty (omit `nodes` to watch on every node)") }
+            rule.nodes = nodes
+        }
 
         let notary = try r.stringArray(t, "notary") ?? []
         for (i, n) in notary.enumerated() where notary[..<i].contains(n) {

@@ -31,6 +31,12 @@ public struct WatchRule: Sendable, Equatable {
     public var noteTemplate: String
     /// `[meta_data]`: free-form key/values sent with the notarization.
     public var metaData: [String: String]
+    /// `nodes`: the nodes (the config's `node`) that watch `path`; nil = every node. Every node
+    /// loads every rule all the same: any node's workers run any rule's jobs.
+    public var nodes: [String]?
+
+    /// Whether the node named `node` watches this rule's folder.
+    public func isWatched(on node: String) -> Bool { nodes?.contains(node) ?? true }
 
     public static let defaultRemotePath = "evidence/{rule}/{yyyy}/{mm}/{dd}/{sha8}-{name}"
 
@@ -57,6 +63,7 @@ public struct WatchRule: Sendable, Equatable {
         self.nameTemplate = nameTemplate
         self.noteTemplate = noteTemplate
         self.metaData = metaData
+        self.nodes = nil
     }
 }
 

@@ -29,6 +29,10 @@ public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
     case sourceMoved = "source-moved"
     case afterActionSkipped = "after-action-skipped"
     case ruleStagesComplete = "rule-stages-complete"
+    // The log itself
+    /// An RFC 3161 anchor over the event before it was saved (`anchors/<seq>-<hash>.tsr`): later
+    /// anchors cover this record, so an anchor deleted from between two others shows as a gap.
+    case anchored
 
     /// The event recording a notary's proof in `state` (`pending`, `confirmed`, `failed`).
     public static func notary(_ state: Proof.State) -> CustodyEventKind {

@@ -104,10 +104,33 @@ public struct CatalogSummary: Codable, Sendable, Equatable {
     public var byRule: [String: [String: Int]]
     /// Creation time of the oldest item still on its way (not done, failed or quarantined).
     public var oldestPending: Date?
+    /// Per node (several nodes on one catalog): items each node took in first (from the actor
+    /// of their `ingested` event; `cli` for `evidence ingest`), and jobs each is running now.
+    public var takenInByNode: [String: Int] = [:]
+    public var runningByNode: [String: Int] = [:]
     public init(items: Int = 0, bytes: Int64 = 0, byState: [String: Int] = [:], quarantined: Int = 0,
                 sources: Int = 0, events: Int = 0, byRule: [String: [String: Int]] = [:]) {
         self.items = items; self.bytes = bytes; self.byState = byState; self.quarantined = quarantined
         self.sources = sources; self.events = events; self.byRule = byRule
+    }
+}
+
+/// Node names inside actors and lease owners.
+public enum NodeName {
+    /// `run:NODE:PID` → NODE; another actor (`cli:USER`) → its first part.
+    public static func of(actor: String) -> String {
+        let parts = actor.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.count >= 3, parts[0] == "run" { return String(parts[1]) }
+        return String(parts.first ?? "")
+    }
+
+    /// `ROLE@NODE:PID/NONCE` → NODE; nil for another form.
+    public static func of(leaseOwner owner: String) -> String? {
+        guard let at = owner.firstIndex(of: "@") else { return nil }
+        let rest = owner[owner.index(after: at)...]
+        let nodeAndPid = rest.split(separator: "/", maxSplits: 1).first.map(String.init) ?? String(rest)
+        guard let colon = nodeAndPid.lastIndex(of: ":") else { return nil }
+        return String(nodeAndPid[..<colon])
     }
 }
 

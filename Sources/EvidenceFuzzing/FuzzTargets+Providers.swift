@@ -1,9 +1,10 @@
 import EvidenceArchive
+import EvidenceCore
 import Foundation
 
 extension FuzzTargets {
-    /// Provider JSON answers as the providers read them: the shared helpers in
-    /// `Providers/Common` and each provider's entry/link/item readers, on every object in the answer.
+    /// Provider JSON answers as the providers read them: every wire model of `API.swift` and
+    /// the readers of links and offsets, on the answer and on every object and array in it.
     static let providers = FuzzTarget(
         name: "providers", summary: "provider JSON answers (Dropbox, Box, ShareFile, ownCloud OCS)", tokens: jsonTokens + [
             "\"url\"", "\"expires\"", "\"unshared_at\"", "\"link_permissions\"", "\"resolved_visibility\"", "\".tag\"",
@@ -12,27 +13,24 @@ extension FuzzTargets {
             "\"ocs\"", "\"meta\"", "\"statuscode\"", "\"data\"", "1e300", "-1e300", "\"2024-05-01T12:34:56Z\"",
         ]
     ) { data throws(FuzzViolation) in
-        _ = OwnCloudAPI.parseOCS(data)
-        guard let root = JSON.object(data) else { return }
-        var objects: [[String: Any]] = []
-        func collect(_ v: Any, depth: Int) {
+        _ = WireModels.readAll(data)
+        guard let root = WireJSON.decode(JSONTree.self, from: data) else { return }
+        // Every nested object and array as an answer of its own, as the models meet them.
+        var parts: [JSONTree] = []
+        func collect(_ v: JSONTree, depth: Int) {
             guard depth < 64 else { return }
-            if let o = v as? [String: Any] { objects.append(o); o.values.forEach { collect($0, depth: depth + 1) } }
-            if let a = v as? [Any] { a.forEach { collect($0, depth: depth + 1) } }
+            switch v {
+            case .object(let o): parts.append(v); o.values.forEach { collect($0, depth: depth + 1) }
+            case .array(let a): parts.append(v); a.forEach { collect($0, depth: depth + 1) }
+            default: break
+            }
         }
         collect(root, depth: 0)
-        for o in objects {
-            _ = BoxProvider.entry(o).map { String(describing: $0) }
-            _ = BoxProvider.link(o)
-            _ = DropboxProvider.link(o)
-            _ = ShareFileProvider.item(o).map { String(describing: $0) }
-            _ = ShareFileProvider.expectedOffset(o)
-            for v in o.values { _ = JSON.int64(v) }
-        }
+        for part in parts.dropFirst().prefix(256) { _ = WireModels.readAll(WireJSON.encode(part)) }
         // What providers send back must be JSON again, and headers ASCII.
-        let encoded = JSON.data(root)
-        try require((try? JSONSerialization.jsonObject(with: encoded)) != nil, "providers", "JSON.data wrote invalid JSON")
-        let header = JSON.asciiHeader(root)
+        let encoded = WireJSON.encode(root)
+        try require(WireJSON.isJSON(encoded), "providers", "WireJSON.encode wrote invalid JSON")
+        let header = WireJSON.asciiHeader(root)
         try require(header.utf8.allSatisfy { $0 < 0x80 }, "providers", "asciiHeader wrote non-ASCII bytes")
     }
 

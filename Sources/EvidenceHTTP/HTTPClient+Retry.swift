@@ -26,14 +26,21 @@ extension HTTPClient {
     /// false, only answers `classify` judges retryable are sent again: a write that creates
     /// something may have arrived when its answer was lost, and the caller (the job queue)
     /// looks at the remote before writing again.
+    ///
+    /// `beforeRetry`, when given, is asked before each retry (after the loop has decided one is
+    /// due, before it waits) what to send next: the same request, another one (a grant that
+    /// must not be re-sent blindly: the caller looks for a newer token first), or nothing
+    /// (`.stop`: the last failure is thrown). It never waits or retries on its own.
     public func execute(_ request: HTTPRequest,
                         classify: (@Sendable (HTTPResponse) -> Classification)? = nil,
                         retryTransport: Bool = true,
+                        beforeRetry: (@Sendable (HTTPError) async -> Resend)? = nil,
                         progress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil)
         async throws(HTTPError) -> HTTPResponse
     {
         let policy = configuration.retry
-        let secrets = Redact.secrets(of: request)
+        var request = request
+        var secrets = Redact.secrets(of: request)
         var attempt = 0
         while true {
             attempt += 1
@@ -61,6 +68,13 @@ extension HTTPClient {
                 logger.info("HTTP server asks to wait longer than allowed; giving up for now",
                             metadata: ["http.error": .string(failure.description)])
                 throw failure
+            }
+            if let beforeRetry {
+                switch await beforeRetry(failure) {
+                case .same: break
+                case .send(let next): request = next; secrets = Redact.secrets(of: next)
+                case .stop: throw failure
+                }
             }
             let delay = policy.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
             logger.info("HTTP attempt \(attempt) of \(policy.maxAttempts) failed; retrying",

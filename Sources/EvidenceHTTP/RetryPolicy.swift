@@ -8,6 +8,16 @@ public enum Classification: Sendable {
     case permanent
 }
 
+/// What `HTTPClient.execute`'s `beforeRetry` asks the loop to do next.
+public enum Resend: Sendable {
+    /// Send the same request again (after the loop's wait).
+    case same
+    /// Send this request instead (after the loop's wait).
+    case send(HTTPRequest)
+    /// Send nothing more: the loop throws the last failure.
+    case stop
+}
+
 /// Exponential backoff with jitter, never shorter than what the server asked for.
 public struct RetryPolicy: Sendable {
     /// Attempts in all, the first included. 1 means no retry.

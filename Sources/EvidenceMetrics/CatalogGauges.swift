@@ -41,11 +41,20 @@ public struct CatalogGauges: Sendable {
         for kind in Set(jobKinds).union(jobs.keys).sorted() {
             gauge(MetricDescriptions.jobsQueued, [("kind", kind)]).set(to: Double(jobs[kind]?["queued"] ?? 0))
         }
+        for (node, n) in summary.takenInByNode {
+            gauge(MetricDescriptions.nodeItemsTakenIn, [("node", node)]).set(to: Double(n))
+        }
+        // Every node seen, so a node whose jobs ended reads 0 rather than its last count.
+        for node in Set(summary.takenInByNode.keys).union(summary.runningByNode.keys) {
+            gauge(MetricDescriptions.nodeJobsRunning, [("node", node)]).set(to: Double(summary.runningByNode[node] ?? 0))
+        }
         let age = summary.oldestPending.map { max(0, now.timeIntervalSince($0)) } ?? 0
         gauge(MetricDescriptions.oldestPendingAge).set(to: age)
         if let anchorDirectory {
             // Custody seqs run 1…n without gaps (the chain check enforces it): the head is the count.
-            let anchors = ChainAnchors.summary(directory: anchorDirectory, headSeq: Int64(summary.events), now: now)
+            let head = try catalog.lastEvent()
+            let anchors = ChainAnchors.summary(directory: anchorDirectory, headSeq: head?.seq ?? Int64(summary.events),
+                                               headIsRecord: head.map(ChainAnchors.isRecordOfPrevious) ?? false, now: now)
             gauge(MetricDescriptions.unanchoredEvents).set(to: Double(anchors.eventsSinceNewest))
             if let age = anchors.newestAgeSeconds { gauge(MetricDescriptions.anchorAge).set(to: age) }
         }

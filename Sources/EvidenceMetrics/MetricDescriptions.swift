@@ -13,6 +13,11 @@ public enum MetricDescriptions {
     /// Gauge: seconds since the oldest item not yet in a final state (done, failed) was created; 0 when none.
     public static let oldestPendingAge = "evidence_oldest_pending_age_seconds"
 
+    /// Gauge, label `node`: items each node took in first (several nodes on one catalog).
+    public static let nodeItemsTakenIn = "evidence_node_items_taken_in"
+    /// Gauge, label `node`: jobs each node is running now (its unexpired leases).
+    public static let nodeJobsRunning = "evidence_node_jobs_running"
+
     /// Gauge (with `[custody] anchor_tsa`): custody events after the newest anchor.
     public static let unanchoredEvents = "evidence_custody_unanchored_events"
     /// Gauge (with `[custody] anchor_tsa`, once an anchor exists): seconds since the newest anchor was written.
@@ -24,6 +29,8 @@ public enum MetricDescriptions {
         items: "Items in the catalog by lifecycle state (quarantined: files not taken in, as evidence status counts them).",
         jobsQueued: "Jobs waiting in the catalog's queue by kind (due now or after a backoff or poll wait).",
         oldestPendingAge: "Age in seconds of the oldest item not yet done, failed or quarantined; 0 when there is none.",
+        nodeItemsTakenIn: "Items each node took in first (from the actor of their ingested event; cli for evidence ingest).",
+        nodeJobsRunning: "Jobs each node is running now (running jobs by the node of their lease owner).",
         unanchoredEvents: "Custody events after the newest time-stamped anchor ([custody] anchor_tsa): not yet covered.",
         anchorAge: "Seconds since the newest custody anchor was written; rises past anchor_every when the TSA is unreachable.",
         P.jobsInFlight: "Jobs this process is executing now, by kind.",

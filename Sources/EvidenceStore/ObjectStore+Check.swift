@@ -19,22 +19,76 @@ extension ObjectStore {
     }
 
     /// Every object's path below `objects/sha256`, as stored.
-    public func objectFiles() -> [String] {
-        guard let e = FileManager.default.enumerator(atPath: objectsDir) else { return [] }
-        var out: [String] = []
-        while let rel = e.nextObject() as? String {
-            let full = objectsDir + "/" + rel
-            var st = stat()
-            if lstat(full, &st) == 0, SourceStat(st).kind == .regular { out.append(full) }
+    public func objectFiles() -> [String] { walkObjects().files }
+
+    /// The store's folders walked by descriptor from `objects/sha256` (opened beneath the home),
+    /// never following a link: regular files three levels down are objects; a link, or anything
+    /// else where a fan-out folder or an object should be, is a problem and is not entered.
+    func walkObjects() -> (files: [String], problems: [ObjectProblem]) {
+        var files: [String] = []
+        var problems: [ObjectProblem] = []
+        let top: BeneathRoot
+        do { top = try BeneathRoot(path: objectsDir + "/-", root: home, sameFileSystem: true) } catch {
+            if case .missing = error { return ([], []) }
+            return ([], [.init(kind: .unreadable, path: objectsDir, detail: error.description)])
         }
-        return out.sorted()
+        func walk(_ dir: Int32, _ path: String, depth: Int) {
+            let fd = dup(dir)
+            guard fd >= 0, let stream = fdopendir(fd) else {
+                if fd >= 0 { close(fd) }
+                problems.append(.init(kind: .unreadable, path: path, detail: "cannot list: \(String(cString: strerror(errno)))"))
+                return
+            }
+            defer { closedir(stream) }
+            var names: [String] = []
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            for name in names.sorted() {
+                let full = path + "/" + name
+                var st = Glibc.stat()
+                guard fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+                let kind = SourceStat(st).kind
+                if depth < 2 {
+                    guard kind == .directory else {
+                        problems.append(.init(kind: .strayFile, path: full, detail: kind == .symlink
+                            ? "a symbolic link where a fan-out folder belongs; not followed" : "a \(kind.rawValue) where a fan-out folder belongs"))
+                        continue
+                    }
+                    let sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    guard sub >= 0 else {
+                        problems.append(.init(kind: .unreadable, path: full, detail: "cannot open: \(String(cString: strerror(errno)))"))
+                        continue
+                    }
+                    defer { close(sub) }
+                    if UInt64(st.st_dev) != BeneathRoot.device(dir) {
+                        problems.append(.init(kind: .strayFile, path: full, detail: "another file system mounted in the store; not entered"))
+                        continue
+                    }
+                    walk(sub, full, depth: depth + 1)
+                } else if kind == .regular {
+                    files.append(full)
+                } else {
+                    problems.append(.init(kind: .strayFile, path: full, detail: kind == .symlink
+                        ? "a symbolic link in the store; not followed" : "a \(kind.rawValue) in the store"))
+                }
+            }
+        }
+        walk(top.directory, objectsDir, depth: 0)
+        return (files.sorted(), problems)
     }
 
     /// Re-reads every object and checks that its content hashes to its name, that it sits at
     /// its fan-out path, and that it is read-only. `rehash: false` checks names and modes only.
+    /// Objects are opened through their folders beneath the home (`openObject`), never by a path
+    /// a link could redirect.
     public func check(rehash: Bool = true, progress: ((Int, Int) -> Void)? = nil) -> CheckReport {
         var report = CheckReport()
-        let files = objectFiles()
+        let (files, walkProblems) = walkObjects()
+        report.problems = walkProblems
         for (i, path) in files.enumerated() {
             defer { progress?(i + 1, files.count) }
             let name = String(path[path.index(after: path.lastIndex(of: "/")!)...])
@@ -45,17 +99,26 @@ extension ObjectStore {
             if objectPath(digest) != path {
                 report.problems.append(.init(kind: .misplaced, path: path, detail: "expected at \(objectPath(digest))"))
             }
-            var st = stat()
-            if stat(path, &st) == 0, st.st_mode & 0o222 != 0 {
+            hooks.beforeUse(.check, path)
+            let fd: Int32, st: SourceStat
+            switch Result(catching: { () throws(BeneathRoot.Failure) in try BeneathRoot(path: path, root: home, sameFileSystem: true) })
+                .flatMap({ $0.openRegularFile() }) {
+            case .success(let r): (fd, st) = r
+            case .failure(let e):
+                report.problems.append(.init(kind: .unreadable, path: path, detail: e.description))
+                continue
+            }
+            defer { close(fd) }
+            if st.mode & 0o222 != 0 {
                 report.problems.append(.init(kind: .writable, path: path,
-                                             detail: "object is writable (mode \(String(st.st_mode & 0o777, radix: 8))); objects must be read-only"))
+                                             detail: "object is writable (mode \(String(st.mode & 0o777, radix: 8))); objects must be read-only"))
             }
             report.objects += 1
-            report.bytes += Int64(st.st_size)
+            report.bytes += st.size
             report.digests.insert(digest)
             guard rehash else { continue }
             do {
-                let r = try FileHasher.hash(path: path)
+                let r = try FileHasher.hash(fd: fd, path: path)
                 if r.digest != digest {
                     report.problems.append(.init(kind: .hashMismatch, path: path,
                                                  detail: "content hashes to \(r.digest.hex), not its name"))

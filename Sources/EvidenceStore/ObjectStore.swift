@@ -8,10 +8,29 @@ import Glibc
 ///
 /// Safe to use from several processes at once on one home: temp names carry the writer's
 /// pid, and only temp files of dead writers are cleaned.
+///
+/// Every object is reached through its folder opened beneath the home (`BeneathRoot`: no
+/// symbolic link followed, no other file system entered), and created, renamed and read
+/// relative to folder descriptors (`openat`, `renameat`, `fstatat`): whoever can write in the
+/// store's folders cannot, by swapping `objects/sha256/ab` for a link between a check and the
+/// action, make the service write, read or hash a file outside the store.
 public final class ObjectStore: Sendable {
     public let home: String
     public let objectsDir: String
     public let tmpDir: String
+    let hooks: Hooks
+    /// `tmp/`, opened beneath the home when the store was opened.
+    let tmpFolder: BeneathRoot
+
+    /// Test hooks: called at the moment between a check and the action it guards, so a test can
+    /// swap a folder for a symbolic link exactly there (no sleeps).
+    public struct Hooks: Sendable {
+        public enum Step: String, Sendable { case publish, read, export, check }
+        /// Called with the step and the object's path right before the object is renamed into
+        /// place (its folders made), opened for reading, or opened for `check`.
+        public var beforeUse: @Sendable (Step, String) -> Void
+        public init(beforeUse: @escaping @Sendable (Step, String) -> Void = { _, _ in }) { self.beforeUse = beforeUse }
+    }
 
     public struct IngestResult: Sendable {
         public var digest: SHA256Digest
@@ -24,8 +43,9 @@ public final class ObjectStore: Sendable {
 
     /// Opens (creating if needed) the store under `home` and removes temp files left by
     /// writers that no longer run.
-    public init(home: String) throws(StoreError) {
+    public init(home: String, hooks: Hooks = Hooks()) throws(StoreError) {
         self.home = home
+        self.hooks = hooks
         self.objectsDir = home + "/objects/sha256"
         self.tmpDir = home + "/tmp"
         for dir in [home, home + "/objects", objectsDir, tmpDir] {
@@ -38,7 +58,53 @@ public final class ObjectStore: Sendable {
             for b in 0..<256 { try Self.makeDirectory(objectsDir + "/" + Hex.encode([UInt8(b)])) }
             try Self.fsyncDirectory(objectsDir)
         }
+        do { tmpFolder = try BeneathRoot(path: tmpDir + "/-", root: home, sameFileSystem: true) } catch {
+            throw Self.storeError(error, path: tmpDir)
+        }
         cleanStaleTemps()
+    }
+
+    /// `tmp/` by the descriptor opened when the store was opened (`/proc/self/fd/N`): files other
+    /// code downloads or writes there by name land in that very folder, even if `tmp` was swapped
+    /// for a link since.
+    public var scratchDirectory: String { "/proc/self/fd/\(tmpFolder.directory)" }
+
+    /// A `BeneathRoot` failure as the store reports it.
+    static func storeError(_ failure: BeneathRoot.Failure, path: String) -> StoreError {
+        switch failure {
+        case .missing: return .notFound(path: path)
+        case .symlink, .outside: return .unsafePath(path: path)
+        case .io(_, let e): return .from(errno: e, path: path, operation: "open folder")
+        }
+    }
+
+    /// The folder of `d`'s object, opened beneath the home (see the type's comment); `create`
+    /// makes missing fan-out folders (0750, their parents fsynced).
+    func objectFolder(_ d: SHA256Digest, create: Bool = false) throws(StoreError) -> BeneathRoot {
+        let path = objectPath(d)
+        do { return try BeneathRoot(path: path, root: home, createFolders: create ? 0o750 : nil, sameFileSystem: true) } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// Opens `d`'s object for reading through its folder: a regular file, not a link; returns the
+    /// descriptor (the caller closes it) and what `fstat` says of it.
+    public func openObject(_ d: SHA256Digest) throws(StoreError) -> (fd: Int32, stat: SourceStat) {
+        let folder = try objectFolder(d)
+        switch folder.openRegularFile() {
+        case .success(let r): return r
+        case .failure(.missing): throw .notFound(path: folder.path)
+        case .failure(.io(_, let e)) where e == EACCES || e == EPERM: throw .permissionDenied(path: folder.path)
+        case .failure(.io(_, let e)) where e == EISDIR || e == EINVAL: throw .notRegularFile(path: folder.path, kind: e == EISDIR ? "directory" : "not a regular file")
+        case .failure(let e): throw Self.storeError(e, path: folder.path)
+        }
+    }
+
+    /// Re-hashes `d`'s object, read through its folder (`openObject`).
+    public func hashObject(_ d: SHA256Digest) throws(StoreError) -> FileHasher.Result {
+        let (fd, _) = try openObject(d)
+        defer { close(fd) }
+        return try FileHasher.hash(fd: fd, path: objectPath(d))
     }
 
     public func objectPath(_ d: SHA256Digest) -> String {
@@ -47,14 +113,13 @@ public final class ObjectStore: Sendable {
     }
 
     public func contains(_ d: SHA256Digest) -> Bool {
-        access(objectPath(d), F_OK) == 0
+        objectSize(d) != nil
     }
 
-    /// Size of the stored object, or nil if it is missing.
+    /// Size of the stored object, or nil if it is missing (or not reachable without following a link).
     public func objectSize(_ d: SHA256Digest) -> Int64? {
-        var st = stat()
-        guard stat(objectPath(d), &st) == 0 else { return nil }
-        return Int64(st.st_size)
+        guard let folder = try? objectFolder(d), case .success(let st) = folder.stat(), st.kind == .regular else { return nil }
+        return st.size
     }
 
     // MARK: Ingest
@@ -119,7 +184,7 @@ public final class ObjectStore: Sendable {
         }
 
         try checkFreeSpace(for: opened.size, path: path)
-        let tmp = try TempFile(directory: tmpDir, store: home, source: path)
+        let tmp = try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: path)
         var keepTemp = false
         defer { if !keepTemp { tmp.discard() } }
 
@@ -147,96 +212,103 @@ public final class ObjectStore: Sendable {
 
     /// Makes staged objects durable and puts them in the store, many at once (group commit):
     ///
-    /// 1. every temp file's writeback is started, then each is fsynced (the first fsync's
-    ///    journal commit carries the others' metadata, so the rest mostly wait for their data);
+    /// 1. every temp file's writeback is started; then, 16 at a time, each object's folder is
+    ///    opened beneath the home (made where missing, its parent fsynced) and the temp file is
+    ///    fsynced, unless its content is in the store already (the fsyncs overlap: the device
+    ///    flushes asked for together are merged, so a batch costs a few instead of one each);
     /// 2. each is renamed, still in `tmp/`, to `<hex>.<pid>.<random>.obj` ("complete and durable
-    ///    content of this hash"), and `tmp/` is fsynced once: from here every object of the
-    ///    batch survives a crash;
-    /// 3. each is renamed into `objects/sha256/ab/cd/<hex>` (or dropped if that content is there
-    ///    already). A rename is atomic across a crash, so the object is then under one of its
-    ///    two names; `init` moves any `.obj` left by a writer that died into place. No fan-out
-    ///    folder is fsynced on this path: one folder fsync per batch, not one per object.
+    ///    content of this hash"), and `tmp/` is fsynced once, by its descriptor: from here every
+    ///    object of the batch survives a crash;
+    /// 3. each is renamed (`renameat` from `tmp/`'s descriptor into its folder's) to its hash's
+    ///    name, or dropped if that content got there meanwhile. A rename is atomic across a
+    ///    crash, so the object is then under one of its two names; `init` moves any `.obj` left
+    ///    by a writer that died into place. No object folder is fsynced on this path: one folder
+    ///    fsync per batch, not one per object.
     ///
-    /// Returns one result per staged object, in order: a failure (fsync, rename) concerns that
-    /// object alone; every object returned as a success is durable. `.objectCorrupt` when the
-    /// store holds this hash with another size.
+    /// Returns one result per staged object, in order: a failure (fsync, folder, rename) concerns
+    /// that object alone; every object returned as a success is durable. `.objectCorrupt` when
+    /// the store holds this hash with another size.
     public func commit(_ batch: [StagedObject]) -> [Result<IngestResult, StoreError>] {
-        var results = [Result<IngestResult, StoreError>?](repeating: nil, count: batch.count)
         for s in batch { s.temp.startWriteback() }
-        var toSync: [Int] = []
-        for (i, s) in batch.enumerated() {
-            // Content in place already is durable (it was put there after its own batch's
-            // folder fsync, or by recovery): this copy needs no fsync, it is dropped.
-            guard let existing = objectSize(s.digest) else { toSync.append(i); continue }
-            results[i] = existing == s.size
-                ? .success(IngestResult(digest: s.digest, size: s.size, newObject: false, source: s.source))
-                : .failure(.objectCorrupt(path: objectPath(s.digest), detail: "size \(existing) but content of this hash has \(s.size) bytes; run `evidence fsck`"))
-        }
-        let syncErrors = Self.syncAll(toSync.map { batch[$0].temp })
-        var durable: [Int] = []
-        for (i, syncError) in zip(toSync, syncErrors) {
+        let prepared = Self.concurrently(batch.count, width: Self.syncWidth) { i in self.prepare(batch[i]) }
+        var results = [Result<IngestResult, StoreError>?](repeating: nil, count: batch.count)
+        var durable: [(index: Int, folder: BeneathRoot)] = []
+        for (i, p) in prepared.enumerated() {
             let s = batch[i]
-            do throws(StoreError) {
-                if let syncError { throw syncError }
-                let name = "\(s.digest.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max)).obj"
-                if rename(s.temp.path, tmpDir + "/" + name) != 0 {
-                    throw StoreError.from(errno: errno, path: s.path, operation: "rename in \(tmpDir)")
+            switch p {
+            case .failure(let e): results[i] = .failure(e)
+            case .success(nil):
+                s.temp.discard()
+                results[i] = .success(IngestResult(digest: s.digest, size: s.size, newObject: false, source: s.source))
+            case .success(let folder?):
+                do throws(StoreError) {
+                    try s.temp.rename(to: "\(s.digest.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max)).obj")
+                    durable.append((i, folder))
+                } catch {
+                    results[i] = .failure(error)
                 }
-                s.temp.renamed(to: tmpDir + "/" + name)
-                durable.append(i)
-            } catch {
-                results[i] = .failure(error)
             }
         }
-        if !durable.isEmpty {
-            do throws(StoreError) {
-                try Self.fsyncDirectory(tmpDir)
-            } catch {
-                for i in durable { results[i] = .failure(error) }
-                durable = []
-            }
+        if !durable.isEmpty, fsync(tmpFolder.directory) != 0 {
+            let e = StoreError.from(errno: errno, path: tmpDir, operation: "fsync directory")
+            for d in durable { results[d.index] = .failure(e) }
+            durable = []
         }
-        for i in durable {
+        for (i, folder) in durable {
             let s = batch[i]
-            do throws(StoreError) {
-                let newObject = try place(s.temp.path, digest: s.digest, size: s.size)
-                s.temp.published()
-                results[i] = .success(IngestResult(digest: s.digest, size: s.size, newObject: newObject, source: s.source))
-            } catch {
-                results[i] = .failure(error)
+            results[i] = Result { () throws(StoreError) in
+                hooks.beforeUse(.publish, folder.path)
+                let newObject: Bool
+                if case .success(let st) = folder.stat(), st.kind == .regular {
+                    // Put there since step 1 by another writer.
+                    try Self.sameSize(st.size, s.size, path: folder.path)
+                    s.temp.discard()
+                    newObject = false
+                } else {
+                    try s.temp.place(into: folder.directory, as: folder.name, path: folder.path)
+                    newObject = true
+                }
+                return IngestResult(digest: s.digest, size: s.size, newObject: newObject, source: s.source)
             }
         }
         return results.map { $0! }
     }
 
-    /// fsyncs the temp files, many at once: each fsync of a file whose journal commit is already
-    /// done still waits for a cache flush of the device, and flushes asked for together are
-    /// merged by the block layer, so a batch costs a few flushes instead of one per file.
-    /// Returns each file's error (nil: durable), in order.
-    private static func syncAll(_ temps: [TempFile]) -> [StoreError?] {
-        final class Work: @unchecked Sendable {   // `next` and `errors` guarded by `lock`
-            let temps: [TempFile]
-            var errors: [StoreError?]
-            var next = 0
-            let lock = NSLock()
-            init(_ temps: [TempFile]) { self.temps = temps; errors = Array(repeating: nil, count: temps.count) }
-            func run() {
-                while true {
-                    lock.lock()
-                    let i = next
-                    next += 1
-                    lock.unlock()
-                    guard i < temps.count else { return }
-                    do throws(StoreError) { try temps[i].sync() } catch {
-                        lock.lock(); errors[i] = error; lock.unlock()
-                    }
-                }
+    /// Step 1 of `commit` for one object: its folder, opened (made if missing) beneath the home,
+    /// once its temp file is durable; nil when the store has this content already (then no
+    /// fsync is needed: the copy is dropped).
+    private func prepare(_ s: StagedObject) -> Result<BeneathRoot?, StoreError> {
+        Result { () throws(StoreError) -> BeneathRoot? in
+            let folder: BeneathRoot
+            switch Result(catching: { () throws(StoreError) in try objectFolder(s.digest) }) {
+            case .success(let f): folder = f
+            case .failure(.notFound): folder = try objectFolder(s.digest, create: true)
+            case .failure(let e): throw e
             }
+            if case .success(let st) = folder.stat(), st.kind == .regular {
+                try Self.sameSize(st.size, s.size, path: folder.path)
+                return nil
+            }
+            try s.temp.sync()
+            return folder
         }
-        let work = Work(temps)
-        let helpers = min(temps.count, syncWidth) - 1
+    }
+
+    static func sameSize(_ existing: Int64, _ size: Int64, path: String) throws(StoreError) {
+        guard existing == size else {
+            throw .objectCorrupt(path: path, detail: "size \(existing) but content of this hash has \(size) bytes; run `evidence fsck`")
+        }
+    }
+
+    /// fsyncs in flight at once in a batch.
+    static let syncWidth = 16
+
+    /// `body(0..<count)`, on up to `width` threads at once (this one and helpers); the results
+    /// in order. For blocking calls (fsync) whose waits overlap, off the cooperative pool.
+    static func concurrently<T>(_ count: Int, width: Int, _ body: @escaping (Int) -> T) -> [T] {
+        let work = ParallelWork(count, body)
         let done = DispatchGroup()
-        for _ in 0..<max(0, helpers) {
+        for _ in 0..<max(0, min(count, width) - 1) {
             done.enter()
             let thread = Thread { work.run(); done.leave() }
             thread.stackSize = 256 << 10
@@ -244,33 +316,7 @@ public final class ObjectStore: Sendable {
         }
         work.run()
         done.wait()
-        return work.errors
-    }
-
-    /// fsyncs in flight at once in a batch.
-    static let syncWidth = 16
-
-    /// Moves a durable `tmp/….obj` to its place; false when the store had that content already
-    /// (the `.obj` is then removed).
-    private func place(_ obj: String, digest: SHA256Digest, size: Int64) throws(StoreError) -> Bool {
-        let final = objectPath(digest)
-        if let existing = objectSize(digest) {
-            guard existing == size else {
-                throw .objectCorrupt(path: final, detail: "size \(existing) but content of this hash has \(size) bytes; run `evidence fsck`")
-            }
-            unlink(obj)
-            return false
-        }
-        let dir = String(final[..<final.lastIndex(of: "/")!])
-        // The 256 first-level folders exist from the start; make the parent only if it went missing.
-        if mkdir(dir, 0o750) != 0 && errno == ENOENT {
-            try Self.makeDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
-            try Self.makeDirectory(dir)
-        }
-        if rename(obj, final) != 0 {
-            throw StoreError.from(errno: errno, path: final, operation: "rename")
-        }
-        return true
+        return work.results.map { $0! }
     }
 
     /// Stores bytes held in memory (proof receipts, certificates, manifests).
@@ -278,7 +324,7 @@ public final class ObjectStore: Sendable {
     public func put(_ data: Data) throws(StoreError) -> (digest: SHA256Digest, newObject: Bool) {
         let digest = SHA256Hasher.hash(data)
         if let existing = objectSize(digest), existing == Int64(data.count) { return (digest, false) }
-        let tmp = try TempFile(directory: tmpDir, store: home, source: "(data)")
+        let tmp = try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: "(data)")
         var keep = false
         defer { if !keep { tmp.discard() } }
         let failure: StoreError? = data.withUnsafeBytes { raw in
@@ -286,17 +332,27 @@ public final class ObjectStore: Sendable {
         }
         if let failure { throw failure }
         try tmp.sync()
-        try publish(tmp, as: objectPath(digest))
+        try publish(tmp, as: digest)
         keep = true
         return (digest, true)
     }
 
-    /// Reads a stored object fully into memory (small objects only: proofs, certificates).
+    /// Reads a stored object fully into memory (small objects only: proofs, certificates),
+    /// through its folder (`openObject`).
     public func read(_ d: SHA256Digest) throws(StoreError) -> Data {
         let p = objectPath(d)
-        guard let data = FileManager.default.contents(atPath: p) else {
-            throw access(p, F_OK) == 0 ? .permissionDenied(path: p) : .notFound(path: p)
+        hooks.beforeUse(.read, p)
+        let (fd, st) = try openObject(d)
+        defer { close(fd) }
+        var data = Data(count: Int(st.size))
+        var got = 0
+        while got < data.count {
+            let n = data.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + got, $0.count - got) }
+            if n < 0 { if errno == EINTR { continue }; throw StoreError.from(errno: errno, path: p, operation: "read") }
+            if n == 0 { break }
+            got += n
         }
+        guard got == data.count else { throw .objectCorrupt(path: p, detail: "read \(got) of \(data.count) bytes") }
         return data
     }
 
@@ -329,48 +385,44 @@ public final class ObjectStore: Sendable {
         return (hasher.finalize(), total)
     }
 
-    private func publish(_ tmp: TempFile, as final: String) throws(StoreError) {
-        let dir = String(final[..<final.lastIndex(of: "/")!])
-        let parent = String(dir[..<dir.lastIndex(of: "/")!])
-        let createdParent = access(parent, F_OK) != 0
-        try Self.makeDirectory(parent)
-        let createdDir = access(dir, F_OK) != 0
-        try Self.makeDirectory(dir)
-        if rename(tmp.path, final) != 0 {
-            throw StoreError.from(errno: errno, path: final, operation: "rename")
-        }
-        try Self.fsyncDirectory(dir)
-        if createdDir { try Self.fsyncDirectory(parent) }
-        if createdParent { try Self.fsyncDirectory(objectsDir) }
+    /// Renames the synced temp file to its hash's path: the fan-out folders are opened (made
+    /// where missing, their parents fsynced) beneath the home, and the rename is relative to the
+    /// descriptors of `tmp/` and of that folder, then the folder is fsynced.
+    private func publish(_ tmp: TempFile, as digest: SHA256Digest) throws(StoreError) {
+        let folder = try objectFolder(digest, create: true)
+        hooks.beforeUse(.publish, folder.path)
+        try tmp.publish(into: folder.directory, as: folder.name, path: folder.path)
     }
 
     /// Removes temp files of writers that no longer run, and finishes their commits: a
     /// `<hex>.<pid>.<random>.obj` is durable content of that hash whose writer died before
-    /// renaming it into place (see `commit`).
+    /// renaming it into place (see `commit`); it is moved into place if it still hashes to its
+    /// name, through `tmp/`'s descriptor and its folder's, and that folder fsynced.
     private func cleanStaleTemps() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDir) else { return }
-        var recovered = Set<String>()
-        for name in names {
+        for name in names where !name.contains("/") {
             let parts = name.split(separator: ".")
             let isObject = parts.count == 4 && parts[3] == "obj"
             // "<pid>.<random>.tmp" or "<hex>.<pid>.<random>.obj": left alone while that pid runs.
             if let pid = Int32(isObject ? parts[1] : parts.first ?? ""), pid > 0,
                kill(pid, 0) == 0 || errno == EPERM { continue }
-            let path = tmpDir + "/" + name
-            var st = stat()
-            if isObject, let digest = SHA256Digest(hex: String(parts[0])), lstat(path, &st) == 0,
-               (st.st_mode & S_IFMT) == S_IFREG, (try? place(path, digest: digest, size: Int64(st.st_size))) != nil {
-                let final = objectPath(digest)
-                recovered.insert(String(final[..<final.lastIndex(of: "/")!]))
-                continue
-            }
-            unlink(path)
+            if isObject, let digest = SHA256Digest(hex: String(parts[0])), recover(name, as: digest) { continue }
+            unlinkat(tmpFolder.directory, name, 0)
         }
-        // Recovered objects are made durable under their final names before anyone relies on them.
-        for dir in recovered {
-            try? Self.fsyncDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
-            try? Self.fsyncDirectory(dir)
-        }
+    }
+
+    /// Moves a dead writer's durable `tmp/<name>` to `digest`'s place; false when it is not
+    /// that content (or not a regular file), or the store has that content already.
+    private func recover(_ name: String, as digest: SHA256Digest) -> Bool {
+        let fd = openat(tmpFolder.directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        let hashed = try? FileHasher.hash(fd: fd, path: tmpDir + "/" + name)
+        close(fd)
+        guard hashed?.digest == digest, contains(digest) == false,
+              let folder = try? objectFolder(digest, create: true),
+              renameat(tmpFolder.directory, name, folder.directory, folder.name) == 0 else { return false }
+        fsync(folder.directory)
+        return true
     }
 
     static func check<T>(_ r: Result<T, StoreError>) throws(StoreError) -> T {
@@ -404,4 +456,29 @@ private func followingStat(_ path: String) -> Result<SourceStat, StoreError> {
     var st = stat()
     if stat(path, &st) != 0 { return .failure(.from(errno: errno, path: path, operation: "stat")) }
     return .success(SourceStat(st))
+}
+
+/// The shared state of `ObjectStore.concurrently`: the next index to take and the results.
+private final class ParallelWork<T>: @unchecked Sendable {   // `next` and `results` guarded by `lock`
+    let body: (Int) -> T
+    let count: Int
+    var results: [T?]
+    var next = 0
+    let lock = NSLock()
+    init(_ count: Int, _ body: @escaping (Int) -> T) {
+        self.count = count
+        self.body = body
+        results = Array(repeating: nil, count: count)
+    }
+    func run() {
+        while true {
+            lock.lock()
+            let i = next
+            next += 1
+            lock.unlock()
+            guard i < count else { return }
+            let r = body(i)
+            lock.lock(); results[i] = r; lock.unlock()
+        }
+    }
 }

@@ -17,6 +17,8 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     case vanished(path: String)
     case objectCorrupt(path: String, detail: String)
     case nameNotUTF8(path: String)
+    /// A folder on the way to a store object is a symbolic link or another file system: not followed.
+    case unsafePath(path: String)
 
     public var description: String {
         switch self {
@@ -34,6 +36,7 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case .vanished(let p): return "\(p): vanished while being read; not stored"
         case .objectCorrupt(let p, let d): return "\(p): store object is corrupt (\(d))"
         case .nameNotUTF8(let p): return "\(p): file name is not valid UTF-8"
+        case .unsafePath(let p): return "\(p): a folder on the way is a symbolic link or another file system; not followed"
         }
     }
 

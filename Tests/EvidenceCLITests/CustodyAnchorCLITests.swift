@@ -34,7 +34,9 @@ struct CustodyAnchorCLITests {
             let report = try #require(verify.json as? [String: Any])
             let events = try #require(report["events"] as? Int)
             #expect((report["anchors"] as? Int ?? 0) >= 1)
-            #expect((report["newestAnchor"] as? [String: Any])?["seq"] as? Int == events, "the shutdown anchor covers every event")
+            // The shutdown anchor covers every event but its own record (the `anchored` event after it).
+            #expect((report["newestAnchor"] as? [String: Any])?["seq"] as? Int == events - 1, "the shutdown anchor covers every event")
+            #expect(sqlite(h.home + "/catalog.sqlite", "SELECT kind FROM custody_event ORDER BY seq DESC LIMIT 1").stdout.hasPrefix("anchored"))
             #expect(report["anchorSignaturesChecked"] as? Bool == true)
             // Copies: the run's job runner copied what it anchored; `log anchor` copies the shutdown anchor.
             let copies = vault + "/evidence-anchors"
@@ -63,7 +65,7 @@ struct CustodyAnchorCLITests {
             try kept.write(toFile: h.home + "/custody.head", atomically: true, encoding: .utf8)
             let cut = cli.run(["log", "verify"])
             #expect(cut.status == 1)
-            #expect(cut.stdout.contains("custody event #\(events): missing, but anchor"), "\(cut.stdout)")
+            #expect(cut.stdout.contains("custody event #\(events - 1): missing, but anchor"), "\(cut.stdout)")
             #expect(cut.stdout.contains("proves the log had it"))
             let fsck = cli.run(["fsck", "--quick"])
             #expect(fsck.status == 1 && fsck.stdout.contains("missing, but anchor"), "\(fsck.stdout)")
@@ -77,7 +79,7 @@ struct CustodyAnchorCLITests {
             #expect(noAnchors.status == 1 && noAnchors.stdout.contains("no anchor verifies although [custody] is configured"),
                     "\(noAnchors.stdout)")
             let withCopies = cli.run(["log", "verify", "--anchors", copies])
-            #expect(withCopies.status == 1 && withCopies.stdout.contains("custody event #\(events): missing, but anchor"), "\(withCopies.stdout)")
+            #expect(withCopies.status == 1 && withCopies.stdout.contains("custody event #\(events - 1): missing, but anchor"), "\(withCopies.stdout)")
             let noFolder = cli.run(["log", "verify", "--anchors", h.scratch.path + "/nowhere"])
             #expect(noFolder.status == 2 && noFolder.stderr.contains("--anchors \(h.scratch.path)/nowhere: no such folder"), "\(noFolder.stderr)")
 

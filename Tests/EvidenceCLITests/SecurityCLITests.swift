@@ -551,12 +551,26 @@ struct SecurityCLITests {
         #expect(doctor.status == 1 && doctor.stdout.contains("✗ custody: \(tamper.problems[0])"), "\(doctor.stdout)")
     }
 
-    @Test("known limit without [custody] anchors: cutting off the newest events and rewriting custody.head to match goes unnoticed (CustodyAnchorCLITests: caught with them)")
-    func truncationWithForgedAnchor() throws {
+    @Test("without [custody] anchors: the newest event cut off with custody.head rewritten is caught by the item row it recorded (no ingested event)")
+    func truncationCaughtByTheRows() throws {
         let (s, cli, db) = try custodyHome()
         defer { withExtendedLifetime(s) {} }
         let second = sqlite(db, "SELECT seq || ' ' || hash FROM custody_event WHERE seq = 2").stdout
         #expect(sqlite(db, Self.dropTriggers + Tamper.truncate.sql).status == 0)
+        try second.write(toFile: s.home + "/custody.head", atomically: true, encoding: .utf8)
+        let verify = cli.run(["log", "verify"])
+        #expect(verify.status == 1)
+        #expect(verify.stdout.contains("has no ingested event for its SHA-256"), "\(verify.stdout)")
+    }
+
+    @Test("known limit without [custody] anchors: cutting off the newest events, the rows they recorded, and rewriting custody.head to match goes unnoticed (CustodyAnchorCLITests: caught with them)")
+    func truncationWithForgedAnchor() throws {
+        let (s, cli, db) = try custodyHome()
+        defer { withExtendedLifetime(s) {} }
+        let second = sqlite(db, "SELECT seq || ' ' || hash FROM custody_event WHERE seq = 2").stdout
+        let cut = Self.dropTriggers + Tamper.truncate.sql
+            + "DELETE FROM job WHERE item_id = 3; DELETE FROM source WHERE item_id = 3; DELETE FROM item WHERE id = 3;"
+        #expect(sqlite(db, cut).status == 0)
         try second.write(toFile: s.home + "/custody.head", atomically: true, encoding: .utf8)
         withKnownIssue("custody.head is written by the same user as catalog.sqlite; only a time-stamped anchor ([custody] anchor_tsa) catches this") {
             #expect(cli.run(["log", "verify"]).status == 1)

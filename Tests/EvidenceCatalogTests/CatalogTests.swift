@@ -13,9 +13,9 @@ func record(_ hex: Character, path: String, size: Int64 = 10, inode: UInt64 = 1,
 
 @Suite("Catalog")
 struct CatalogTests {
-    @Test("first sight creates an ingested item with its source and an `ingested` event")
-    func create() throws {
-        let c = try SQLiteCatalog.inMemory()
+    @Test("first sight creates an ingested item with its source and an `ingested` event", arguments: Backend.allCases)
+    func create(_ backend: Backend) throws {
+        let c = try backend.make()
         let media = MediaInfo(container: "mov,mp4", creationTime: Date(timeIntervalSince1970: 1_714_555_800))
         let o = try c.recordIngest(record("a", path: "/drop/clip.mp4", media: media))
         guard case .created(let item) = o else { Issue.record("expected created, got \(o)"); return }
@@ -26,9 +26,9 @@ struct CatalogTests {
         #expect(try c.events(itemID: item.id).map(\.kind) == ["ingested"])
     }
 
-    @Test("the same content under another name is a duplicate: one item, two sources")
-    func duplicate() throws {
-        let c = try SQLiteCatalog.inMemory()
+    @Test("the same content under another name is a duplicate: one item, two sources", arguments: Backend.allCases)
+    func duplicate(_ backend: Backend) throws {
+        let c = try backend.make()
         _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
         let o = try c.recordIngest(record("a", path: "/drop/two.mp4", inode: 2))
         guard case .duplicate(let item) = o else { Issue.record("expected duplicate, got \(o)"); return }
@@ -37,9 +37,9 @@ struct CatalogTests {
         #expect(try c.events(itemID: item.id).map(\.kind) == ["ingested", "seen-again"])
     }
 
-    @Test("the same version of the same path again records nothing")
-    func alreadyKnown() throws {
-        let c = try SQLiteCatalog.inMemory()
+    @Test("the same version of the same path again records nothing", arguments: Backend.allCases)
+    func alreadyKnown(_ backend: Backend) throws {
+        let c = try backend.make()
         _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
         let o = try c.recordIngest(record("a", path: "/drop/one.mp4"))
         guard case .alreadyKnown = o else { Issue.record("expected alreadyKnown, got \(o)"); return }
@@ -48,9 +48,9 @@ struct CatalogTests {
         #expect(try c.itemForSource(path: "/drop/one.mp4", device: 1, inode: 1, size: 10, mtimeNanos: 2) == nil)
     }
 
-    @Test("items are found by id, hash prefix and source path")
-    func lookup() throws {
-        let c = try SQLiteCatalog.inMemory()
+    @Test("items are found by id, hash prefix and source path", arguments: Backend.allCases)
+    func lookup(_ backend: Backend) throws {
+        let c = try backend.make()
         _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
         _ = try c.recordIngest(record("b", path: "/drop/two.mp4", inode: 2))
         #expect(try c.items(matching: "2").map(\.sha256.short) == ["bbbbbbbb"])
@@ -59,9 +59,9 @@ struct CatalogTests {
         #expect(try c.items(matching: "cccc").isEmpty)
     }
 
-    @Test("quarantine is recorded and resolved when the path later ingests fine")
-    func quarantine() throws {
-        let c = try SQLiteCatalog.inMemory()
+    @Test("quarantine is recorded and resolved when the path later ingests fine", arguments: Backend.allCases)
+    func quarantine(_ backend: Backend) throws {
+        let c = try backend.make()
         _ = try c.recordQuarantine(path: "/drop/x.mp4", rule: nil, reason: "/drop/x.mp4: permission denied")
         #expect(try c.quarantine(includeResolved: false).count == 1)
         #expect(try c.summary().quarantined == 1)
@@ -69,9 +69,9 @@ struct CatalogTests {
         #expect(try c.quarantine(includeResolved: false).isEmpty)
     }
 
-    @Test("summary counts items per state and per rule")
-    func summary() throws {
-        let c = try SQLiteCatalog.inMemory()
+    @Test("summary counts items per state and per rule", arguments: Backend.allCases)
+    func summary(_ backend: Backend) throws {
+        let c = try backend.make()
         _ = try c.recordIngest(record("a", path: "/a", size: 5))
         let b = try c.recordIngest(record("b", path: "/b", size: 7, inode: 2)).item
         _ = try c.transition(itemID: b.id, to: .failed, reason: "notary said no", event: .failed, details: [:])
@@ -97,6 +97,22 @@ struct CustodyChainTests {
             try db.execute(sql: "DROP TRIGGER custody_event_no_update; DROP TRIGGER custody_event_no_delete")
         }
         return (c, raw)
+    }
+
+    @Test("an item row with a state this version does not know is an error naming the item, not shown as quarantined")
+    func unknownState() throws {
+        let dir = TempDirectory()
+        let c = try SQLiteCatalog(path: dir.path + "/catalog.sqlite")
+        guard case .created(let item) = try c.recordIngest(record("a", path: "/a")) else { Issue.record("not created"); return }
+        let raw = try DatabaseQueue(path: dir.path + "/catalog.sqlite")
+        try raw.write { try $0.execute(sql: "UPDATE item SET state = 'sealed' WHERE id = ?", arguments: [item.id]) }
+        do {
+            let read = try c.item(id: item.id)
+            Issue.record("read as \(String(describing: read?.state))")
+        } catch {
+            #expect("\(error)".contains("item \(item.id) has the unknown state \"sealed\""), "\(error)")
+        }
+        #expect(throws: CatalogError.self) { try c.allItems() }
     }
 
     @Test("the schema refuses updates and deletes of custody events")
@@ -170,18 +186,33 @@ struct CustodyChainTests {
 
 @Suite("Catalog: batched ingest records")
 struct CatalogBatchTests {
-    @Test("recordIngests gives, in one transaction, the outcomes recording one by one gives: created, duplicate, already known")
-    func batchMatchesOneByOne() throws {
+    @Test("recordIngests gives, in one transaction, the outcomes recording one by one gives: created, duplicate, already known",
+          arguments: Backend.allCases)
+    func batchMatchesOneByOne(_ backend: Backend) throws {
         let batch = [record("a", path: "/drop/one.mp4"), record("a", path: "/drop/two.mp4", inode: 2),
                      record("a", path: "/drop/one.mp4"), record("b", path: "/drop/three.mp4", inode: 3)]
-        let c = try SQLiteCatalog.inMemory()
+        let c = try backend.make()
         let outcomes = try c.recordIngests(batch).map { try $0.get() }
-        let one = try SQLiteCatalog.inMemory()
+        let one = try backend.make()
         let expected = try batch.map { try one.recordIngest($0) }
         #expect(outcomes.map(\.label) == expected.map(\.label))
         #expect(outcomes.map(\.item.id) == expected.map(\.item.id))
         #expect(try c.allEvents().map(\.kind) == ["ingested", "seen-again", "ingested"])
         #expect(try c.verifyChain().problems.isEmpty)
         #expect(try c.recordIngests([]).isEmpty)
+    }
+
+    @Test("a record the database refuses fails alone: the others of its batch are recorded, with an unbroken chain",
+          arguments: Backend.allCases)
+    func refusedRecordFailsAlone(_ backend: Backend) throws {
+        let c = try backend.make()
+        // The same version of one path (path, device, inode, size, mtime) under another hash: the
+        // source row is refused as a duplicate key.
+        let outcomes = try c.recordIngests([record("a", path: "/drop/one.mp4"), record("b", path: "/drop/one.mp4"),
+                                            record("c", path: "/drop/two.mp4", inode: 2)])
+        #expect(outcomes.map { (try? $0.get())?.label } == ["stored", nil, "stored"])
+        #expect(try c.allItems().map(\.sha256.short) == ["aaaaaaaa", "cccccccc"])
+        #expect(try c.allEvents().map(\.kind) == ["ingested", "ingested"])
+        #expect(try c.verifyChain().problems.isEmpty)
     }
 }

@@ -8,15 +8,15 @@ import Testing
 
 @Suite("Job queue")
 struct JobQueueTests {
-    func catalogWithItem() throws -> (SQLiteCatalog, Int64) {
-        let c = try SQLiteCatalog.inMemory()
+    func catalogWithItem(_ backend: Backend) throws -> (any Catalog, Int64) {
+        let c = try backend.make()
         let item = try c.recordIngest(record("a", path: "/drop/a.mp4")).item
         return (c, item.id)
     }
 
-    @Test("ingest queues its jobs in the same transaction, once per item and per source")
-    func queuedWithIngest() throws {
-        let c = try SQLiteCatalog.inMemory()
+    @Test("ingest queues its jobs in the same transaction, once per item and per source", arguments: Backend.allCases)
+    func queuedWithIngest(_ backend: Backend) throws {
+        let c = try backend.make()
         var r = record("a", path: "/drop/a.mp4")
         r.jobsForNewItem = [JobSpec(.verify(rule: "cam"))]
         r.jobsForNewSource = [JobSpec(.afterAction(rule: "cam", action: .delete, source: nil))]
@@ -34,18 +34,18 @@ struct JobQueueTests {
         #expect(sources.sorted() == ["/drop/a.mp4", "/drop/copy.mp4"], "the catalog fills in each after-action's source")
     }
 
-    @Test("enqueue is idempotent by dedupe key")
-    func dedupe() throws {
-        let (c, id) = try catalogWithItem()
+    @Test("enqueue is idempotent by dedupe key", arguments: Backend.allCases)
+    func dedupe(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
         let a = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "verify:item:\(id)")
         let b = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "verify:item:\(id)")
         #expect(a.id == b.id)
         #expect(try c.jobs(itemID: id).count == 1)
     }
 
-    @Test("a claimed job is leased to one owner; others cannot claim it until the lease expires")
-    func leasing() throws {
-        let (c, id) = try catalogWithItem()
+    @Test("a claimed job is leased to one owner; others cannot claim it until the lease expires", arguments: Backend.allCases)
+    func leasing(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
         _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "v")
         let now = Date()
         let job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
@@ -61,9 +61,9 @@ struct JobQueueTests {
         #expect(try c.events(itemID: id).map(\.kind) == ["ingested", "verified"])
     }
 
-    @Test("failures retry at the given time until attempts run out, then fail the item")
-    func failAndGiveUp() throws {
-        let (c, id) = try catalogWithItem()
+    @Test("failures retry at the given time until attempts run out, then fail the item", arguments: Backend.allCases)
+    func failAndGiveUp(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
         _ = try c.enqueue(JobSpec(.verify(rule: "cam"), maxAttempts: 2), itemID: id, dedupeKey: "v")
         var now = Date()
         var job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
@@ -87,9 +87,9 @@ struct JobQueueTests {
         #expect(again.attempts == 1)
     }
 
-    @Test("release returns a job without spending an attempt; start-up releases every lease")
-    func release() throws {
-        let (c, id) = try catalogWithItem()
+    @Test("release returns a job without spending an attempt; start-up releases every lease", arguments: Backend.allCases)
+    func release(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
         _ = try c.enqueue(JobSpec(.afterAction(rule: "cam", action: .delete, source: nil)), itemID: id, dedupeKey: "x")
         _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "y")
         let now = Date()
@@ -120,9 +120,9 @@ struct JobQueueTests {
         #expect(try c.claimJob(kinds: [.notarize], owner: "A", lease: 60, now: Date()) == nil, "never handed out")
     }
 
-    @Test("a share link's custody event names it by link_id, never its URL (a bearer capability that bundles would carry)")
-    func shareLinkEventHasNoURL() throws {
-        let (c, id) = try catalogWithItem()
+    @Test("a share link's custody event names it by link_id, never its URL (a bearer capability that bundles would carry)", arguments: Backend.allCases)
+    func shareLinkEventHasNoURL(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
         let url = "https://share.example/s/SECRET-CAPABILITY-123"
         try c.saveSharedLink(SharedLink(itemID: id, account: "vault", remotePath: "cam/a.mp4", url: url, expires: nil,
                                         passwordProtected: false, fallback: nil))

@@ -1,5 +1,6 @@
 import EvidenceHTTP
 import Foundation
+import Synchronization
 import Testing
 import EvidenceTesting
 
@@ -216,6 +217,28 @@ extension Loopback {
             #expect(server.hits("/ocs") == 1)
             #expect(committed.status == 201)
             #expect(server.hits("/commit") == 2)
+        }
+
+        @Test func beforeRetryChoosesWhatIsSentAgainAndCanStop() async throws {
+            // A grant that must not be re-sent blindly: the caller swaps the request, then stops.
+            let server = try TestServer(routes: [
+                "/old": { _, _ in .respond(503) },
+                "/new": { _, _ in .respond(503) },
+            ])
+            defer { server.stop() }
+            let client = makeClient()
+            let asked = Mutex(0)
+            let error = await httpError {
+                try await client.execute(HTTPRequest(method: "POST", url: server.url("/old")), beforeRetry: { failure in
+                    let n = asked.withLock { $0 += 1; return $0 }
+                    #expect(failure.kind == .status(503))
+                    return n == 1 ? .send(HTTPRequest(method: "POST", url: server.url("/new"))) : .stop
+                })
+            }
+            #expect(error?.kind == .status(503))
+            #expect(asked.withLock { $0 } == 2)
+            #expect(server.hits("/old") == 1)
+            #expect(server.hits("/new") == 1, "the loop sent something other than what beforeRetry chose, or kept going after .stop")
         }
 
         @Test func retryAfterBeyondTheLimitIsThrownAtOnce() async throws {

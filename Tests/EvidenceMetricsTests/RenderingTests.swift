@@ -86,6 +86,9 @@ struct RenderingTests {
         #expect(lines.contains(#"evidence_jobs_queued{kind="archive"} 0.0"#))
         #expect(lines.contains("evidence_oldest_pending_age_seconds 90.0"))
         #expect(lines.contains("# TYPE evidence_items gauge"))
+        let takenIn = lines.filter { $0.hasPrefix("evidence_node_items_taken_in{") }
+        #expect(takenIn.count == 1 && takenIn.first?.hasSuffix(" 2.0") == true, "\(takenIn)")
+        #expect(lines.contains { $0.hasPrefix("evidence_node_jobs_running{") && $0.hasSuffix(" 0.0") })
 
         // Done items are not pending: the age falls to 0 and the counts follow at the next scrape.
         for item in try f.home.catalog.allItems() {

@@ -62,4 +62,18 @@ struct GroupCommitStoreTests {
         #expect(FileManager.default.fileExists(atPath: live), "a live writer's commit is its own")
         #expect(store.check().problems.isEmpty)
     }
+
+    @Test("a dead writer's tmp/ object whose content is not its name is removed, not put in place")
+    func doesNotRecoverAMisnamedObject() throws {
+        let dir = TempDir()
+        let home = dir.path + "/home"
+        _ = try ObjectStore(home: home)
+        let hex = sha256sum(dir.file("src", randomData(4000)))
+        let left = home + "/tmp/\(hex).4194305.79.obj"
+        #expect(FileManager.default.createFile(atPath: left, contents: randomData(4000), attributes: [.posixPermissions: 0o440]))
+        let store = try ObjectStore(home: home)
+        #expect(!store.contains(SHA256Digest(hex: hex)!), "content put under a name it does not hash to")
+        #expect(!FileManager.default.fileExists(atPath: left))
+        #expect(store.check().problems.isEmpty)
+    }
 }

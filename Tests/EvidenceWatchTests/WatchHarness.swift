@@ -110,6 +110,17 @@ func pause(_ seconds: Double) async {
     try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
 }
 
+/// Runs `body` on a thread of its own and waits for it. A writer whose pauses are part of
+/// what a test shows (a slow camera, a file still open) must not be a task on the cooperative
+/// pool: with other tests holding its two threads, its 0.1 s pause once lasted past the
+/// watcher's 0.5 s grace and the file was reported half written.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
+        let thread = Thread { c.resume(returning: body()) }
+        thread.start()
+    }
+}
+
 typealias TempDir = TempDirectory
 
 extension TempDirectory {

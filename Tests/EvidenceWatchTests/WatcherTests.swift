@@ -15,15 +15,22 @@ struct WatcherTests {
         let path = tmp.sub("clip.mp4")
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         try #require(fd >= 0)
-        let chunk = [UInt8](repeating: 0x42, count: 4096)
-        var lastWrite = ContinuousClock.now
-        for _ in 0..<7 {
-            #expect(write(fd, chunk, chunk.count) == chunk.count)
-            lastWrite = .now
-            await pause(0.5)
-            #expect(h.log.settledCount("clip.mp4") == 0, "reported while still being written")
+        let log = h.log
+        let (written, early, lastWrite) = await onOwnThread { () -> (Int, Int, ContinuousClock.Instant) in
+            let chunk = [UInt8](repeating: 0x42, count: 4096)
+            var written = 0, early = 0
+            var last = ContinuousClock.now
+            for _ in 0..<7 {
+                written += write(fd, chunk, chunk.count)
+                last = .now
+                usleep(500_000)
+                if log.settledCount("clip.mp4") != 0 { early += 1 }
+            }
+            close(fd)  // IN_CLOSE_WRITE alone changes nothing: the window runs from the last write
+            return (written, early, last)
         }
-        close(fd)  // IN_CLOSE_WRITE alone changes nothing: the window runs from the last write
+        #expect(written == 7 * 4096)
+        #expect(early == 0, "reported while still being written")
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("clip.mp4") >= 1 })
         await pause(1.5)
         await h.stop()
@@ -152,12 +159,14 @@ struct WatcherTests {
             writeFile(dir + "/closed.bin", bytes: 10)  // likely closed before the watch exists
             let fd = open(dir + "/open.bin", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             try #require(fd >= 0)
-            let chunk = [UInt8](repeating: 7, count: 1000)
-            for _ in 0..<3 {
-                _ = write(fd, chunk, chunk.count)
-                await pause(0.1)
+            await onOwnThread {
+                let chunk = [UInt8](repeating: 7, count: 1000)
+                for _ in 0..<3 {
+                    _ = write(fd, chunk, chunk.count)
+                    usleep(100_000)
+                }
+                close(fd)
             }
-            close(fd)
         }
         #expect(await waitUntil(timeout: 5) { h.log.settled.count >= 10 })
         await pause(0.8)
@@ -310,9 +319,14 @@ struct WatcherTests {
         let tmp = TempDir()
         defer { tmp.cleanup() }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 1)])
-        writeFile(tmp.sub("gone.mp4"), bytes: 10)
-        await pause(0.1)
-        #expect(unlink(tmp.sub("gone.mp4")) == 0)
+        // On a thread of its own: a 0.1 s pause on the cooperative pool once lasted past the 1 s settle.
+        let gone = tmp.sub("gone.mp4")
+        let unlinked = await onOwnThread { () -> Int32 in
+            writeFile(gone, bytes: 10)
+            usleep(100_000)
+            return unlink(gone)
+        }
+        #expect(unlinked == 0)
         writeFile(tmp.sub("kept.mp4"), bytes: 10)
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("kept.mp4") == 1 })
         await pause(0.5)

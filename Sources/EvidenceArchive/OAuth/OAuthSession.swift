@@ -103,7 +103,7 @@ public actor OAuthSession {
                 if case .failure(let e) = result, e.kind == .permanent {
                     var again = [("grant_type", "password"), ("username", username), ("password", password), ("client_id", clientID)]
                     if let clientSecret { again.append(("client_secret", clientSecret)) }
-                    return await post(again).result
+                    return await post(again)
                 }
                 return result
             }
@@ -111,42 +111,94 @@ public actor OAuthSession {
         }
         form.append(("client_id", clientID))
         if let clientSecret { form.append(("client_secret", clientSecret)) }
-        return await post(form).result
+        return await post(form)
     }
 
     /// A refresh grant, never re-sent blindly: a refresh token may be single-use (Box), so an
-    /// answer that was lost (no answer, a 5xx, a 429) may have spent it. Before sending it again
-    /// the token file is read once more — whoever got the new one (another process, or this one
-    /// in an earlier run) saved it there — and a rotated token found there is used instead. A
+    /// answer that was lost (no answer, a 5xx, a 429, a 2xx we could not read) may have spent it.
+    /// Before the HTTP client's retry loop sends it again (the loop owns the waiting and the
+    /// count of attempts), `nextRefresh` reads the token file once more — whoever got the new
+    /// token (another process, or this one in an earlier run) saved it there — and a rotated token
+    /// found there is used instead, or ends the loop when its access token is still good. A
     /// refresh token refused as `invalid_grant` is checked the same way before giving up.
     private func refresh(with first: String) async -> Result<TokenRecord, ArchiveError> {
-        var rt = first
-        var lost = 0
-        let policy = http.configuration.retry
-        while true {
-            var form = [("grant_type", "refresh_token"), ("refresh_token", rt), ("client_id", clientID)]
-            if let clientSecret { form.append(("client_secret", clientSecret)) }
-            let answer = await post(form, once: true)
-            guard case .failure(let error) = answer.result else { return answer.result }
-            guard answer.lost || answer.invalidGrant else { return answer.result }
-            if let fresh = rotatedOnDisk(than: rt) {
-                record = fresh
-                if usable(fresh) { return .success(fresh) }
-                guard let next = fresh.refreshToken else { return answer.result }
-                rt = next
-                continue
+        let round = RefreshRound(token: first)
+        let response: HTTPResponse
+        do {
+            response = try await http.execute(refreshRequest(first), classify: { r in
+                if r.isSuccess {
+                    // A 2xx without a token in it (a cut body) may have spent the grant all the same.
+                    let token = r.decoded(OAuthAPI.TokenAnswer.self)?.access_token
+                    return token?.isEmpty == false ? .success : .retryable(retryAfter: nil)
+                }
+                if r.status == 429 || r.status >= 500 || Self.isInvalidGrant(r) { return .retryable(retryAfter: nil) }
+                return .permanent
+            }, beforeRetry: { [self] failure in await self.nextRefresh(after: failure, round) })
+        } catch {
+            if let found = round.found { return .success(found) }
+            guard let r = error.response else {
+                return .failure(ArchiveError.transport(error, account: account, doing: "getting an access token"))
             }
-            if answer.invalidGrant {
-                guard lost > 0 else { return answer.result }
-                return .failure(ArchiveError(.permanent, error.message + "; an earlier refresh's answer was lost, and with it the "
-                                             + "new refresh token (\(account)'s token file holds no newer one)"))
-            }
-            lost += 1
-            guard lost < policy.maxAttempts else { return answer.result }
-            let wait = policy.delay(afterAttempt: lost, retryAfter: error.retryAfter)
-            guard wait <= policy.maxRetryAfter else { return answer.result }
-            try? await Task.sleep(for: .seconds(wait))
+            response = r
         }
+        if let found = round.found { return .success(found) }
+        let sent = round.token
+        let result = decode(response, form: refreshForm(sent), login: false)
+        guard case .failure(let error) = result, Self.isInvalidGrant(response) else { return result }
+        // Refused: a token rotated on disk since the last look still wins.
+        if let fresh = rotatedOnDisk(than: sent) {
+            record = fresh
+            if usable(fresh) { return .success(fresh) }
+        }
+        guard round.lost > 0 else { return result }
+        return .failure(ArchiveError(.permanent, error.message + "; an earlier refresh's answer was lost, and with it the "
+                                     + "new refresh token (\(account)'s token file holds no newer one)"))
+    }
+
+    /// Asked by the HTTP retry loop before it sends a refresh grant again: a usable record in the
+    /// token file ends the loop; a rotated refresh token there is sent instead of ours; a refused
+    /// grant with nothing newer on disk is not sent again; a lost answer is sent again as is.
+    private func nextRefresh(after failure: HTTPError, _ round: RefreshRound) -> Resend {
+        if let fresh = rotatedOnDisk(than: round.token) {
+            record = fresh
+            if usable(fresh) { round.found = fresh; return .stop }
+            guard let next = fresh.refreshToken else { return .stop }
+            round.token = next
+            return .send(refreshRequest(next))
+        }
+        if let r = failure.response, Self.isInvalidGrant(r) { return .stop }
+        round.lost += 1
+        return .same
+    }
+
+    /// One refresh's state, shared with the retry loop's `beforeRetry`: the refresh token sent
+    /// last, how many answers were lost, and a usable record found in the token file.
+    private final class RefreshRound: @unchecked Sendable {
+        // Touched only from the actor (`refresh` and `nextRefresh`), one at a time.
+        var token: String
+        var lost = 0
+        var found: TokenRecord?
+        init(token: String) { self.token = token }
+    }
+
+    private func refreshForm(_ token: String) -> [(String, String)] {
+        var form = [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", clientID)]
+        if let clientSecret { form.append(("client_secret", clientSecret)) }
+        return form
+    }
+
+    private func refreshRequest(_ token: String) -> HTTPRequest {
+        tokenRequest(refreshForm(token))
+    }
+
+    private func tokenRequest(_ form: [(String, String)]) -> HTTPRequest {
+        HTTPRequest(method: "POST", url: tokenURL,
+                    headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
+                    body: .data(Data(FormEncoding.encode(form).utf8)))
+    }
+
+    private static func isInvalidGrant(_ r: HTTPResponse) -> Bool {
+        !r.isSuccess && r.decoded(OAuthAPI.TokenAnswer.self)?.error == .invalidGrant
     }
 
     /// A record whose access token can be handed out: more than a minute left, not refused.
@@ -173,56 +225,36 @@ public actor OAuthSession {
         record = nil
         loaded = true
         refreshCount += 1
-        switch await post(form, login: true).result {
+        switch await post(form, login: true) {
         case .success(let r): return r
         case .failure(let e): record = previous; throw e
         }
     }
 
-    /// What one token request came to: the record or the error, whether the answer was lost
-    /// (none, a 5xx or a 429: the grant may or may not have been used), and whether the provider
-    /// refused the grant itself (`invalid_grant`).
-    private struct Answer {
-        var result: Result<TokenRecord, ArchiveError>
-        var lost = false
-        var invalidGrant = false
-    }
-
-    /// `once`: one attempt, for grants that must not be re-sent blindly (the caller decides);
-    /// else the shared retry loop retries 429/5xx and transport failures.
-    private func post(_ form: [(String, String)], login: Bool = false, once: Bool = false) async -> Answer {
-        let request = HTTPRequest(method: "POST", url: tokenURL,
-                                  headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
-                                  body: .data(Data(FormEncoding.encode(form).utf8)))
+    /// A grant that may be sent again when its answer is lost (a password or client
+    /// credentials grant, a login's code exchange answered 429/5xx): the shared retry loop.
+    private func post(_ form: [(String, String)], login: Bool = false) async -> Result<TokenRecord, ArchiveError> {
         let response: HTTPResponse
         do {
-            if once {
-                response = try await http.send(request)
-            } else {
-                response = try await http.execute(request, classify: { r in
-                    (r.status == 429 || r.status >= 500) ? .retryable(retryAfter: nil) : .success
-                })
-            }
+            response = try await http.execute(tokenRequest(form), classify: { r in
+                (r.status == 429 || r.status >= 500) ? .retryable(retryAfter: nil) : .success
+            })
         } catch {
-            if case .status = error.kind, let r = error.response { response = r } else {
-                return Answer(result: .failure(ArchiveError.transport(error, account: account, doing: "getting an access token")),
-                              lost: error.isRetryable)
+            guard case .status = error.kind, let r = error.response else {
+                return .failure(ArchiveError.transport(error, account: account, doing: "getting an access token"))
             }
+            response = r
         }
-        let answer = decode(response, form: form, login: login)
-        // A 2xx we could not read (a cut body) may have used the grant just as well as no answer.
-        let unread = response.isSuccess && (try? answer.get()) == nil
-        return Answer(result: answer, lost: response.status == 429 || response.status >= 500 || unread,
-                      invalidGrant: !response.isSuccess && (JSON.object(response.body)?["error"] as? String) == "invalid_grant")
+        return decode(response, form: form, login: login)
     }
 
     private func decode(_ response: HTTPResponse, form: [(String, String)], login: Bool) -> Result<TokenRecord, ArchiveError> {
-        let json = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        let json = response.decoded(OAuthAPI.TokenAnswer.self)
         guard response.isSuccess else {
             // The provider's words, minus anything we sent it (a server may quote the request back).
             let sent = form.filter { ["client_secret", "password", "refresh_token", "code", "code_verifier"].contains($0.0) }.map(\.1)
-            let code = Redact.text(json?["error"] as? String ?? "HTTP \(response.status)", secrets: sent)
-            let detail = Redact.text(json?["error_description"] as? String ?? "", secrets: sent)
+            let code = Redact.text(json?.error?.description ?? "HTTP \(response.status)", secrets: sent)
+            let detail = Redact.text(json?.error_description ?? "", secrets: sent)
             let kind: ArchiveError.Kind = (response.status == 429 || response.status >= 500) ? .transient : .permanent
             var hint = ""
             if code == "invalid_grant" {
@@ -238,18 +270,16 @@ public actor OAuthSession {
             return .failure(ArchiveError(.transient, "\(account): token endpoint \(Redact.url(tokenURL)) answered HTTP \(response.status) "
                                          + "with \(response.header("content-type") ?? "no content type"), \(response.body.count) bytes, not JSON"))
         }
-        guard let access = json["access_token"] as? String, !access.isEmpty else {
+        guard let access = json.access_token, !access.isEmpty else {
             return .failure(ArchiveError(.permanent, "\(account): token endpoint \(Redact.url(tokenURL)) answered without access_token"))
         }
-        let lifetime = (json["expires_in"] as? NSNumber)?.doubleValue ?? Double(json["expires_in"] as? String ?? "") ?? 3600
+        let lifetime = json.expires_in ?? 3600
         var next = record ?? TokenRecord()
         next.accessToken = access
         next.obtainedAt = now()
         next.expiresAt = now().addingTimeInterval(lifetime)
-        if let rt = json["refresh_token"] as? String, !rt.isEmpty { next.refreshToken = rt }
-        for key in ["subdomain", "apicp", "appcp", "account_id"] {
-            if let v = json[key] as? String { next.extra[key] = v }
-        }
+        if let rt = json.refresh_token, !rt.isEmpty { next.refreshToken = rt }
+        next.extra.merge(json.extras) { _, new in new }
         // Persist first (Box's old refresh token is already spent), then use.
         do { try TokenStore.save(next, to: tokenFile, account: account) } catch { return .failure(error) }
         record = next

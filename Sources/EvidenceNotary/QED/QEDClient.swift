@@ -151,7 +151,7 @@ public struct QEDClient: Sendable {
     /// the way in between misbehaving, not QED's verdict on the report: retryable, and the
     /// message says what came instead (content type, size, a printable excerpt).
     private func expectJSON(_ response: HTTPResponse, doing what: String) throws(NotaryError) {
-        if (try? JSONSerialization.jsonObject(with: response.body)) != nil { return }
+        if WireJSON.isJSON(response.body) { return }
         throw unreadable(response, doing: what, because: "the answer is not JSON")
     }
 
@@ -169,13 +169,7 @@ public struct QEDClient: Sendable {
     private func statusError(_ response: HTTPResponse, doing what: String) -> NotaryError {
         let retryable = response.status == 429 || response.status >= 500
         var said = String(decoding: response.body.prefix(300), as: UTF8.self)
-        if let obj = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {
-            said = obj.keys.sorted().map { key in
-                let v = obj[key]
-                let text = (v as? [Any])?.map { "\($0)" }.joined(separator: " ") ?? "\(v ?? "")"
-                return key == "detail" ? text : "\(key): \(text)"
-            }.joined(separator: "; ")
-        }
+        if let text = QEDAPI.errorText(response.body) { said = text }
         let hint = response.status == 401 || response.status == 403
             ? " (check the API key: api_key_env or api_key_file of [notaries.\(name)])" : ""
         // QED's words, minus our key should it ever quote it back.

@@ -19,17 +19,8 @@ public struct QEDSubmission: Sendable, Equatable {
 
     /// The request body: `provable_files` lists the file itself, so the report proves it by name too.
     func body() throws -> Data {
-        struct File: Encodable { var hash: String; var file_name: String }
-        struct Body: Encodable {
-            var hash: String
-            var provable_files: [File]
-            var original_created_at: String
-            var name: String
-            var note: String
-            var meta_data: [String: String]
-        }
-        return try CanonicalJSON.encode(Body(
-            hash: hash.hex, provable_files: [File(hash: hash.hex, file_name: fileName)],
+        try CanonicalJSON.encode(QEDAPI.NewReport(
+            hash: hash.hex, provable_files: [.init(hash: hash.hex, file_name: fileName)],
             original_created_at: Timestamp.string(originalCreatedAt), name: name, note: note, meta_data: metaData))
     }
 }
@@ -53,11 +44,11 @@ public struct QEDReport: Sendable, Equatable {
     /// Parses the answer to `GET /v1/reports/<slug>/`: one report object, kept verbatim as `raw`.
     /// Errors name `notary` and say what is wrong with the answer.
     package static func parse(answer body: Data, notary: String) throws(NotaryError) -> QEDReport {
-        guard let obj = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+        guard case .object? = WireJSON.decode(JSONTree.self, from: body), let report = WireJSON.decode(QEDAPI.Report.self, from: body) else {
             throw NotaryError("\(notary): the answer is not a JSON object: \(String(decoding: body.prefix(120), as: UTF8.self))",
                               retryable: false)
         }
-        return try parse(obj, raw: body)
+        return try parse(report, raw: body)
     }
 
     /// One answer to `GET /v1/reports/?hash=…`: its reports and the absolute (or relative) URL
@@ -73,26 +64,30 @@ public struct QEDReport: Sendable, Equatable {
     /// Parses a report list, leniently: a bare JSON array of reports, or a paginated object
     /// with `results` (and `next`, absent or null on the last page); other fields are ignored.
     package static func parseList(_ body: Data) throws(ListError) -> Page {
-        guard let json = try? JSONSerialization.jsonObject(with: body) else {
+        guard let list = WireJSON.decode(QEDAPI.ReportList.self, from: body) else {
             throw ListError(reason: "the answer is not JSON")
         }
-        let results: [Any]
+        let results: [JSONTree]
         var next: String?
-        if let array = json as? [Any] {
+        switch list {
+        case .array(let array):
             results = array
-        } else if let page = json as? [String: Any], let array = page["results"] as? [Any] {
+        case .page(let array, let n):
             results = array
-            if let n = page["next"] as? String, !n.isEmpty { next = n }
-        } else {
+            if let n, !n.isEmpty { next = n }
+        case .neither:
             throw ListError(reason: "the report list is neither a JSON array nor an object with \"results\"")
         }
         var reports: [QEDReport] = []
         for (index, element) in results.enumerated() {
-            guard let obj = element as? [String: Any] else {
+            guard case .object = element else {
                 throw ListError(reason: "entry \(index) of the report list is not a JSON object")
             }
-            let raw = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
-            do { reports.append(try parse(obj, raw: raw)) } catch {
+            let raw = WireJSON.encode(element)
+            guard let report = WireJSON.decode(QEDAPI.Report.self, from: raw) else {
+                throw ListError(reason: "entry \(index) of the report list cannot be read")
+            }
+            do { reports.append(try parse(report, raw: raw)) } catch {
                 throw ListError(reason: "entry \(index) of the report list: \(error.message)")
             }
         }
@@ -100,22 +95,28 @@ public struct QEDReport: Sendable, Equatable {
     }
 
     /// Parses one report object; the error says which field is missing or wrong.
-    static func parse(_ object: [String: Any], raw: Data) throws(NotaryError) -> QEDReport {
+    static func parse(_ answer: QEDAPI.Report, raw: Data) throws(NotaryError) -> QEDReport {
         func bad(_ what: String) -> NotaryError {
             NotaryError("QED answered a report without a valid \(what)", retryable: false)
         }
-        guard let slug = object["slug"] as? String, !slug.isEmpty else { throw bad("\"slug\"") }
-        guard let statusText = object["status"] as? String else { throw bad("\"status\"") }
-        guard let status = Status(rawValue: statusText) else { throw bad("\"status\" (got \"\(statusText.prefix(40))\")") }
-        guard let hash = object["hash"] as? String else { throw bad("\"hash\"") }
-        let tx = object["tx"] as? [String: Any] ?? [:]
+        guard let slug = answer.slug, !slug.isEmpty else { throw bad("\"slug\"") }
+        let status: Status
+        switch answer.status {
+        case nil: throw bad("\"status\"")
+        case .pending?: status = .pending
+        case .confirmed?: status = .confirmed
+        case .failed?: status = .failed
+        case .other(let text)?: throw bad("\"status\" (got \"\(text.prefix(40))\")")
+        }
+        guard let hash = answer.hash else { throw bad("\"hash\"") }
+        let tx = answer.tx
         var report = QEDReport(slug: slug, status: status, hash: hash, raw: raw)
-        report.txHash = tx["hash"] as? String
-        report.blockHeight = (tx["block_height"] as? NSNumber)?.int64Value
-        report.blockTime = (tx["block_time"] as? String).flatMap(Timestamp.parseLenient)
-        report.explorerURL = tx["explorer_url"] as? String
-        report.networkName = tx["network_name"] as? String
-        report.failureReason = object["failure_reason"] as? String
+        report.txHash = tx?.hash
+        report.blockHeight = tx?.block_height
+        report.blockTime = tx?.block_time.flatMap(Timestamp.parseLenient)
+        report.explorerURL = tx?.explorer_url
+        report.networkName = tx?.network_name
+        report.failureReason = answer.failure_reason
         if status == .confirmed, report.txHash == nil { throw bad("\"tx.hash\" for a confirmed report") }
         return report
     }

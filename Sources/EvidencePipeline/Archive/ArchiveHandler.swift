@@ -85,7 +85,14 @@ public struct ArchiveHandler: JobHandler {
 
     /// Puts one file at its path (or beside a different file already there) and verifies it.
     func place(_ upload: Upload, itemID: Int64, provider: any ArchiveProvider) async throws(JobError) -> ArchivedFile {
-        let local = home.store.objectPath(upload.object)
+        // The object opened through its folder beneath the home (no link followed); the digest and
+        // the provider read it by its descriptor's name, which a folder swapped for a link cannot redirect.
+        let opened: Int32
+        do { opened = try home.store.openObject(upload.object).fd } catch {
+            throw JobError("\(home.store.objectPath(upload.object)): \(error.description)", retryable: true)
+        }
+        defer { close(opened) }
+        let local = "/proc/self/fd/\(opened)"
         let kind = provider.hashKind
         let expected = try await blockingJobWork { try kind.digest(of: local) }
         for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
@@ -128,7 +135,7 @@ public struct ArchiveHandler: JobHandler {
                 provider: any ArchiveProvider) async throws(JobError) -> String? {
         do {
             return try await Self.proof(of: remote, at: path, size: upload.size, expected: expected, sha256: upload.object,
-                                        provider: provider, scratch: home.store.tmpDir)
+                                        provider: provider, scratch: home.store.scratchDirectory)
         } catch {
             throw Self.jobError(error)
         }

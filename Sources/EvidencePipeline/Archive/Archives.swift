@@ -30,76 +30,26 @@ public struct Archives: Sendable {
             guard let account = config.archives[name] else {
                 throw ConfigError(file: file, field: "archives.\(name)", message: "no such archive account")
             }
-            let field = { (key: String) in "archives.\(name).\(key)" }
-            func secret(_ base: String, required: Bool, why: String) throws(ConfigError) -> String? {
-                guard let source = account.secret(base) else {
-                    if required { throw ConfigError(file: file, field: field("\(base)_env"), message: "\(why): set \(base)_env or \(base)_file") }
-                    return nil
-                }
-                return try ConfigLoader.readSecret(source, field: field("\(base)_\(source.isEnv ? "env" : "file")"), configFile: file)
-            }
-            func plain(_ key: String) throws(ConfigError) -> String {
-                guard let v = account[key], !v.isEmpty else {
-                    throw ConfigError(file: file, field: field(key), message: "a \(account.kind.rawValue) account needs \(key)")
-                }
-                return v
-            }
+            let field = { @Sendable (key: String) in "archives.\(name).\(key)" }
             let chunk = try chunkSize(account, file: file, field: field("chunk_size"))
             let http = HTTPClient(configuration: HTTPClientConfiguration(table: "archives.\(name)", caFile: account.tlsCAFile, timeouts: account.timeouts), logger: logger)
-            let tokenFile = account.tokenFile ?? defaultTokenFile(home: home, account: name)
-            let resume = resumeDirectory(home: home, account: name)
-            switch account.kind {
-            case .local:
-                providers[name] = LocalProvider(account: name, root: account.path ?? "")
-            case .owncloud:
-                let password = try secret("password", required: true, why: "an ownCloud account needs its app password")
-                providers[name] = OwnCloudProvider(account: name, url: try plain("url"), user: try plain("user"),
-                                                   password: password ?? "", baseURL: account.baseURL, http: http,
-                                                   chunkSize: chunk ?? 32 << 20)
-            case .dropbox:
-                let session = OAuthSession(account: name, tokenURL: account.authURL ?? DropboxProvider.defaultTokenURL,
-                                           clientID: try plain("app_key"),
-                                           clientSecret: try secret("app_secret", required: false, why: ""),
-                                           grant: .refreshToken(initial: try secret("refresh_token", required: false, why: "")),
-                                           tokenFile: tokenFile, http: http)
-                sessions[name] = session
-                providers[name] = DropboxProvider(account: name, session: session, http: http, baseURL: account.baseURL,
-                                                  uploadURL: account.uploadURL, resumeDirectory: resume, chunkSize: chunk ?? 32 << 20)
-            case .box:
-                let grant: OAuthSession.Grant
-                if let type = account.subjectType {
-                    guard ["enterprise", "user"].contains(type) else {
-                        throw ConfigError(file: file, field: field("subject_type"), message: "must be \"enterprise\" or \"user\", not \"\(type)\"")
-                    }
-                    grant = .clientCredentials(extra: [("box_subject_type", type), ("box_subject_id", try plain("subject_id"))])
-                } else {
-                    grant = .refreshToken(initial: try secret("refresh_token", required: false, why: ""))
+            let settings = account.providerSettings { base throws(ProviderSetupError) -> String? in
+                guard let source = account.secret(base) else { return nil }
+                let key = "\(base)_\(source.isEnv ? "env" : "file")"
+                do throws(ConfigError) { return try ConfigLoader.readSecret(source, field: field(key), configFile: file) } catch {
+                    throw ProviderSetupError(key: key, message: error.message, underlying: error)
                 }
-                let session = OAuthSession(account: name, tokenURL: account.authURL ?? BoxProvider.defaultTokenURL,
-                                           clientID: try plain("client_id"),
-                                           clientSecret: try secret("client_secret", required: true, why: "a Box account needs its client secret"),
-                                           grant: grant, tokenFile: tokenFile, http: http)
-                sessions[name] = session
-                providers[name] = BoxProvider(account: name, session: session, http: http, baseURL: account.baseURL,
-                                              uploadURL: account.uploadURL, resumeDirectory: resume)
-            case .sharefile:
-                let subdomain = try plain("subdomain")
-                let grant: OAuthSession.Grant
-                if let user = account.username {
-                    let password = try secret("password", required: true, why: "a ShareFile account with username needs its password")
-                    grant = .password(username: user, password: password ?? "")
-                } else {
-                    grant = .refreshToken(initial: try secret("refresh_token", required: false, why: ""))
-                }
-                let session = OAuthSession(account: name, tokenURL: account.authURL ?? ShareFileProvider.defaultTokenURL(subdomain: subdomain),
-                                           clientID: try plain("client_id"),
-                                           clientSecret: try secret("client_secret", required: true, why: "a ShareFile account needs its client secret"),
-                                           grant: grant, tokenFile: tokenFile, http: http)
-                sessions[name] = session
-                providers[name] = ShareFileProvider(account: name, session: session, http: http,
-                                                    baseURL: account.baseURL, subdomain: subdomain,
-                                                    resumeDirectory: resume, chunkSize: chunk ?? 32 << 20)
             }
+            let setup = ProviderSetup(settings: settings, http: http,
+                                      tokenFile: account.tokenFile ?? defaultTokenFile(home: home, account: name),
+                                      resumeDirectory: resumeDirectory(home: home, account: name), chunkSize: chunk)
+            let built: BuiltProvider
+            do throws(ProviderSetupError) { built = try account.descriptor.build(setup) } catch {
+                if let config = error.underlying as? ConfigError { throw config }
+                throw ConfigError(file: file, field: field(error.key), message: error.message)
+            }
+            providers[name] = built.provider
+            if let session = built.session { sessions[name] = session }
         }
         return Archives(providers: providers, sessions: sessions)
     }

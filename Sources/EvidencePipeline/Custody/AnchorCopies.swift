@@ -64,7 +64,7 @@ struct AnchorCopyHandler: JobHandler {
             throw JobError("anchor \(name) is no longer in \(ChainAnchors.directory(home)); nothing to copy", retryable: false)
         }
         do {
-            if try await ChainAnchors.copy(anchor, to: provider, scratch: home.store.tmpDir) {
+            if try await ChainAnchors.copy(anchor, to: provider, scratch: home.store.scratchDirectory) {
                 logger.info("custody anchor copied", metadata: ["anchor": "\(name)", "account": "\(provider.account)",
                                                               "path": "\(CustodyConfig.archiveFolder)/\(name)"])
             }

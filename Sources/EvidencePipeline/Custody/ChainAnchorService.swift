@@ -17,7 +17,8 @@ struct ChainAnchorService: Service {
 
     func run() async throws {
         // The shutdown anchor of the previous run was made after its job runner stopped.
-        if let newest = ChainAnchors.list(home).last { queueCopy(newest) }
+        // Only an anchor the log reaches: a file named beyond the head is not copied as the newest.
+        if let newest = ChainAnchors.newest(home) { queueCopy(newest) }
         var wait = 0.0
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             if wait > 0 {

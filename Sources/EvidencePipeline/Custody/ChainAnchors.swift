@@ -41,6 +41,14 @@ public enum ChainAnchors {
         }.sorted { $0.seq < $1.seq }
     }
 
+    /// The newest anchor the log reaches (its seq at most the head's), by name: what `log anchor`
+    /// and `evidence run` copy to `anchor_archive`. A file named beyond the head (planted, or left
+    /// by a cut log) is never taken for it.
+    public static func newest(_ home: EvidenceHome) -> Anchor? {
+        guard let head = (try? home.catalog.lastEvent()) ?? nil else { return nil }
+        return list(home).last { $0.seq <= head.seq }
+    }
+
     /// What `evidence status` and `/metrics` show of the anchors.
     public struct Summary: Sendable, Codable, Equatable {
         public var count: Int
@@ -52,13 +60,26 @@ public enum ChainAnchors {
         public var eventsSinceNewest: Int64
     }
 
-    /// The anchors in `dir` against a custody log whose newest event is `headSeq`.
-    public static func summary(directory dir: String, headSeq: Int64, now: Date = Date()) -> Summary {
+    /// The anchors in `dir` against a custody log whose newest event is `headSeq`. A file named
+    /// beyond the head (planted, or left by a cut log) is not the newest anchor: only one the log
+    /// reaches counts. `headIsRecord`: the newest event is the `anchored` record of the newest
+    /// anchor, so it needs no anchor of its own.
+    public static func summary(directory dir: String, headSeq: Int64, headIsRecord: Bool = false, now: Date = Date()) -> Summary {
         let all = list(directory: dir)
-        guard let newest = all.last else { return Summary(count: 0, eventsSinceNewest: max(0, headSeq)) }
+        guard let newest = all.last(where: { $0.seq <= headSeq }) else {
+            return Summary(count: all.count, eventsSinceNewest: max(0, headSeq))
+        }
         let written = (try? FileManager.default.attributesOfItem(atPath: newest.file))?[.modificationDate] as? Date
+        let record: Int64 = headIsRecord && headSeq == newest.seq + 1 ? 1 : 0
         return Summary(count: all.count, newestSeq: newest.seq, newestAgeSeconds: written.map { max(0, now.timeIntervalSince($0)) },
-                       eventsSinceNewest: max(0, headSeq - newest.seq))
+                       eventsSinceNewest: max(0, headSeq - newest.seq - record))
+    }
+
+    /// Whether `event` is the `anchored` record of an anchor over the event just before it.
+    public static func isRecordOfPrevious(_ event: CustodyEvent) -> Bool {
+        guard event.is(.anchored) else { return false }
+        let d = CustodyCrossCheck.details(event)
+        return d["hash"] == event.prevHash && d["seq"] == String(event.seq - 1)
     }
 
     public enum AnchorError: Error, CustomStringConvertible {
@@ -83,11 +104,14 @@ public enum ChainAnchors {
         guard let head, let digest = SHA256Digest(hex: head.hash) else { return nil }
         // Already anchored only by a token for this very head that verifies: a file planted with
         // a far-future sequence number (or a forged one for the head) must not stop anchoring.
-        if let current = list(home).last(where: { $0.seq == head.seq && $0.hash == head.hash }),
-           let data = FileManager.default.contents(atPath: current.file),
-           (try? TimestampVerifier.verify(response: data, digest: digest, trust: tsa.trust)) != nil {
-            return nil
+        // The head may also be the record of the anchor over the event before it.
+        func verifies(seq: Int64, hash: String) -> Bool {
+            guard let d = SHA256Digest(hex: hash), let current = list(home).last(where: { $0.seq == seq && $0.hash == hash }),
+                  let data = FileManager.default.contents(atPath: current.file) else { return false }
+            return (try? TimestampVerifier.verify(response: data, digest: d, trust: tsa.trust)) != nil
         }
+        if verifies(seq: head.seq, hash: head.hash) { return nil }
+        if isRecordOfPrevious(head), verifies(seq: head.seq - 1, hash: head.prevHash) { return nil }
         let token: TimestampToken
         do { token = try await tsa.timestamp(digest).token } catch { throw .notary(error) }
         let dir = directory(home)
@@ -99,7 +123,12 @@ public enum ChainAnchors {
         } catch {
             throw .write("\(error)")
         }
-        return Anchor(seq: head.seq, hash: head.hash, file: path, genTime: token.genTime)
+        let anchor = Anchor(seq: head.seq, hash: head.hash, file: path, genTime: token.genTime)
+        // Recorded in the log itself, so the next anchor covers the fact that this one exists.
+        var details = ["anchor": anchor.name, "seq": String(head.seq), "hash": head.hash]
+        details["gen_time"] = Timestamp.string(token.genTime)
+        do { try home.catalog.appendEvent(itemID: nil, kind: .anchored, details: details) } catch { throw .catalog(error) }
+        return anchor
     }
 
     public struct Check: Sendable, Codable {
@@ -116,6 +145,11 @@ public enum ChainAnchors {
     /// `more` are folders of copies (`evidence-anchors/` fetched from the `anchor_archive`
     /// account): their anchors count as well, so deleting `anchors/` here hides nothing.
     ///
+    /// Each anchor made is recorded by an `anchored` event; an anchor so recorded that is not
+    /// here (nor among the copies), or no longer verifies, is a gap in the sequence.
+    /// The newest anchor is the newest that verifies and whose event the log has: a file named
+    /// beyond the head counts for nothing (and is reported when it does not verify).
+    ///
     /// With `every` (the `[custody] anchor_every` of a set-up that anchors), anchors are expected:
     /// none that verifies while the log has events, or a newest one older than `every` plus a
     /// margin with events after it, is a problem too (anchors deleted, or anchoring stopped).
@@ -128,6 +162,7 @@ public enum ChainAnchors {
         let bySeq = Dictionary(events.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
         var problems: [ChainReport.Problem] = []
         var newest: Anchor?
+        var verified = Set<String>()
         for var a in anchors {
             let name = a.name
             guard let data = FileManager.default.contents(atPath: a.file) else {
@@ -155,9 +190,21 @@ public enum ChainAnchors {
             } else {
                 problems.append(.init(seq: a.seq, detail: "missing, but anchor \(name)\(stamped) proves the log had it: the log was cut or rewritten"))
             }
-            if bySeq[a.seq]?.hash == a.hash { newest = a }
+            if bySeq[a.seq]?.hash == a.hash { newest = a; verified.insert(a.name) }
         }
-        if let every, let last = events.last {
+        // Every anchor the log records having made must still be here (or among the copies): one
+        // deleted from between others is a gap in the sequence, whatever is left around it.
+        for e in events where e.is(.anchored) {
+            guard let name = CustodyCrossCheck.details(e)["anchor"], !verified.contains(name) else { continue }
+            let present = anchors.contains { $0.name == name }
+            problems.append(.init(seq: e.seq, detail: "records anchor \(name), which "
+                                  + (present ? "does not verify against the log" : "is missing from anchors/")
+                                  + ": a gap in the anchor sequence (anchors were deleted or replaced)"))
+        }
+        if let every, let lastEvent = events.last {
+            // The record of the newest anchor needs no anchor of its own.
+            let last = newest.map { n in isRecordOfPrevious(lastEvent) && lastEvent.seq == n.seq + 1 } == true
+                ? events[events.count - 2] : lastEvent
             let margin = max(600, every / 2)
             if newest == nil {
                 problems.append(.init(seq: last.seq, detail: "no anchor verifies although [custody] is configured: the anchors were "
@@ -175,8 +222,9 @@ public enum ChainAnchors {
 }
 
 extension EvidenceHome {
-    /// The custody chain checked, with its time-stamped anchors checked against it; the
-    /// anchors' problems are part of the returned report. `trust` verifies the tokens'
+    /// The custody chain checked, with its time-stamped anchors checked against it, and the
+    /// item, proof, certificate and archive rows against their events (`CustodyCrossCheck`); the
+    /// anchors' and rows' problems are part of the returned report. `trust` verifies the tokens'
     /// signatures (the `[custody]` TSA's `ca_file`); without it only their imprints are checked.
     public func verifyCustody(trust: TSATrust?, moreAnchors: [String] = [], anchorEvery: Double? = nil) throws(CatalogError)
         -> (chain: ChainReport, anchors: ChainAnchors.Check) {
@@ -184,6 +232,9 @@ extension EvidenceHome {
         var chain = catalog.verifyChain(events: events)
         let anchors = ChainAnchors.check(self, events: events, trust: trust, more: moreAnchors, every: anchorEvery)
         chain.problems += anchors.problems
+        chain.problems += CustodyCrossCheck.check(items: try catalog.allItems(), proofs: try catalog.allProofs(),
+                                                  certificates: try catalog.allCertificates(),
+                                                  archived: try catalog.allArchivedFiles(), events: events)
         return (chain, anchors)
     }
 }

@@ -124,7 +124,7 @@ public struct AfterActionHandler: JobHandler {
                                                           "inode": "\(source.inode) → \(now.inode)"])))
         }
         // The stored copy must still be whole before the original goes.
-        switch Result(catching: { () throws(StoreError) in try FileHasher.hash(path: objectPath) }) {
+        switch Result(catching: { () throws(StoreError) in try home.store.hashObject(item.sha256) }) {
         case .success(let r) where r.digest == item.sha256: break
         case .success(let r):
             return .failure(JobError("\(objectPath): store object hashes to \(r.digest.hex); source \(path) left in place",

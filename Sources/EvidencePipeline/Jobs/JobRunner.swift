@@ -122,7 +122,7 @@ public final class JobRunner: Service, Sendable {
         metrics.jobStarted(kind: job.kind.rawValue)
         defer { metrics.jobEnded(kind: job.kind.rawValue) }
         do {
-            let outcome = try await Lease.keep(catalog, job: job.id, owner: owner, lease: lease, logger: log) { () async throws(JobError) in
+            let outcome = try await Lease.keep(catalog, job: job.id, owner: owner, lease: lease, logger: log, now: now) { () async throws(JobError) in
                 try await handler.run(job)
             }
             switch outcome {

@@ -27,7 +27,7 @@ public struct VerifyHandler: JobHandler {
         case .failure(let e): throw JobError(e.description, retryable: true)
         }
         let path = home.store.objectPath(item.sha256)
-        let result = await onIOThread { Result { () throws(StoreError) in try FileHasher.hash(path: path) } }
+        let result = await onIOThread { Result { () throws(StoreError) in try home.store.hashObject(item.sha256) } }
         switch result {
         case .success(let r) where r.digest == item.sha256 && r.size == item.size:
             let details = ["object": path, "sha256": r.digest.hex]

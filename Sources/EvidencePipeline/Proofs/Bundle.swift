@@ -59,11 +59,16 @@ public enum BundleError: Error, CustomStringConvertible {
 }
 
 public enum BundleWriter {
+    /// Whether the original is copied into `original/`, or left for the caller to stream from
+    /// the store (the portal's `.tar`: no copy of a large original in `tmp/`). The manifest and
+    /// `SHA256SUMS` list it either way, with the item's SHA-256 and size.
+    public enum Original: Sendable { case copied, streamedByCaller }
+
     /// Writes the bundle into a temporary sibling folder, fsyncs every file, then renames it onto
     /// `dir` (which must not exist, or be empty). `tsaCAFiles` maps notary names to their CA files.
     @discardableResult
     public static func write(home: EvidenceHome, item: Item, to dir: String,
-                             tsaCAFiles: [String: String]) throws -> BundleManifest {
+                             tsaCAFiles: [String: String], original: Original = .copied) throws -> BundleManifest {
         let fm = FileManager.default
         let target = (dir as NSString).standardizingPath
         if let entries = try? fm.contentsOfDirectory(atPath: target) {
@@ -99,11 +104,20 @@ public enum BundleWriter {
 
         // The original, streamed from the store (constant memory), checked against its hash.
         let originalRel = "original/" + fileName
-        let copied = try home.store.copyObject(item.sha256, to: temp + "/" + originalRel)
-        guard copied.digest == item.sha256 else {
-            throw BundleError.io(home.store.objectPath(item.sha256), "store object hashes to \(copied.digest.hex), not \(item.sha256.hex): run `evidence fsck`")
+        switch original {
+        case .copied:
+            let copied = try home.store.copyObject(item.sha256, to: temp + "/" + originalRel)
+            guard copied.digest == item.sha256 else {
+                throw BundleError.io(home.store.objectPath(item.sha256), "store object hashes to \(copied.digest.hex), not \(item.sha256.hex): run `evidence fsck`")
+            }
+            files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: copied.size))
+        case .streamedByCaller:
+            // The caller re-hashes it while streaming and fails the transfer on a mismatch.
+            guard let size = home.store.objectSize(item.sha256), size == item.size else {
+                throw BundleError.io(home.store.objectPath(item.sha256), "store object is missing or not \(item.size) bytes: run `evidence fsck`")
+            }
+            files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: size))
         }
-        files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: copied.size))
 
         var tsaCertificates: [String: TSACertificateCopies] = [:]
         for p in proofs where p.state == .confirmed {

@@ -11,7 +11,7 @@ public enum NotaryCertificate {
     /// the store or catalog (they name the file or database).
     public static func fetch(_ proof: Proof, slug: String, with qed: QEDClient, home: EvidenceHome,
                              metrics: PipelineMetrics = .disabled) async throws -> Data {
-        let temp = home.store.tmpDir + "/\(getpid()).cert-\(proof.itemID)-\(UUID().uuidString).pdf"  // pid first: other processes leave it alone
+        let temp = home.store.scratchDirectory + "/\(getpid()).cert-\(proof.itemID)-\(UUID().uuidString).pdf"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
         try await metrics.timeNotary(proof.notary, .certificate) { () async throws(NotaryError) in
             try await qed.downloadCertificate(slug: slug, to: temp)

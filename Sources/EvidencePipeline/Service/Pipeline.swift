@@ -26,14 +26,16 @@ public struct Pipeline: Sendable {
         self.home = home
         self.rules = rules
         let archives = archives.measured(by: metrics)
-        let owner = Lease.owner(role: "run")
-        let ingestor = Ingestor(home: home, actor: "run:\(ProcessInfo.processInfo.hostName):\(getpid())", prober: prober)
-        let specs = rules.map {
+        let owner = Lease.owner(role: "run", node: config.nodeName)
+        let ingestor = Ingestor(home: home, actor: "run:\(config.nodeName):\(getpid())", prober: prober)
+        // Every rule's jobs run here; only this node's rules are watched here.
+        let watched = rules.filter { $0.isWatched(on: config.nodeName) }
+        let specs = watched.map {
             WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
                       recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval)
         }
         let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: rules, ingestor: ingestor,
+        watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: watched, ingestor: ingestor,
                                     workers: config.workers.ingest, logger: logger, metrics: metrics)
         let copyTo = config.custody?.anchorArchive.flatMap { archives.providers[$0] }
         jobRunner = JobRunner(catalog: home.catalog,
@@ -44,7 +46,8 @@ public struct Pipeline: Sendable {
                                          ArchiveHandler(home: home, rules: byName, archives: archives),
                                          ShareHandler(home: home, rules: byName, archives: archives),
                                          AfterActionHandler(home: home, rules: byName)],
-                              owner: owner, workers: config.workers.jobs, metrics: metrics, logger: logger)
+                              owner: owner, workers: config.workers.jobs, lease: config.workers.lease, metrics: metrics,
+                              logger: logger)
         if let custody = config.custody, case .rfc3161(let tsa)? = notaries.entries[custody.anchorTSA]?.client {
             anchorService = ChainAnchorService(home: home, tsa: tsa, every: custody.anchorEvery,
                                                copyTo: copyTo?.account, logger: logger)

@@ -3,7 +3,8 @@ import Glibc
 
 /// One `evidence run` per home: an exclusive `flock` on `<home>/run.lock`, held for the
 /// life of the process and released by the kernel if it dies (so a `kill -9` never leaves
-/// a stale lock behind).
+/// a stale lock behind). With a shared catalog (PostgreSQL) several nodes may serve one home
+/// on a shared filesystem: the lock is then one per node, `<home>/run-<node>.lock`.
 public final class RunLock: Sendable {
     public let path: String
     private let fd: Int32
@@ -16,8 +17,8 @@ public final class RunLock: Sendable {
         }
     }
 
-    public init(home: String) throws {
-        path = home + "/run.lock"
+    public init(home: String, node: String? = nil) throws {
+        path = home + (node.map { "/run-\($0).lock" } ?? "/run.lock")
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw Busy(path: path, holder: "cannot open lock: \(String(cString: strerror(errno)))") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {

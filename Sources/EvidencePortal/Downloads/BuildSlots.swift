@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
 
-/// How many bundles the portal builds at once. Each build writes about twice the original into
-/// the home's `tmp/` (the bundle folder and the archive), so a burst of requests, or someone
-/// clicking "download" on the biggest recordings, must not fill the disk the store lives on.
+/// How many bundles the portal builds at once. A `.zip` build writes about twice the original
+/// into the home's `tmp/` (the bundle folder and the archive), a `.tar` only the small files (it
+/// streams the original from the store), so a burst of requests, or someone clicking "download"
+/// on the biggest recordings, must not fill the disk the store lives on.
 final class BuildSlots: Sendable {
     private let used = Mutex(0)
     let limit: Int

@@ -1,5 +1,6 @@
 import EvidenceCore
 import EvidencePipeline
+import EvidenceStore
 import Foundation
 import ZIPFoundation
 #if canImport(Glibc)
@@ -10,17 +11,26 @@ import Glibc
 ///
 /// Built in a work folder under the home's `tmp/` named `<pid>.<random>.portal`, so that it
 /// can be told apart from the store's temp files and removed by a later start if this
-/// process dies; the finished archive is opened, then the work folder is deleted at once: the
-/// open descriptor keeps the bytes readable while they are sent, and nothing is left behind
+/// process dies; the work folder is deleted before a byte is sent, and nothing is left behind
 /// whether the client reads to the end, disconnects, or only asked for HEAD.
+///
+/// The `.tar` is streamed: the work folder holds only the small files (proofs, certificates,
+/// custody, manifest); the original is read from the store object as it is sent and re-hashed
+/// on the way, so a download costs no copy of the original in `tmp/` (`BundleStream`). The
+/// `.zip` is packed into the work folder (the original copied, then zipped), then sent from it.
 public struct BundleDownload: Sendable {
     public enum Format: String, Sendable, CaseIterable {
         case zip, tar
         public var contentType: String { self == .zip ? "application/zip" : "application/x-tar" }
     }
 
-    /// The archive, open for reading, and its size.
-    public let file: FileHandle
+    public enum Body: Sendable {
+        /// A packed archive, open for reading (its name already removed).
+        case file(FileHandle)
+        case tar(BundleStream)
+    }
+
+    public let body: Body
     public let size: Int64
     /// `evidence-item-<id>-<sha8>.zip`: ASCII only, safe in a Content-Disposition header.
     public let fileName: String
@@ -37,6 +47,12 @@ public struct BundleDownload: Sendable {
         defer { try? fm.removeItem(atPath: work) }
         let folder = folderName(for: item)
         let bundleDir = work + "/" + folder
+        if format == .tar {
+            let manifest = try BundleWriter.write(home: home, item: item, to: bundleDir, tsaCAFiles: tsaCAFiles, original: .streamedByCaller)
+            let stream = try BundleStream(home: home, item: item, folder: folder, bundleDir: bundleDir,
+                                          originalRel: "original/" + manifest.item.fileName, files: try Self.files(under: bundleDir))
+            return BundleDownload(body: .tar(stream), size: stream.size, fileName: folder + "." + format.rawValue)
+        }
         try BundleWriter.write(home: home, item: item, to: bundleDir, tsaCAFiles: tsaCAFiles)
         // Sorted, so the same bundle always packs in the same order (SHA256SUMS first among equals is not needed).
         let files = try Self.files(under: bundleDir)
@@ -77,7 +93,7 @@ public struct BundleDownload: Sendable {
             close(fd)
             throw BundleError.io(archivePath, "cannot stat: \(String(cString: strerror(errno)))")
         }
-        return BundleDownload(file: FileHandle(fileDescriptor: fd, closeOnDealloc: true), size: Int64(st.st_size),
+        return BundleDownload(body: .file(FileHandle(fileDescriptor: fd, closeOnDealloc: true)), size: Int64(st.st_size),
                               fileName: folder + "." + format.rawValue)
     }
 
@@ -100,6 +116,62 @@ public struct BundleDownload: Sendable {
             guard let pid = Int32(name.split(separator: ".").first ?? ""), pid > 0 else { continue }
             if kill(pid, 0) == 0 || errno == EPERM { continue }
             try? FileManager.default.removeItem(atPath: home.store.tmpDir + "/" + name)
+        }
+    }
+}
+
+/// A bundle's `.tar` as it will be sent: the headers and small files in memory, and the original
+/// read from its store object (opened beneath the home when the bundle was built) while it is
+/// sent, re-hashed on the way. The archive's bytes are those `TarWriter` writes for the bundle
+/// folder, in the same order.
+public final class BundleStream: Sendable {
+    enum Part: Sendable {
+        case bytes(Data)
+        case original(size: Int64)
+    }
+
+    let parts: [Part]
+    /// The store object, open for reading.
+    let object: FileHandle
+    let digest: SHA256Digest
+    public let size: Int64
+
+    init(home: EvidenceHome, item: Item, folder: String, bundleDir: String, originalRel: String, files: [String]) throws {
+        let (fd, st) = try home.store.openObject(item.sha256)
+        object = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        guard st.size == item.size else {
+            throw BundleError.io(home.store.objectPath(item.sha256), "store object is \(st.size) bytes, not \(item.size): run `evidence fsck`")
+        }
+        digest = item.sha256
+        final class Collector {
+            var parts: [Part] = []
+            var pending = Data()
+            func flush() { if !pending.isEmpty { parts.append(.bytes(pending)); pending = Data() } }
+        }
+        let out = Collector()
+        let tar = TarWriter(output: .init(write: { out.pending.append($0) }))
+        try tar.addDirectory(folder)
+        var dirs = Set<String>()
+        for rel in (files + [originalRel]).sorted() {
+            let parent = (rel as NSString).deletingLastPathComponent
+            if !parent.isEmpty, dirs.insert(parent).inserted { try tar.addDirectory(folder + "/" + parent) }
+            if rel == originalRel {
+                try tar.beginFile(folder + "/" + rel, size: Int(st.size))
+                out.flush()
+                out.parts.append(.original(size: st.size))
+                try tar.endFile(size: Int(st.size))
+            } else {
+                try tar.addFile(folder + "/" + rel, from: bundleDir + "/" + rel)
+            }
+        }
+        try tar.finish()
+        out.flush()
+        parts = out.parts
+        size = parts.reduce(Int64(0)) { n, p in
+            switch p {
+            case .bytes(let d): return n + Int64(d.count)
+            case .original(let s): return n + s
+            }
         }
     }
 }

@@ -4,13 +4,31 @@ import Foundation
 /// allows or not ASCII), readable by GNU tar, bsdtar and Python's `tarfile`. Files are
 /// streamed in chunks: memory does not grow with the original's size.
 struct TarWriter {
-    private let out: FileHandle
+    private let out: Output
     private let mtime: Int
 
+    /// Where the archive's bytes go: a file, or the parts of a stream (`BundleStream`).
+    struct Output {
+        let write: (Data) throws -> Void
+        func write(contentsOf data: Data) throws { try write(data) }
+    }
+
     init(writingTo out: FileHandle, mtime: Date = Date()) {
-        self.out = out
+        self.init(output: Output(write: { try out.write(contentsOf: $0) }), mtime: mtime)
+    }
+
+    init(output: Output, mtime: Date = Date()) {
+        self.out = output
         self.mtime = Int(mtime.timeIntervalSince1970)
     }
+
+    /// The header of a file of `size` bytes whose content the caller writes itself, followed by `endFile(size:)`.
+    func beginFile(_ name: String, size: Int) throws {
+        try writeHeader(name: name, size: size, mode: 0o644, type: "0")
+    }
+
+    /// The padding after a file's content.
+    func endFile(size: Int) throws { try pad(size) }
 
     func addDirectory(_ name: String) throws {
         try writeHeader(name: name.hasSuffix("/") ? name : name + "/", size: 0, mode: 0o755, type: "5")

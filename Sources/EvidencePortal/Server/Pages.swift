@@ -1,4 +1,6 @@
+import EvidenceCore
 import EvidencePipeline
+import EvidenceStore
 import Foundation
 import Hummingbird
 
@@ -43,12 +45,52 @@ enum Pages {
         return Response(status: .ok, headers: [.contentType: contentType, .contentDisposition: attachment(fileName)], body: body)
     }
 
+    /// A bundle's `.tar` sent part by part; the original is read from the store as it goes and
+    /// re-hashed: if it does not hash to the item's SHA-256 the transfer is cut before the
+    /// archive's end, so no client takes a complete archive with a changed original.
+    static func stream(_ stream: BundleStream, contentType: String, fileName: String) -> Response {
+        let object = FileBox(stream.object)
+        let body = ResponseBody(contentLength: Int(stream.size)) { writer in
+            for part in stream.parts {
+                switch part {
+                case .bytes(let data):
+                    try await writer.write(ByteBuffer(bytes: data))
+                case .original(let size):
+                    let hasher = HasherBox()
+                    var sent: Int64 = 0
+                    while sent < size {
+                        let chunk = try await object.read(Int(min(256 * 1024, size - sent)))
+                        guard !chunk.isEmpty else { throw DownloadError.shortRead(expected: size, got: sent) }
+                        hasher.update(chunk)
+                        try await writer.write(ByteBuffer(bytes: chunk))
+                        sent += Int64(chunk.count)
+                    }
+                    let digest = hasher.finalize()
+                    guard digest == stream.digest else { throw DownloadError.changed(expected: stream.digest.hex, got: digest.hex) }
+                }
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: contentType, .contentDisposition: attachment(fileName)], body: body)
+    }
+
     enum DownloadError: Error, CustomStringConvertible {
         case shortRead(expected: Int64, got: Int64)
+        case changed(expected: String, got: String)
         var description: String {
-            switch self { case .shortRead(let expected, let got): return "file ended after \(got) of \(expected) bytes" }
+            switch self {
+            case .shortRead(let expected, let got): return "file ended after \(got) of \(expected) bytes"
+            case .changed(let expected, let got): return "the stored original hashes to \(got), not \(expected); transfer cut (run `evidence fsck`)"
+            }
         }
     }
+}
+
+/// The running SHA-256 of a streamed original (one writer at a time: the body writes sequentially).
+final class HasherBox: @unchecked Sendable {
+    private let hasher = SHA256Hasher()
+    func update(_ data: Data) { hasher.update(data) }
+    func finalize() -> SHA256Digest { hasher.finalize() }
 }
 
 /// Lets the response body (a `@Sendable` closure) own the handle.

@@ -87,7 +87,8 @@ struct PortalRoutes: Sendable {
     }
 
     /// HEAD is answered from the catalog alone; a GET builds the bundle when a build slot is free
-    /// and the home's file system has room for it (the original twice, plus a margin).
+    /// and the home's file system has room for it (a margin for the proofs and certificates, plus
+    /// the original twice for a `.zip`; a `.tar` streams the original from the store).
     func bundle(_ request: Request, _ context: BasicRequestContext, _ format: BundleDownload.Format) async throws -> Response {
         guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
         let home = data.home, cas = tsaCAFiles
@@ -98,7 +99,8 @@ struct PortalRoutes: Sendable {
         if request.method == .head {
             return Response(status: .ok, headers: [.contentType: format.contentType, .contentDisposition: Pages.attachment(fileName)])
         }
-        let needed = 2 * item.size + (64 << 20)
+        // A .zip copies the original into tmp/ and packs it there; a .tar streams it from the store.
+        let needed = (format == .zip ? 2 * item.size : 0) + (16 << 20)
         if let free = Self.freeBytes(home.store.tmpDir), free < needed {
             return Pages.html(.init(code: 507, reasonPhrase: "Insufficient Storage"), ErrorPage.render(status: 507, title: "Not enough space",
                 message: "Building this bundle needs about \(needed >> 20) MiB of free space where the evidence is kept; there is \(free >> 20) MiB. Ask the operator."))
@@ -111,7 +113,12 @@ struct PortalRoutes: Sendable {
         }
         let download = try await blocking { try BundleDownload.make(home: home, item: item, format: format, tsaCAFiles: cas) }
         withExtendedLifetime(slot) {}   // held until the bundle is built
-        return Pages.download(download.file, size: download.size, contentType: format.contentType, fileName: download.fileName)
+        switch download.body {
+        case .file(let file):
+            return Pages.download(file, size: download.size, contentType: format.contentType, fileName: download.fileName)
+        case .tar(let stream):
+            return Pages.stream(stream, contentType: format.contentType, fileName: download.fileName)
+        }
     }
 
     static func freeBytes(_ path: String) -> Int64? {

@@ -105,9 +105,9 @@ public final class SandboxServer: Sendable {
     public func makeApplication(
         logger: Logger,
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> Application<RouterResponder<SandboxRequestContext>> {
+    ) -> Application<HostRoutingResponder<RouterResponder<SandboxRequestContext>>> {
         Application(
-            router: makeRouter(),
+            responder: HostRoutingResponder(makeRouter().buildResponder()),
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: "evidence-sandbox"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger

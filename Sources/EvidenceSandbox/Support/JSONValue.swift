@@ -34,6 +34,15 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
         return members.first { $0.0 == key }?.1
     }
 
+    /// A member by name in any letter case (an exact match first), as .NET model binding reads
+    /// request bodies: ShareFile takes `fileName` and `FileName` alike.
+    public subscript(anyCase key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        if let exact = members.first(where: { $0.0 == key }) { return exact.1 }
+        let lower = key.lowercased()
+        return members.first { $0.0.lowercased() == lower }?.1
+    }
+
     /// The compact JSON text.
     public var description: String { String(decoding: serialized(), as: UTF8.self) }
 

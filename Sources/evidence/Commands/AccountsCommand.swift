@@ -39,7 +39,7 @@ struct AccountsList: AsyncParsableCommand {
         var rows: [Row] = []
         for (name, a) in config.archives.sorted(by: { $0.key < $1.key }) {
             var row = Row(name: name, kind: a.kind.rawValue, target: AccountsCheck.target(a))
-            if [.dropbox, .box, .sharefile].contains(a.kind) {
+            if a.descriptor.usesOAuth {
                 let file = a.tokenFile ?? Archives.defaultTokenFile(home: home, account: name)
                 row.tokenFile = file
                 do {
@@ -94,13 +94,7 @@ struct AccountsCheck: AsyncParsableCommand {
     }
 
     static func target(_ a: ArchiveConfig) -> String {
-        switch a.kind {
-        case .local: return a.path ?? "?"
-        case .owncloud: return a.baseURL ?? a.url ?? "?"
-        case .dropbox: return a.baseURL ?? "api.dropboxapi.com"
-        case .box: return a.baseURL ?? "api.box.com"
-        case .sharefile: return a.baseURL ?? "\(a.subdomain ?? "?").sf-api.com"
-        }
+        a.descriptor.target(a.providerSettings { _ in nil })
     }
 
     func run() async throws {

@@ -58,18 +58,23 @@ struct AccountsLogin: AsyncParsableCommand {
         }
         LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .critical, format: .text) }
         let result: Result
+        let descriptor = account.descriptor
         do {
-            switch account.kind {
-            case .local:
-                result = Result(name: name, kind: "local", note: "a local folder needs no login (\(account.path ?? ""))")
-            case .box where account.subjectType != nil:
-                result = Result(name: name, kind: "box",
-                                note: "signs in with client credentials (subject_type = \"\(account.subjectType ?? "")\"); there is nothing to log in")
-            case .dropbox, .box:
-                result = try await codeFlow(config: config, account: account, home: home)
-            case .sharefile:
+            switch descriptor.login(for: account.providerSettings { _ in nil }) {
+            case .none:
+                if let key = descriptor.signsInWithKey, let value = account[key] {
+                    result = Result(name: name, kind: account.kind.rawValue,
+                                    note: "signs in by itself (\(key) = \"\(value)\"); there is nothing to log in")
+                } else {
+                    result = Result(name: name, kind: account.kind.rawValue,
+                                    note: "a \(descriptor.title) needs no login (\(descriptor.target(account.providerSettings { _ in nil })))")
+                }
+            case .authorizationCode(let authorizeURL, let clientIDKey, let extra):
+                result = try await codeFlow(config: config, account: account, home: home, defaultAuthorizeURL: authorizeURL,
+                                            clientIDKey: clientIDKey, extra: extra.map { ($0.name, $0.value) })
+            case .passwordGrant:
                 result = try await passwordFlow(config: config, account: account, home: home)
-            case .owncloud:
+            case .appPassword:
                 result = try await appPassword(config: config, account: account)
             }
         } catch let e as ArchiveError {
@@ -92,18 +97,18 @@ struct AccountsLogin: AsyncParsableCommand {
     }
 
     /// Dropbox and Box: print the address, read the pasted code, exchange it with the verifier.
-    private func codeFlow(config: EvidenceConfig, account: ArchiveConfig, home: String) async throws -> Result {
+    private func codeFlow(config: EvidenceConfig, account: ArchiveConfig, home: String, defaultAuthorizeURL: String,
+                          clientIDKey: String, extra: [(String, String)]) async throws -> Result {
         let built = try archives(config, home: home)
         guard let session = built.sessions[name], let provider = built.providers[name] else {
             throw CLIError.config("account \(name) has no OAuth session")
         }
-        let dropbox = account.kind == .dropbox
-        let service = dropbox ? "Dropbox" : "Box"
+        let service = account.descriptor.title
         let request = AuthorizationRequest(
-            authorizeURL: account.authorizeURL ?? (dropbox ? DropboxProvider.defaultAuthorizeURL : BoxProvider.defaultAuthorizeURL),
-            clientID: (dropbox ? account.appKey : account.clientID) ?? "",
+            authorizeURL: account.authorizeURL ?? defaultAuthorizeURL,
+            clientID: account[clientIDKey] ?? "",
             redirectURI: account.redirectURI,
-            extra: dropbox ? [("token_access_type", "offline")] : [])
+            extra: extra)
         Output.err("""
             Log in to \(service) for account "\(name)":
               1. Open this address in a browser on any computer and sign in as the account that should hold the archive:
@@ -129,9 +134,9 @@ struct AccountsLogin: AsyncParsableCommand {
         guard let session = built.sessions[name], let provider = built.providers[name] else {
             throw CLIError.config("account \(name) has no OAuth session")
         }
-        var user = account.username ?? ""
+        var user = account["username"] ?? ""
         if user.isEmpty {
-            guard let typed = Prompt.line("ShareFile user name (e-mail) for \(account.subdomain ?? "?").sharefile.com: "),
+            guard let typed = Prompt.line("\(account.descriptor.title) user name (e-mail) for \(AccountsCheck.target(account)): "),
                   !typed.trimmingCharacters(in: .whitespaces).isEmpty else { throw ArchiveError(.permanent, "no user name given") }
             user = typed.trimmingCharacters(in: .whitespaces)
         }
@@ -140,9 +145,9 @@ struct AccountsLogin: AsyncParsableCommand {
         }
         let record = try await session.login(username: user, password: password)
         let identity = try await provider.whoami()
-        return Result(name: name, kind: "sharefile", identity: identity,
+        return Result(name: name, kind: account.kind.rawValue, identity: identity,
                       saved: account.tokenFile ?? Archives.defaultTokenFile(home: home, account: name), expires: record.expiresAt,
-                      note: record.refreshToken == nil ? "ShareFile answered no refresh token: the login lasts only until the access token expires" : nil)
+                      note: record.refreshToken == nil ? "\(account.descriptor.title) answered no refresh token: the login lasts only until the access token expires" : nil)
     }
 
     /// ownCloud: ask for an app password, prove it against the server, then write `password_file`.
@@ -161,7 +166,13 @@ struct AccountsLogin: AsyncParsableCommand {
         guard let password = Prompt.secret("App password for \(user) at \(url) (Settings → Security → create new app password; not shown): "),
               !password.isEmpty else { throw ArchiveError(.permanent, "no app password given") }
         let http = HTTPClient(configuration: HTTPClientConfiguration(table: "archives.\(name)", caFile: account.tlsCAFile, timeouts: account.timeouts), logger: Logger(label: "evidence"))
-        let provider = OwnCloudProvider(account: name, url: url, user: user, password: password, baseURL: account.baseURL, http: http)
+        // The account as configured, but with the password just typed (the file is not written yet).
+        let typed = account.providerSettings { base in base == "password" ? password : nil }
+        let setup = ProviderSetup(settings: typed, http: http, tokenFile: "", resumeDirectory: "", chunkSize: nil)
+        let provider: any ArchiveProvider
+        do throws(ProviderSetupError) { provider = try account.descriptor.build(setup).provider } catch {
+            throw CLIError.config("\(file): archives.\(name).\(error.key): \(error.message)")
+        }
         let identity = try await provider.whoami()
         let dir = (target as NSString).deletingLastPathComponent
         do {
@@ -172,7 +183,7 @@ struct AccountsLogin: AsyncParsableCommand {
         } catch {
             throw ArchiveError(.local, "cannot save the app password to \(target): \(error)")
         }
-        return Result(name: name, kind: "owncloud", identity: identity, saved: target)
+        return Result(name: name, kind: account.kind.rawValue, identity: identity, saved: target)
     }
 }
 
@@ -204,17 +215,17 @@ struct AccountsLogout: AsyncParsableCommand {
         var removed: [String] = []
         var remaining: [String] = []
         var target: String?
-        switch account.kind {
-        case .local: break
-        case .owncloud:
-            target = account["password_file"]
-            if account["password_env"] != nil { remaining.append("archives.\(name).password_env") }
-        case .dropbox, .box, .sharefile:
+        let descriptor = account.descriptor
+        // What login saved: the token file of an OAuth account, the password file of an app password.
+        var saved: String?
+        if descriptor.usesOAuth {
             target = account.tokenFile ?? Archives.defaultTokenFile(home: home, account: name)
-            for key in ["refresh_token_env", "refresh_token_file", "password_env", "password_file"] where account[key] != nil {
-                remaining.append("archives.\(name).\(key)")
-            }
-            if account.subjectType != nil { remaining.append("archives.\(name).subject_type (client credentials)") }
+        } else if descriptor.login == .appPassword {
+            saved = "password_file"
+            target = account["password_file"]
+        }
+        for key in descriptor.credentialKeys where key != saved && account[key] != nil {
+            remaining.append("archives.\(name).\(key)" + (key == descriptor.signsInWithKey ? " (signs in by itself)" : ""))
         }
         if let target, FileManager.default.fileExists(atPath: target) {
             guard unlink(target) == 0 else {

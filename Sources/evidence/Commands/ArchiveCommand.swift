@@ -62,7 +62,7 @@ struct ArchiveCommand: AsyncParsableCommand {
             progress.update(fileBytes: min(sent, total), name: path)
         })
         let sharer = ShareHandler(home: home, rules: byName, archives: archives)
-        let owner = Lease.owner(role: "archive")
+        let owner = Lease.owner(role: "archive", node: config.nodeName)
         var ran: [String] = []
         // Archive, then the share job the archive transition queues.
         for kind in [JobKind.archive, JobKind.share] {

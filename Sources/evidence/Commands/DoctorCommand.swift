@@ -20,7 +20,8 @@ struct DoctorCommand: AsyncParsableCommand {
           rules       the watch rules load and their folders exist
           home        the home folder exists; its tmp folder is writable; no part of it
                       (home, objects, catalog, custody.head, tokens) is writable by every user
-          catalog     SQLite's quick_check passes; items and jobs counted
+          catalog     the database's own integrity check passes (SQLite quick_check,
+                      PostgreSQL page checksums); items and jobs counted
           custody     the hash-chained custody log verifies
           store       object names, fan-out paths and read-only modes (no re-hash: see fsck)
           queue       failed jobs and items waiting longer than a day
@@ -104,7 +105,12 @@ struct DoctorCommand: AsyncParsableCommand {
         }
 
         // home, catalog, custody, store, queue
-        checkHome(home, anchorTrust: LogCommand.anchorTrust(config), anchorEvery: config.custody?.anchorEvery, add: add)
+        let location: EvidenceHome.CatalogLocation
+        do { location = try global.catalogLocation(config) } catch {
+            add(Check(check: "catalog", status: .fail, detail: "\(error)", fix: "set [catalog] password_env or password_file to a readable secret"))
+            location = .sqlite
+        }
+        checkHome(home, catalog: location, anchorTrust: LogCommand.anchorTrust(config), anchorEvery: config.custody?.anchorEvery, add: add)
 
         // disk
         add(diskCheck(home))
@@ -202,7 +208,11 @@ struct DoctorCommand: AsyncParsableCommand {
     /// Whether the newest custody anchor has its copy in the `anchor_archive` account.
     /// `provider`: the account as the accounts check built it; nil when that failed.
     private func anchorCopiesCheck(home: String, account: String, provider: (any ArchiveProvider)?) async -> Check {
-        guard let newest = ChainAnchors.list(directory: home + "/anchors").last else {
+        // Only an anchor the log reaches (custody.head is never ahead of the log): a file named
+        // beyond it is not the newest anchor.
+        let headSeq = (try? String(contentsOfFile: home + "/custody.head", encoding: .utf8))
+            .flatMap { Int64($0.split(separator: " ").first ?? "") } ?? Int64.max
+        guard let newest = ChainAnchors.list(directory: home + "/anchors").last(where: { $0.seq <= headSeq }) else {
             return Check(check: "anchor copies", status: .warn, detail: "no anchor yet to copy to \(account)",
                          fix: "evidence log anchor (or let evidence run anchor the log)")
         }
@@ -228,14 +238,15 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    private func checkHome(_ home: String, anchorTrust: TSATrust?, anchorEvery: Double?, add: (Check) -> Void) {
-        guard FileManager.default.fileExists(atPath: home + "/catalog.sqlite") else {
+    private func checkHome(_ home: String, catalog location: EvidenceHome.CatalogLocation, anchorTrust: TSATrust?,
+                           anchorEvery: Double?, add: (Check) -> Void) {
+        guard FileManager.default.fileExists(atPath: home + (location == .sqlite ? "/catalog.sqlite" : "/objects")) else {
             add(Check(check: "home", status: .warn, detail: "\(home) has no catalog yet",
                       fix: "evidence run (or evidence ingest FILE) creates it"))
             return
         }
         let h: EvidenceHome
-        do { h = try EvidenceHome(path: home, mustExist: true) } catch {
+        do { h = try EvidenceHome(path: home, mustExist: true, catalog: location) } catch {
             add(Check(check: "home", status: .fail, detail: error.description, fix: "check the folder's owner and permissions"))
             return
         }
@@ -270,12 +281,12 @@ struct DoctorCommand: AsyncParsableCommand {
                       fix: "give the service user write access to \(h.path) (systemd: ReadWritePaths=)"))
         }
         do {
-            let problems = try h.catalog.quickCheck()
+            let problems = try h.catalog.integrityProblems()
             let s = try h.catalog.summary()
             let jobs = try h.catalog.jobCounts()
             add(Check(check: "catalog", status: problems.isEmpty ? .ok : .fail,
-                      detail: problems.isEmpty ? "\(s.items) items, \(s.events) custody events, \(jobs.values.reduce(0, +)) jobs; quick_check ok"
-                                               : "quick_check: " + problems.prefix(5).joined(separator: "; "),
+                      detail: problems.isEmpty ? "\(s.items) items, \(s.events) custody events, \(jobs.values.reduce(0, +)) jobs; integrity check ok (\(h.catalog.location))"
+                                               : "\(h.catalog.location): " + problems.prefix(5).joined(separator: "; "),
                       fix: "stop evidence run, restore catalog.sqlite from a backup, then run evidence fsck"))
             let (chain, anchors) = try h.verifyCustody(trust: anchorTrust, anchorEvery: anchorEvery)
             add(Check(check: "custody", status: chain.ok ? .ok : .fail,

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EvidenceArchive
 import EvidenceConfig
 import EvidencePipeline
 import EvidenceStore
@@ -103,32 +104,7 @@ struct InitCommand: ParsableCommand {
         kind = "local"
         path = "archive"
 
-        # [archives.office]
-        # kind = "owncloud"
-        # url = "https://cloud.example.org"
-        # user = "evidence"
-        # password_file = "/etc/evidence/owncloud.pass"   # an app password
-        #
-        # [archives.dropbox]
-        # kind = "dropbox"
-        # app_key = "…"
-        # app_secret_file = "/etc/evidence/dropbox.secret"
-        # refresh_token_file = "/etc/evidence/dropbox.refresh"
-        #
-        # [archives.box]
-        # kind = "box"
-        # client_id = "…"
-        # client_secret_file = "/etc/evidence/box.secret"
-        # subject_type = "enterprise"                # Client Credentials Grant
-        # subject_id = "…"
-        #
-        # [archives.sharefile]
-        # kind = "sharefile"
-        # subdomain = "…"
-        # client_id = "…"
-        # client_secret_file = "/etc/evidence/sharefile.secret"
-        # username = "…"
-        # password_file = "/etc/evidence/sharefile.pass"
+        \(Self.accountExamples)
 
         # The auditor portal, `evidence serve`: read-only pages, certificate and bundle downloads.
         # [serve]
@@ -149,6 +125,13 @@ struct InitCommand: ParsableCommand {
         # anchor_archive = "vault"                     # copy each anchor to an [archives] account
 
         """
+
+    /// A commented example account of every remote kind, from the provider registry.
+    static var accountExamples: String {
+        ProviderRegistry.all.filter { $0.kind != .local }.map { d in
+            d.example.map { "# " + $0 }.joined(separator: "\n")
+        }.joined(separator: "\n#\n")
+    }
 
     static func ruleText(drop: String) -> String {
         """

@@ -117,16 +117,16 @@ struct LogCommand: AsyncParsableCommand {
                 let made = try await ChainAnchors.anchor(home, tsa: tsa)
                 var copy: String?
                 var copied: Bool?
-                if let account = custody.anchorArchive, let provider = archives?.providers[account], let newest = ChainAnchors.list(home).last {
+                if let account = custody.anchorArchive, let provider = archives?.providers[account], let newest = ChainAnchors.newest(home) {
                     copy = "\(account):\(CustodyConfig.archiveFolder)/\(newest.name)"
-                    do { copied = try await ChainAnchors.copy(newest, to: provider, scratch: home.store.tmpDir) } catch {
+                    do { copied = try await ChainAnchors.copy(newest, to: provider, scratch: home.store.scratchDirectory) } catch {
                         if !global.json { Output.line(made.map { "✓ anchored custody event #\($0.seq)" } ?? "✓ nothing new to anchor") }
                         Output.err("cannot copy \(newest.name) to \(copy!): \(error.message)")
                         throw ExitCode(1)
                     }
                 }
                 if global.json {
-                    Output.json(Result(anchored: made != nil, anchor: made ?? ChainAnchors.list(home).last, copy: copy, copied: copied))
+                    Output.json(Result(anchored: made != nil, anchor: made ?? ChainAnchors.newest(home), copy: copy, copied: copied))
                 } else if let made {
                     Output.line("✓ anchored custody event #\(made.seq) (\(made.hash.prefix(16))…) at "
                         + "\(made.genTime.map { Timestamp.string($0) } ?? "?") by \(notary.name): \(made.file)")

@@ -72,7 +72,8 @@ struct RunCommand: AsyncParsableCommand {
         let rules = try RuleSet.load(explicit: rules, config: config, home: homePath)
         let home = try global.openHome()
         let lock: RunLock
-        do { lock = try RunLock(home: home.path) } catch { throw CLIError.usage("\(error)") }
+        // A shared catalog lets several nodes serve one home (on a shared filesystem): one lock per node.
+        do { lock = try RunLock(home: home.path, node: config.catalog == nil ? nil : config.nodeName) } catch { throw CLIError.usage("\(error)") }
 
         let level: Logger.Level = global.verbose ? .debug : global.quiet ? .warning
             : Logger.Level(rawValue: config.logLevel.rawValue) ?? .info
@@ -147,7 +148,8 @@ enum RuleSet {
         var withHome = config
         withHome.home = home.hasPrefix("/") ? home : FileManager.default.currentDirectoryPath + "/" + home
         var problems = errors.map(\.description) + ConfigLoader.validate(rules: rules, against: withHome).map(\.description)
-        for r in rules where !FileManager.default.fileExists(atPath: r.path) {
+        // Another node's folder need not exist here: that node watches it.
+        for r in rules where r.isWatched(on: config.nodeName) && !FileManager.default.fileExists(atPath: r.path) {
             let message = "\(r.file): field `path`: watched folder \(r.path) does not exist"
             if requireFolders { problems.append(message) } else { warnings?(message + " (yet)") }
         }

@@ -48,6 +48,8 @@ struct StatusCommand: ParsableCommand {
         var custodyAnchors: ChainAnchors.Summary
         var states: [String: Int]
         var rules: [String: [String: Int]]
+        /// Per node: items it took in first, jobs it runs now (several nodes on one catalog).
+        var nodes: [NodeRow]
         var oldestPendingAgeSeconds: Double?
         var jobs: [String: Int]
         var failingJobs: [QueuedJob]
@@ -55,6 +57,18 @@ struct StatusCommand: ParsableCommand {
         var pending: [PendingItem]?
         var proofs: [String: ProofSummary]
         var links: [SharedLink]
+    }
+
+    struct NodeRow: Encodable {
+        var node: String
+        var takenIn: Int
+        var runningJobs: Int
+
+        static func of(_ s: CatalogSummary) -> [NodeRow] {
+            Set(s.takenInByNode.keys).union(s.runningByNode.keys).sorted().map {
+                NodeRow(node: $0, takenIn: s.takenInByNode[$0] ?? 0, runningJobs: s.runningByNode[$0] ?? 0)
+            }
+        }
     }
 
     /// Per notary: how many proofs are pending (and the oldest's age), confirmed, failed (with why).
@@ -122,11 +136,14 @@ struct StatusCommand: ParsableCommand {
         }
         let oldestAge = s.oldestPending.map { -$0.timeIntervalSinceNow }
         let proofs = ProofSummary.of(try c.allProofs())
-        let anchors = ChainAnchors.summary(directory: ChainAnchors.directory(home), headSeq: try c.lastEvent()?.seq ?? 0)
+        let head = try c.lastEvent()
+        let anchors = ChainAnchors.summary(directory: ChainAnchors.directory(home), headSeq: head?.seq ?? 0,
+                                           headIsRecord: head.map(ChainAnchors.isRecordOfPrevious) ?? false)
 
         if global.json {
             Output.json(Report(home: home.path, items: s.items, bytes: s.bytes, sources: s.sources,
                                custodyEvents: s.events, custodyAnchors: anchors, states: s.byState, rules: s.byRule,
+                               nodes: NodeRow.of(s),
                                oldestPendingAgeSeconds: oldestAge, jobs: jobs, failingJobs: troubled,
                                quarantined: q, pending: pendingItems, proofs: proofs, links: try c.allSharedLinks()))
         } else if let pendingItems {
@@ -154,6 +171,11 @@ struct StatusCommand: ParsableCommand {
                             m.keys.sorted { (ItemState(rawValue: $0) ?? .done) < (ItemState(rawValue: $1) ?? .done) }
                                 .map { "\($0) \(m[$0]!)" }.joined(separator: ", ")]
                 })
+            }
+            let nodes = NodeRow.of(s)
+            if nodes.count > 1 || nodes.contains(where: { $0.runningJobs > 0 }) {
+                Output.line()
+                Output.table(["NODE", "TAKEN IN", "RUNNING JOBS"], nodes.map { [$0.node, String($0.takenIn), String($0.runningJobs)] })
             }
             if !proofs.isEmpty {
                 Output.line()

@@ -104,7 +104,7 @@ struct VerifyCommand: ParsableCommand {
         if let i = item {
             let objectPath = home.store.objectPath(i.sha256)
             do {
-                let r = try FileHasher.hash(path: objectPath)
+                let r = try home.store.hashObject(i.sha256)
                 checks.append(Check(check: "store object re-hashed", ok: r.digest == i.sha256 && r.size == i.size,
                                     detail: r.digest == i.sha256 ? "\(objectPath): matches" : "\(objectPath): hashes to \(r.digest.hex)"))
             } catch {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EvidenceCatalog
 import EvidenceConfig
 import EvidencePipeline
 import Foundation
@@ -64,9 +65,31 @@ struct GlobalOptions: ParsableArguments {
         return c.home ?? ".evidence"
     }
 
+    /// Where the config puts the catalog: `[catalog]`'s PostgreSQL database (its password read
+    /// from `password_env`/`password_file` now), else the SQLite file in the home.
+    func catalogLocation(_ cfg: EvidenceConfig) throws -> EvidenceHome.CatalogLocation {
+        guard let c = cfg.catalog else { return .sqlite }
+        var password: String?
+        if let source = c.password {
+            let field: String
+            if case .env = source { field = "[catalog] password_env" } else { field = "[catalog] password_file" }
+            do {
+                password = try ConfigLoader.readSecret(source, field: field, configFile: cfg.file ?? "evidence.toml")
+            } catch {
+                throw CLIError.config(error.description)
+            }
+        }
+        return .postgres(PostgresTarget(host: c.host, port: c.port, database: c.database, user: c.user, password: password,
+                                        tlsCAFile: c.tlsCAFile))
+    }
+
     func openHome(mustExist: Bool = false) throws -> EvidenceHome {
+        // The config decides where the catalog is: one that does not load is an error, never a
+        // reason to open (or create) a SQLite catalog beside a PostgreSQL one.
+        let cfg = try loadConfig()
+        let location = try catalogLocation(cfg)
         do {
-            return try EvidenceHome(path: try homePath(), mustExist: mustExist)
+            return try EvidenceHome(path: try homePath(cfg), mustExist: mustExist, catalog: location)
         } catch let e as EvidenceHome.OpenError {
             if case .catalog(.locked) = e { throw CLIError.busy(e.description) }
             throw CLIError.home(e.description)

@@ -19,7 +19,7 @@ public struct BoxProvider: ArchiveProvider {
     let upload: String
     let caller: AuthorizedHTTP
     let resume: ResumeStore
-    let folders = FolderIDs(root: "0")
+    let folders = FolderResolver()
 
     public static let defaultAPI = "https://api.box.com/2.0"
     public static let defaultUpload = "https://upload.box.com/api/2.0"
@@ -43,10 +43,10 @@ public struct BoxProvider: ArchiveProvider {
         return s.isEmpty ? "_" : s
     }
 
-    func call(_ method: String, _ url: String, json: Any? = nil, headers: [(name: String, value: String)] = [],
+    func call(_ method: String, _ url: String, json: (any Encodable)? = nil, headers: [(name: String, value: String)] = [],
               doing what: String, retry: RetryMode = .full,
               busy: (@Sendable (HTTPResponse) -> Bool)? = nil) async throws(ArchiveError) -> HTTPResponse {
-        let body: HTTPBody = json.map { .data(JSON.data($0)) } ?? .none
+        let body: HTTPBody = json.map { .data(WireJSON.encode($0)) } ?? .none
         let extra = json == nil ? headers : headers + [("Content-Type", "application/json")]
         return try await caller.call(what, retry: retry, busy: busy) { token in
             HTTPRequest(method: method, url: url, headers: [("Authorization", "Bearer \(token)")] + extra, body: body)
@@ -55,21 +55,20 @@ public struct BoxProvider: ArchiveProvider {
 
     /// Box's error JSON: `code` and `message`, for the operator.
     func failure(_ r: HTTPResponse, doing what: String) -> ArchiveError {
-        if let j = r.json, let code = j["code"] as? String {
+        if let j = Self.errorAnswer(r), let code = j.code {
             var e = ArchiveError.status(r, account: account, doing: what)
-            e.message = "\(account): \(what): Box answered HTTP \(r.status) \(code): \(j["message"] as? String ?? "")"
+            e.message = "\(account): \(what): Box answered HTTP \(r.status) \(code): \(j.message ?? "")"
             return e
         }
         return ArchiveError.status(r, account: account, doing: what)
     }
 
-    package struct Entry { var type: String; var id: String; var name: String; var size: Int64?; var sha1: String? }
-
-    package static func entry(_ j: [String: Any]) -> Entry? {
-        guard let type = j["type"] as? String, let id = j["id"] as? String ?? (j["id"] as? NSNumber)?.stringValue,
-              let name = j["name"] as? String else { return nil }
-        return Entry(type: type, id: id, name: name, size: JSON.int64(j["size"]), sha1: (j["sha1"] as? String)?.lowercased())
+    /// Box's error body of a failed answer, if it is one.
+    static func errorAnswer(_ r: HTTPResponse) -> BoxAPI.ErrorAnswer? {
+        r.isSuccess ? nil : r.decoded(BoxAPI.ErrorAnswer.self)
     }
+
+    typealias Entry = BoxAPI.Item
 
     /// The entry called `name` in folder `id` (all pages), or nil.
     func find(_ name: String, in folder: String) async throws(ArchiveError) -> Entry? {
@@ -78,11 +77,11 @@ public struct BoxProvider: ArchiveProvider {
         while true {
             let url = "\(api)/folders/\(folder)/items?fields=type,id,name,size,sha1&limit=\(limit)&offset=\(offset)"
             let r = try await call("GET", url, doing: "listing folder \(folder)")
-            guard r.isSuccess, let j = r.json else { throw failure(r, doing: "listing folder \(folder)") }
-            let entries = (j["entries"] as? [[String: Any]] ?? []).compactMap(Self.entry)
+            guard r.isSuccess, let j = r.decoded(BoxAPI.Page<BoxAPI.Item>.self) else { throw failure(r, doing: "listing folder \(folder)") }
+            let entries = j.entries.elements
             if let hit = entries.first(where: { $0.name.lowercased() == name.lowercased() }) { return hit }
             offset += entries.count
-            let total = Int(JSON.int64(j["total_count"]) ?? 0)
+            let total = Int(j.total_count?.value ?? 0)
             if entries.isEmpty || offset >= total { return nil }
         }
     }
@@ -95,45 +94,19 @@ public struct BoxProvider: ArchiveProvider {
     /// that refuses the preflight, a file removed meanwhile): the listing decides.
     func holder(of name: String, in folder: String) async throws(ArchiveError) -> Entry? {
         let what = "checking \(name) in folder \(folder)"
-        let r = try await call("OPTIONS", "\(api)/files/content", json: ["name": name, "parent": ["id": folder]], doing: what)
+        let r = try await call("OPTIONS", "\(api)/files/content", json: BoxAPI.NameInFolder(name: name, parent: .init(id: folder)), doing: what)
         if r.isSuccess { return nil }
-        guard r.status == 409, let info = r.json?["context_info"] as? [String: Any],
-              let mini = ((info["conflicts"] as? [String: Any]) ?? (info["conflicts"] as? [[String: Any]])?.first).flatMap(Self.entry)
-        else { return try await find(name, in: folder) }
-        guard mini.type == "file" else { return mini }
+        guard r.status == 409, let mini = Self.errorAnswer(r)?.conflict else { return try await find(name, in: folder) }
+        guard mini.type == .file else { return mini }
         let f = try await call("GET", "\(api)/files/\(mini.id)?fields=type,id,name,size,sha1", doing: what)
         if f.status == 404 { return try await find(name, in: folder) }
-        guard f.isSuccess, let e = f.json.flatMap(Self.entry) else { throw failure(f, doing: what) }
+        guard f.isSuccess, let e = f.decoded(BoxAPI.Item.self) else { throw failure(f, doing: what) }
         return e
     }
 
-    /// The id of folder `path`, walking from the root; nil when some part is missing.
+    /// The id of folder `path`, walking from the root `0`; nil when some part is missing.
     func folderID(_ path: String, create: Bool) async throws(ArchiveError) -> String? {
-        if let id = await folders.get(path) { return id }
-        var current = ""
-        var id = "0"
-        for part in path.split(separator: "/").map(String.init) {
-            current += (current.isEmpty ? "" : "/") + part
-            if let known = await folders.get(current) { id = known; continue }
-            if let e = try await find(part, in: id) {
-                guard e.type == "folder" else { throw ArchiveError(.conflict, "\(account): \(current) is a file, not a folder") }
-                id = e.id
-            } else if create {
-                let r = try await call("POST", "\(api)/folders", json: ["name": part, "parent": ["id": id]], doing: "creating folder \(current)")
-                if r.isSuccess, let e = r.json.flatMap(Self.entry) {
-                    id = e.id
-                } else if r.status == 409, let info = r.json?["context_info"] as? [String: Any],
-                          let conflicts = info["conflicts"] as? [[String: Any]], let e = conflicts.first.flatMap(Self.entry) {
-                    id = e.id   // created meanwhile (by us on a retry, or someone else): use it
-                } else {
-                    throw failure(r, doing: "creating folder \(current)")
-                }
-            } else {
-                return nil
-            }
-            await folders.set(current, id)
-        }
-        return id
+        try await folders.folderID(path, create: create, in: self)
     }
 
     func split(_ path: String) -> (parent: String, name: String) {
@@ -145,7 +118,7 @@ public struct BoxProvider: ArchiveProvider {
         let (parent, name) = split(path)
         guard let folder = try await folderID(parent, create: false) else { return nil }
         guard let e = try await holder(of: name, in: folder) else { return nil }
-        if e.type != "file" { throw ArchiveError(.conflict, "\(account): \(path) is a \(e.type), not a file") }
+        if e.type != .file { throw ArchiveError(.conflict, "\(account): \(path) is a \(e.type), not a file") }
         return e
     }
 
@@ -153,8 +126,8 @@ public struct BoxProvider: ArchiveProvider {
 
     public func whoami() async throws(ArchiveError) -> String {
         let r = try await call("GET", "\(api)/users/me", doing: "reading the user")
-        guard r.isSuccess, let j = r.json else { throw failure(r, doing: "reading the user") }
-        return "Box user \(j["login"] as? String ?? j["id"] as? String ?? "?")\((j["name"] as? String).map { " (\($0))" } ?? "")"
+        guard r.isSuccess, let j = r.decoded(BoxAPI.User.self) else { throw failure(r, doing: "reading the user") }
+        return "Box user \(j.login ?? j.id?.value ?? "?")\(j.name.map { " (\($0))" } ?? "")"
     }
 
     public func makeFolders(_ path: String) async throws(ArchiveError) {
@@ -181,10 +154,10 @@ public struct BoxProvider: ArchiveProvider {
     func multipart(local: String, size: Int64, sha1: String, name: String, folder: String, path: String,
                    progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
         let boundary = "evidence-\(UUID().uuidString)"
-        var attributes: [String: Any] = ["name": name, "parent": ["id": folder]]
-        if let m = fileMTime(local) { attributes["content_modified_at"] = DropboxProvider.iso(Date(timeIntervalSince1970: Double(m))) }
+        let attributes = BoxAPI.UploadAttributes(name: name, parent: .init(id: folder),
+                                                 content_modified_at: fileMTime(local).map { DropboxProvider.iso(Date(timeIntervalSince1970: Double($0))) })
         let head = "--\(boundary)\r\nContent-Disposition: form-data; name=\"attributes\"\r\n\r\n"
-            + String(decoding: JSON.data(attributes), as: UTF8.self)
+            + String(decoding: WireJSON.encode(attributes), as: UTF8.self)
             + "\r\n--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"upload\"\r\nContent-Type: application/octet-stream\r\n\r\n"
         let tail = "\r\n--\(boundary)--\r\n"
         // Box wants one multipart body: header part, the file, the closing boundary.
@@ -214,18 +187,18 @@ public struct BoxProvider: ArchiveProvider {
 
     /// The file an upload or commit created, or why there is none.
     func committed(_ r: HTTPResponse, path: String, doing what: String) throws(ArchiveError) -> RemoteFile {
-        if r.isSuccess, let entries = r.json?["entries"] as? [[String: Any]], let e = entries.first.flatMap(Self.entry) {
+        if r.isSuccess, let e = r.decoded(BoxAPI.Files.self)?.entries.elements.first {
             return RemoteFile(path: path, size: e.size ?? -1, hash: e.sha1, id: e.id)
         }
-        let code = r.json?["code"] as? String ?? ""
-        if code.contains("digest") || code == "sha1_mismatch" {
+        let code = Self.errorAnswer(r)?.code.map { "\($0)" } ?? ""
+        if Self.errorAnswer(r)?.code?.isCorruption == true {
             throw ArchiveError(.transient, "\(account): \(what): Box's SHA-1 of what arrived differs from ours (\(code): corrupted in transit); will upload again")
         }
         if r.status == 409 { throw ArchiveError(.conflict, "\(account): \(path) already exists (Box \(code))") }
         throw failure(r, doing: what)
     }
 
-    struct Part: Codable { var part_id: String; var offset: Int64; var size: Int64; var sha1: String }
+    typealias Part = BoxAPI.Part
     struct SessionState: Codable { var id: String; var partSize: Int64; var parts: [Part] }
 
     func session(local: String, size: Int64, sha1: String, name: String, folder: String, path: String,
@@ -245,12 +218,12 @@ public struct BoxProvider: ArchiveProvider {
         if state == nil {
             let what = "starting an upload session for \(path)"
             let r = try await call("POST", "\(upload)/files/upload_sessions",
-                                   json: ["folder_id": folder, "file_size": size, "file_name": name], doing: what, retry: .throttleOnly)
+                                   json: BoxAPI.SessionCreate(folder_id: folder, file_size: size, file_name: name), doing: what, retry: .throttleOnly)
             if r.status == 409 { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
-            guard r.isSuccess, let j = r.json, let id = j["id"] as? String, let partSize = JSON.int64(j["part_size"]), partSize > 0 else {
+            guard r.isSuccess, let j = r.decoded(BoxAPI.Session.self), j.part_size.value > 0 else {
                 throw failure(r, doing: what)
             }
-            state = SessionState(id: id, partSize: partSize, parts: [])
+            state = SessionState(id: j.id, partSize: j.part_size.value, parts: [])
             try resume.save(state!, key: key)
         }
         guard var s = state else { throw ArchiveError(.local, "\(account): lost upload state") }
@@ -288,18 +261,19 @@ public struct BoxProvider: ArchiveProvider {
                     try resume.save(s, key: key)
                     guard s.parts.contains(where: { $0.offset == at && $0.size == length }) else {
                         throw ArchiveError(.transient, "\(account): \(what): Box refused the part (HTTP \(r.status) "
-                                           + "\(r.json?["code"] as? String ?? "")) but does not list it; will look again")
+                                           + "\(Self.errorAnswer(r)?.code.map { "\($0)" } ?? "")) but does not list it; will look again")
                     }
                     offset += length
                     continue
                 }
-                guard r.isSuccess, let p = r.json?["part"] as? [String: Any], let id = p["part_id"] as? String else {
-                    if (r.json?["code"] as? String ?? "").contains("digest") {
+                guard r.isSuccess, let p = r.decoded(BoxAPI.PartAnswer.self)?.part else {
+                    if case .digest = Self.errorAnswer(r)?.code {
                         throw ArchiveError(.transient, "\(account): \(what): Box's SHA-1 of the part differs from ours (corrupted in transit); will send it again")
                     }
                     throw failure(r, doing: what)
                 }
-                s.parts.append(Part(part_id: id, offset: at, size: JSON.int64(p["size"]) ?? length, sha1: p["sha1"] as? String ?? Hex.encode(digest)))
+                s.parts.append(Part(part_id: p.part_id.value, offset: at, size: p.size?.value ?? length,
+                                    sha1: p.sha1.flatMap { $0.isEmpty ? nil : $0 } ?? Hex.encode(digest)))
                 try resume.save(s, key: key)
             }
             offset += length
@@ -307,16 +281,16 @@ public struct BoxProvider: ArchiveProvider {
         progress?(size)
         // Commit; 202 means "still processing parts, ask again after Retry-After".
         let whole = Data(Hex.decode(sha1) ?? []).base64EncodedString()
-        let parts = s.parts.sorted { $0.offset < $1.offset }.map { ["part_id": $0.part_id, "offset": $0.offset, "size": $0.size, "sha1": $0.sha1] as [String: Any] }
+        let parts = s.parts.sorted { $0.offset < $1.offset }
         let what = "committing the upload of \(path)"
         // 202: parts still processing; 400 `parts_mismatch` right after the last part: Box has
         // not counted it yet. Both mean "wait (Retry-After), then commit again": the HTTP
         // client's one retry loop does that; past its attempts the job queue comes back later
         // and, the session being saved, commits again.
         let stillProcessing: @Sendable (HTTPResponse) -> Bool = { r in
-            r.status == 202 || (r.status == 400 && (r.json?["code"] as? String) == "parts_mismatch")
+            r.status == 202 || (r.status == 400 && r.decoded(BoxAPI.ErrorAnswer.self)?.code == .partsMismatch)
         }
-        let r = try await call("POST", "\(upload)/files/upload_sessions/\(s.id)/commit", json: ["parts": parts],
+        let r = try await call("POST", "\(upload)/files/upload_sessions/\(s.id)/commit", json: BoxAPI.Commit(parts: parts),
                                headers: [("Digest", "sha=\(whole)")], doing: what, retry: .throttleOnly, busy: stillProcessing)
         if stillProcessing(r) {
             throw ArchiveError(.transient, "\(account): \(what): Box kept answering that the parts are still processing; will try again",
@@ -335,13 +309,11 @@ public struct BoxProvider: ArchiveProvider {
         while true {
             let r = try await call("GET", "\(upload)/files/upload_sessions/\(id)/parts?limit=1000&offset=\(offset)", doing: what)
             if r.status == 404 { return nil }
-            guard r.isSuccess, let j = r.json, let entries = j["entries"] as? [[String: Any]] else { throw failure(r, doing: what) }
-            parts += entries.compactMap { e in
-                guard let pid = e["part_id"] as? String, let off = JSON.int64(e["offset"]), let sz = JSON.int64(e["size"]) else { return nil }
-                return Part(part_id: pid, offset: off, size: sz, sha1: e["sha1"] as? String ?? "")
-            }
+            guard r.isSuccess, let j = r.decoded(BoxAPI.Page<Part>.self) else { throw failure(r, doing: what) }
+            let entries = j.entries.elements
+            parts += entries
             offset += entries.count
-            let total = JSON.int64(j["total_count"]).map(Int.init)
+            let total = j.total_count.map { Int($0.value) }
             if entries.isEmpty || total.map({ offset >= $0 }) ?? true { break }
         }
         // One entry per offset (a page boundary moving under us could repeat one).
@@ -365,20 +337,22 @@ public struct BoxProvider: ArchiveProvider {
         guard let e = try await fileEntry(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
         let what = "sharing \(path)"
         let current = try await call("GET", "\(api)/files/\(e.id)?fields=shared_link", doing: what)
-        if current.isSuccess, let link = (current.json?["shared_link"] as? [String: Any]).flatMap(Self.link),
+        if current.isSuccess, let link = current.decoded(BoxAPI.FileSharedLink.self)?.shared_link.flatMap(Self.link),
            Self.atLeastAsStrict(link, as: request) {
             return link
         }
-        var settings: [String: Any] = ["access": request.access.rawValue]
-        if let p = request.password { settings["password"] = p }
-        if let x = request.expires { settings["unshared_at"] = DropboxProvider.iso(x) }
-        var r = try await call("PUT", "\(api)/files/\(e.id)?fields=shared_link", json: ["shared_link": settings], doing: what)
+        let settings = BoxAPI.SharedLinkSettings(access: BoxAPI.Access(text: request.access.rawValue), password: request.password,
+                                                 unshared_at: request.expires.map(DropboxProvider.iso))
+        let collaboratorsOnly = BoxAPI.SharedLinkSettings(access: .collaborators)
+        var r = try await call("PUT", "\(api)/files/\(e.id)?fields=shared_link", json: BoxAPI.SharedLinkUpdate(shared_link: settings), doing: what)
         var fallback: String?
-        if (r.status == 400 || r.status == 403) && !(settings.count == 1 && request.access == .collaborators) {
-            let said = "\(r.json?["code"] as? String ?? "HTTP \(r.status)"): \(r.json?["message"] as? String ?? "")"
+        if (r.status == 400 || r.status == 403) && settings != collaboratorsOnly {
+            let refusal = Self.errorAnswer(r)
+            let said = "\(refusal?.code.map { "\($0)" } ?? "HTTP \(r.status)"): \(refusal?.message ?? "")"
             fallback = "asked \(DropboxProvider.describe(request)); Box refused (\(said)); made a link for collaborators only "
                 + "(people invited to the file)"
-            r = try await call("PUT", "\(api)/files/\(e.id)?fields=shared_link", json: ["shared_link": ["access": "collaborators"]], doing: what)
+            r = try await call("PUT", "\(api)/files/\(e.id)?fields=shared_link", json: BoxAPI.SharedLinkUpdate(shared_link: collaboratorsOnly),
+                               doing: what)
         }
         if r.status == 400 || r.status == 403 {
             var refused = failure(r, doing: what)
@@ -386,32 +360,51 @@ public struct BoxProvider: ArchiveProvider {
             refused.message += " (asked \(DropboxProvider.describe(request)); no link was made rather than a more open one)"
             throw refused
         }
-        guard r.isSuccess, let j = r.json, var link = (j["shared_link"] as? [String: Any]).flatMap(Self.link) else { throw failure(r, doing: what) }
+        guard r.isSuccess, var link = r.decoded(BoxAPI.FileSharedLink.self)?.shared_link.flatMap(Self.link) else { throw failure(r, doing: what) }
         link.fallback = fallback
         return link
     }
 
     /// Box's access levels from most to least open: open < company < collaborators.
     static func atLeastAsStrict(_ link: ShareLink, as request: ShareRequest) -> Bool {
-        let rank = ["open": 0, "company": 1, "collaborators": 2]
-        let have = rank[link.audience ?? "open"] ?? 0
-        if have == 2 { return true }
-        guard have >= rank[request.access.rawValue] ?? 0 else { return false }
+        let have = BoxAPI.Access(text: link.audience ?? "open")
+        if have == .collaborators { return true }
+        guard have >= BoxAPI.Access(text: request.access.rawValue) else { return false }
         if request.password != nil && !link.passwordProtected { return false }
         if let wanted = request.expires, link.expires.map({ $0 > wanted }) ?? true { return false }
         return true
     }
 
-    package static func link(_ j: [String: Any]) -> ShareLink? {
-        guard let url = j["url"] as? String else { return nil }
-        return ShareLink(url: url, expires: (j["unshared_at"] as? String).flatMap(parseISO),
-                         passwordProtected: j["is_password_enabled"] as? Bool ?? false,
-                         audience: j["effective_access"] as? String ?? j["access"] as? String)
+    static func link(_ j: BoxAPI.SharedLink) -> ShareLink? {
+        guard let url = j.url else { return nil }
+        return ShareLink(url: url, expires: j.unshared_at.flatMap(parseISO), passwordProtected: j.is_password_enabled ?? false,
+                         audience: (j.effective_access ?? j.access)?.text)
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {
         guard let e = try await fileEntry(path) else { return }
         let r = try await call("DELETE", "\(api)/files/\(e.id)", doing: "deleting \(path)")
         guard r.isSuccess || r.status == 404 else { throw failure(r, doing: "deleting \(path)") }
+    }
+}
+
+extension BoxProvider: FolderTree {
+    func rootFolderID() async throws(ArchiveError) -> String { "0" }
+
+    func folderChild(named name: String, in parent: String) async throws(ArchiveError) -> FolderChild? {
+        try await find(name, in: parent).map { FolderChild(id: $0.id, isFolder: $0.type == .folder) }
+    }
+
+    /// `POST /folders`; 409 `item_name_in_use` names the holder in `context_info.conflicts`,
+    /// which is ours to use only when it is a folder.
+    func createFolder(named name: String, in parent: String) async throws(ArchiveError) -> FolderCreation {
+        let what = "creating folder \(name) in folder \(parent)"
+        let r = try await call("POST", "\(api)/folders", json: BoxAPI.NameInFolder(name: name, parent: .init(id: parent)), doing: what)
+        if r.isSuccess, let made = r.decoded(BoxAPI.Item.self) { return .created(id: made.id) }
+        if r.status == 409 {
+            let holder = Self.errorAnswer(r)?.conflict
+            return .exists(id: holder?.type == .folder ? holder?.id : nil)
+        }
+        throw failure(r, doing: what)
     }
 }

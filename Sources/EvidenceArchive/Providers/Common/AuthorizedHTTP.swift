@@ -1,3 +1,4 @@
+import EvidenceCore
 import EvidenceHTTP
 import Foundation
 
@@ -91,39 +92,9 @@ actor AsyncMutex {
     }
 }
 
-/// JSON in and out of provider APIs (their shapes vary too much for Codable to pay off).
-package enum JSON {
-    package static func object(_ data: Data) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-    }
-
-    /// JSON bytes of an array or object; anything else (Foundation would trap on it) is `null`.
-    package static func data(_ value: Any) -> Data {
-        guard JSONSerialization.isValidJSONObject(value) else { return Data("null".utf8) }
-        return (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("null".utf8)
-    }
-
-    /// JSON for an HTTP header: every non-ASCII character as `\uXXXX` (UTF-16 units), as
-    /// Dropbox requires for `Dropbox-API-Arg`.
-    package static func asciiHeader(_ value: Any) -> String {
-        let text = String(decoding: data(value), as: UTF8.self)
-        var out = ""
-        for unit in text.utf16 {
-            if unit < 0x80 { out.unicodeScalars.append(Unicode.Scalar(UInt8(unit))) }
-            else { out += String(format: "\\u%04x", unit) }
-        }
-        return out
-    }
-
-    package static func int64(_ v: Any?) -> Int64? {
-        if let n = v as? NSNumber { return n.int64Value }
-        if let s = v as? String { return Int64(s) }
-        return nil
-    }
-}
-
 extension HTTPResponse {
-    var json: [String: Any]? { JSON.object(body) }
+    /// The body read as the wire model `T`, or nil when it is not that shape.
+    func decoded<T: Decodable>(_ type: T.Type) -> T? { WireJSON.decode(type, from: body) }
 }
 
 /// A progress callback for a chunk that starts at `offset` of the whole file.

@@ -59,17 +59,17 @@ public struct DropboxProvider: ArchiveProvider {
 
     // MARK: Calls
 
-    func rpc(_ endpoint: String, _ args: Any, doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
-        let body = JSON.data(args)
+    func rpc(_ endpoint: String, _ args: some Encodable, doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
+        let body = WireJSON.encode(args)
         return try await caller.call(what, retry: retry, busy: Self.busy) { token in
             HTTPRequest(method: "POST", url: "\(api)/2/\(endpoint)",
                         headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")], body: .data(body))
         }
     }
 
-    func contentCall(_ endpoint: String, _ args: Any, body: HTTPBody, doing what: String, retry: RetryMode,
+    func contentCall(_ endpoint: String, _ args: some Encodable, body: HTTPBody, doing what: String, retry: RetryMode,
                      downloadTo: String? = nil, progress: (@Sendable (Int64) -> Void)? = nil) async throws(ArchiveError) -> HTTPResponse {
-        let arg = JSON.asciiHeader(args)
+        let arg = WireJSON.asciiHeader(args)
         return try await caller.call(what, retry: retry, progress: progress, busy: Self.busy) { token in
             HTTPRequest(method: "POST", url: "\(content)/2/\(endpoint)",
                         headers: [("Authorization", "Bearer \(token)"), ("Dropbox-API-Arg", arg),
@@ -78,26 +78,29 @@ public struct DropboxProvider: ArchiveProvider {
         }
     }
 
-    /// `error_summary` of a 409 route error ("path/not_found/..", "incorrect_offset/.."), or "".
-    static func summary(_ r: HTTPResponse) -> String { r.json?["error_summary"] as? String ?? "" }
+    /// The route error of an answer (HTTP 409: `error_summary` and the `error` union), if it is one.
+    static func routeError(_ r: HTTPResponse) -> DropboxAPI.RouteError? {
+        r.isSuccess ? nil : r.decoded(DropboxAPI.RouteError.self)
+    }
+
+    /// `error_summary` of a route error as its tags ("path/not_found/.." is path, not_found); empty when none.
+    static func summary(_ r: HTTPResponse) -> DropboxAPI.ErrorSummary { routeError(r)?.summary ?? DropboxAPI.ErrorSummary("") }
 
     /// Dropbox's "nothing was done, ask again" outside a 429: `too_many_write_operations` (or
     /// `too_many_requests`) anywhere in a 409's summary (`path/too_many_write_operations/..`).
     @Sendable static func busy(_ r: HTTPResponse) -> Bool {
-        guard r.status == 409 else { return false }
-        let parts = summary(r).split(separator: "/")
-        return parts.contains("too_many_write_operations") || parts.contains("too_many_requests")
+        r.status == 409 && summary(r).isBusy
     }
 
     func failure(_ r: HTTPResponse, doing what: String) -> ArchiveError {
         let s = Self.summary(r)
         if Self.busy(r) {
-            return ArchiveError(.transient, "\(account): \(what): Dropbox answered \(s) (too many writes at once); will try again")
+            return ArchiveError(.transient, "\(account): \(what): Dropbox answered \(s.text) (too many writes at once); will try again")
         }
         if r.status == 409 && !s.isEmpty {
-            let kind: ArchiveError.Kind = s.contains("not_found") ? .notFound : s.contains("conflict") ? .conflict
-                : s.hasPrefix("content_hash_mismatch") ? .transient : .permanent
-            return ArchiveError(kind, "\(account): \(what): Dropbox answered \(s)")
+            let kind: ArchiveError.Kind = s.contains(.notFound) ? .notFound : s.contains(.conflict) ? .conflict
+                : s.starts(with: .contentHashMismatch) ? .transient : .permanent
+            return ArchiveError(kind, "\(account): \(what): Dropbox answered \(s.text)")
         }
         return ArchiveError.status(r, account: account, doing: what)
     }
@@ -117,37 +120,35 @@ public struct DropboxProvider: ArchiveProvider {
     // MARK: ArchiveProvider
 
     public func whoami() async throws(ArchiveError) -> String {
-        let r = try await rpc("users/get_current_account", NSNull(), doing: "reading the account")
-        guard r.isSuccess, let j = r.json else { throw failure(r, doing: "reading the account") }
-        let name = (j["name"] as? [String: Any])?["display_name"] as? String ?? ""
-        return "Dropbox account \(j["email"] as? String ?? j["account_id"] as? String ?? "?")\(name.isEmpty ? "" : " (\(name))")"
+        let r = try await rpc("users/get_current_account", JSONTree.null, doing: "reading the account")
+        guard r.isSuccess, let j = r.decoded(DropboxAPI.Account.self) else { throw failure(r, doing: "reading the account") }
+        let name = j.name?.display_name ?? ""
+        return "Dropbox account \(j.email ?? j.account_id ?? "?")\(name.isEmpty ? "" : " (\(name))")"
     }
 
     public func makeFolders(_ path: String) async throws(ArchiveError) {
         guard !path.isEmpty else { return }
         let what = "creating folder \(path)"
         let r = try await serialized { () async throws(ArchiveError) -> HTTPResponse in
-            try await rpc("files/create_folder_v2", ["path": Self.dropboxPath(path), "autorename": false], doing: what)
+            try await rpc("files/create_folder_v2", DropboxAPI.CreateFolderArg(path: Self.dropboxPath(path)), doing: what)
         }
-        if r.isSuccess || Self.summary(r).hasPrefix("path/conflict/folder") { return }
+        if r.isSuccess || Self.summary(r).starts(with: .path, .conflict, .folder) { return }
         throw failure(r, doing: what)
     }
 
     public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
-        let r = try await rpc("files/get_metadata", ["path": Self.dropboxPath(path)], doing: "stat \(path)")
-        if r.status == 409 && Self.summary(r).hasPrefix("path/not_found") { return nil }
-        guard r.isSuccess, let j = r.json else { throw failure(r, doing: "stat \(path)") }
-        if (j[".tag"] as? String) != "file" { throw ArchiveError(.conflict, "\(account): \(path) is a folder, not a file") }
-        return RemoteFile(path: path, size: JSON.int64(j["size"]) ?? -1, hash: (j["content_hash"] as? String)?.lowercased(),
-                          id: j["id"] as? String)
+        let r = try await rpc("files/get_metadata", DropboxAPI.PathArg(path: Self.dropboxPath(path)), doing: "stat \(path)")
+        if r.status == 409 && Self.summary(r).starts(with: .path, .notFound) { return nil }
+        guard r.isSuccess, let j = r.decoded(DropboxAPI.Metadata.self) else { throw failure(r, doing: "stat \(path)") }
+        if j.kind != .file { throw ArchiveError(.conflict, "\(account): \(path) is a folder, not a file") }
+        return RemoteFile(path: path, size: j.size?.value ?? -1, hash: j.content_hash?.lowercased(), id: j.id)
     }
 
     public func upload(local: String, size: Int64, hash: String, to path: String,
                        progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
-        let commit: [String: Any] = ["path": Self.dropboxPath(path), "mode": "add", "autorename": false, "mute": true, "strict_conflict": true]
+        let commit = DropboxAPI.CommitInfo(path: Self.dropboxPath(path))
         if size <= min(chunkSize, Self.singleUploadLimit) {
-            var args = commit
-            args["content_hash"] = hash
+            let args = DropboxAPI.UploadArg(commit: commit, content_hash: hash)
             let r = try await serialized { () async throws(ArchiveError) -> HTTPResponse in
                 try await contentCall("files/upload", args, body: .file(path: local, offset: 0, length: size),
                                       doing: "uploading \(path)", retry: .throttleOnly, progress: progress)
@@ -166,17 +167,17 @@ public struct DropboxProvider: ArchiveProvider {
         }
     }
 
-    func sessionUpload(local: String, size: Int64, hash: String, to path: String, commit: [String: Any],
+    func sessionUpload(local: String, size: Int64, hash: String, to path: String, commit: DropboxAPI.CommitInfo,
                        progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
         let key = resume.key(path: path, hash: hash, size: size)
         var state = resume.load(SessionState.self, key: key)
         if state == nil {
             let first = min(chunkSize, size)
-            let r = try await contentCall("files/upload_session/start", ["close": false, "content_hash": try pieceHash(local, 0, first)],
+            let r = try await contentCall("files/upload_session/start", DropboxAPI.SessionStartArg(content_hash: try pieceHash(local, 0, first)),
                                           body: .file(path: local, offset: 0, length: first),
                                           doing: "starting an upload session for \(path)", retry: .full,
                                           progress: progress)
-            guard r.isSuccess, let sid = r.json?["session_id"] as? String else { throw failure(r, doing: "starting an upload session for \(path)") }
+            guard r.isSuccess, let sid = r.decoded(DropboxAPI.SessionStart.self)?.session_id else { throw failure(r, doing: "starting an upload session for \(path)") }
             state = SessionState(sessionID: sid, offset: first)
             try resume.save(state!, key: key)
         }
@@ -186,15 +187,15 @@ public struct DropboxProvider: ArchiveProvider {
             let at = s.offset
             progress?(at)
             let r = try await contentCall("files/upload_session/append_v2",
-                                          ["cursor": ["session_id": s.sessionID, "offset": at], "close": false,
-                                           "content_hash": try pieceHash(local, at, chunkSize)],
+                                          DropboxAPI.AppendArg(cursor: DropboxAPI.Cursor(session_id: s.sessionID, offset: at),
+                                                               content_hash: try pieceHash(local, at, chunkSize)),
                                           body: .file(path: local, offset: at, length: chunkSize),
                                           doing: "appending to \(path) at \(at)", retry: .full,
                                           progress: shifted(progress, by: at))
-            if r.status == 409, let err = r.json?["error"] as? [String: Any], (err[".tag"] as? String) == "incorrect_offset",
-               let correct = JSON.int64(err["correct_offset"]) {
+            let routeError = r.status == 409 ? Self.routeError(r) : nil
+            if case .incorrectOffset(let correct) = routeError?.error {
                 s.offset = correct      // Dropbox has more (or less) than we thought: go on from there
-            } else if r.status == 409 && Self.summary(r).hasPrefix("not_found") {
+            } else if routeError?.summary.starts(with: .notFound) == true {
                 resume.remove(key: key)  // session expired (7 days): start over next attempt
                 throw ArchiveError(.transient, "\(account): the upload session for \(path) expired; starting again")
             } else if r.isSuccess {
@@ -207,40 +208,37 @@ public struct DropboxProvider: ArchiveProvider {
         let at = s.offset
         // Dropbox checks the last piece by its own hash; the whole file is verified by the
         // caller against the stored file's content_hash.
-        let args: [String: Any] = ["cursor": ["session_id": s.sessionID, "offset": at], "commit": commit,
-                                   "content_hash": try pieceHash(local, at, size - at)]
+        let args = DropboxAPI.FinishArg(cursor: DropboxAPI.Cursor(session_id: s.sessionID, offset: at), commit: commit,
+                                        content_hash: try pieceHash(local, at, size - at))
         let r = try await serialized { () async throws(ArchiveError) -> HTTPResponse in
             try await contentCall("files/upload_session/finish", args, body: .file(path: local, offset: at, length: size - at),
                                   doing: "finishing the upload of \(path)", retry: .throttleOnly,
                                   progress: shifted(progress, by: at))
         }
-        if r.status == 409, let err = r.json?["error"] as? [String: Any], (err[".tag"] as? String) == "lookup_failed",
-           let lookup = err["lookup_failed"] as? [String: Any], (lookup[".tag"] as? String) == "incorrect_offset",
-           let correct = JSON.int64(lookup["correct_offset"]) {
+        if r.status == 409, case .lookupFailed(.incorrectOffset(let correct)) = Self.routeError(r)?.error {
             s.offset = correct
             try resume.save(s, key: key)
             throw ArchiveError(.transient, "\(account): finishing \(path): Dropbox holds \(correct) bytes, not \(at); resuming there")
         }
         let summary = Self.summary(r)
-        if r.isSuccess || summary.contains("conflict") || summary.contains("not_found") { resume.remove(key: key) }
+        if r.isSuccess || summary.contains(.conflict) || summary.contains(.notFound) { resume.remove(key: key) }
         return try stored(r, path: path)
     }
 
     /// The metadata of a stored file, or why it was not stored.
     func stored(_ r: HTTPResponse, path: String) throws(ArchiveError) -> RemoteFile {
-        if r.isSuccess, let j = r.json {
-            return RemoteFile(path: path, size: JSON.int64(j["size"]) ?? -1, hash: (j["content_hash"] as? String)?.lowercased(),
-                              id: j["id"] as? String)
+        if r.isSuccess, let j = r.decoded(DropboxAPI.Metadata.self) {
+            return RemoteFile(path: path, size: j.size?.value ?? -1, hash: j.content_hash?.lowercased(), id: j.id)
         }
         let s = Self.summary(r)
-        if s.contains("content_hash_mismatch") {
+        if s.contains(.contentHashMismatch) {
             throw ArchiveError(.transient, "\(account): uploading \(path): Dropbox's content_hash of what arrived differs from ours (corrupted in transit); will upload again")
         }
         throw failure(r, doing: "uploading \(path)")
     }
 
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
-        let r = try await contentCall("files/download", ["path": Self.dropboxPath(path)], body: .none,
+        let r = try await contentCall("files/download", DropboxAPI.PathArg(path: Self.dropboxPath(path)), body: .none,
                                       doing: "reading back \(path)", retry: .full, downloadTo: local)
         guard r.isSuccess else { throw failure(r, doing: "reading back \(path)") }
     }
@@ -257,37 +255,41 @@ public struct DropboxProvider: ArchiveProvider {
         if let existing = try await listedLinks(path).first {
             return try reusable(existing, request, path: path)
         }
-        var settings: [String: Any] = [:]
-        switch request.access {
-        case .open: settings["requested_visibility"] = request.password == nil ? "public" : "password"
-        case .company: settings["requested_visibility"] = "team_only"
-        case .collaborators: settings["audience"] = "no_one"
-        }
-        if let p = request.password { settings["link_password"] = p; settings["requested_visibility"] = "password" }
-        if let e = request.expires { settings["expires"] = Self.iso(e) }
-        var r = try await rpc("sharing/create_shared_link_with_settings", ["path": Self.dropboxPath(path), "settings": settings], doing: what)
+        let settings = Self.settings(for: request)
+        let remote = Self.dropboxPath(path)
+        var r = try await rpc("sharing/create_shared_link_with_settings", DropboxAPI.CreateLinkArg(path: remote, settings: settings), doing: what)
         var fallback: String?
-        let strictest: [String: Any] = ["audience": "no_one"]
-        if r.status == 409 && Self.summary(r).hasPrefix("settings_error") && !(settings.count == 1 && settings["audience"] as? String == "no_one") {
-            let reason = Self.summary(r).split(separator: "/").prefix(2).joined(separator: "/")
-            fallback = "asked \(Self.describe(request)); Dropbox refused (\(reason): needs a paid plan or a team); "
+        if r.status == 409 && Self.summary(r).starts(with: .settingsError) && settings != .membersOnly {
+            fallback = "asked \(Self.describe(request)); Dropbox refused (\(Self.summary(r).reason): needs a paid plan or a team); "
                 + "made a link for no one but those who already have access (audience no_one)"
-            r = try await rpc("sharing/create_shared_link_with_settings", ["path": Self.dropboxPath(path), "settings": strictest], doing: what)
+            r = try await rpc("sharing/create_shared_link_with_settings", DropboxAPI.CreateLinkArg(path: remote, settings: .membersOnly), doing: what)
         }
-        if r.status == 409 && Self.summary(r).hasPrefix("settings_error") {
+        if r.status == 409 && Self.summary(r).starts(with: .settingsError) {
             throw ArchiveError(.permanent, "\(account): \(what): Dropbox refused the link settings asked (\(Self.describe(request))) "
-                               + "and a members-only link (\(Self.summary(r))); no link was made rather than a more open one")
+                               + "and a members-only link (\(Self.summary(r).text)); no link was made rather than a more open one")
         }
-        if r.status == 409 && Self.summary(r).hasPrefix("shared_link_already_exists") {
-            if let err = r.json?["error"] as? [String: Any], let inner = err["shared_link_already_exists"] as? [String: Any],
-               let meta = inner["metadata"] as? [String: Any], let link = Self.link(meta) {
+        if r.status == 409 && Self.summary(r).starts(with: .sharedLinkAlreadyExists) {
+            if case .sharedLinkAlreadyExists(let meta?) = Self.routeError(r)?.error, let link = Self.link(meta) {
                 return try reusable(link, request, path: path)
             }
             if let existing = try await listedLinks(path).first { return try reusable(existing, request, path: path) }
         }
-        guard r.isSuccess, let j = r.json, var link = Self.link(j) else { throw failure(r, doing: what) }
+        guard r.isSuccess, let j = r.decoded(DropboxAPI.SharedLink.self), var link = Self.link(j) else { throw failure(r, doing: what) }
         link.fallback = fallback
         return link
+    }
+
+    /// The link settings that say what `request` asks, in Dropbox's terms.
+    static func settings(for request: ShareRequest) -> DropboxAPI.LinkSettings {
+        var settings = DropboxAPI.LinkSettings()
+        switch request.access {
+        case .open: settings.requested_visibility = request.password == nil ? .public : .password
+        case .company: settings.requested_visibility = .teamOnly
+        case .collaborators: settings.audience = .noOne
+        }
+        if let p = request.password { settings.link_password = p; settings.requested_visibility = .password }
+        if let e = request.expires { settings.expires = iso(e) }
+        return settings
     }
 
     /// "open with a password and an expiry", for the record of what was asked.
@@ -321,32 +323,34 @@ public struct DropboxProvider: ArchiveProvider {
     }
 
     func listedLinks(_ path: String) async throws(ArchiveError) -> [ShareLink] {
-        let r = try await rpc("sharing/list_shared_links", ["path": Self.dropboxPath(path), "direct_only": true], doing: "listing links of \(path)")
+        let r = try await rpc("sharing/list_shared_links", DropboxAPI.ListLinksArg(path: Self.dropboxPath(path)), doing: "listing links of \(path)")
         guard r.isSuccess else {
             if r.status == 409 { return [] }
             throw failure(r, doing: "listing links of \(path)")
         }
-        let links = (r.json?["links"] as? [[String: Any]] ?? []).compactMap(Self.link)
+        let links = (r.decoded(DropboxAPI.LinkList.self)?.links?.elements ?? []).compactMap(Self.link)
         // The strictest first: it is the one to reuse if any is.
         return links.sorted { a, b in (a.audience == "no_one" ? 0 : 1) < (b.audience == "no_one" ? 0 : 1) }
     }
 
-    package static func link(_ j: [String: Any]) -> ShareLink? {
-        guard let url = j["url"] as? String else { return nil }
-        let permissions = j["link_permissions"] as? [String: Any]
-        let visibility = (permissions?["resolved_visibility"] as? [String: Any])?[".tag"] as? String
-        let audience = (permissions?["effective_audience"] as? [String: Any])?[".tag"] as? String
-        return ShareLink(url: url, expires: (j["expires"] as? String).flatMap(parseISO),
-                         passwordProtected: visibility == "password" || visibility == "team_and_password"
-                            || (permissions?["require_password"] as? Bool) == true,
-                         audience: audience == "public" || audience == nil ? visibility ?? audience : audience)
+    /// A shared link's metadata as a `ShareLink`; nil without a URL. The audience is the
+    /// effective one, or where that is merely `public`, the resolved visibility (which says more).
+    static func link(_ j: DropboxAPI.SharedLink) -> ShareLink? {
+        guard let url = j.url else { return nil }
+        let permissions = j.link_permissions
+        let visibility = permissions?.resolved_visibility
+        let audience = permissions?.effective_audience
+        return ShareLink(url: url, expires: j.expires.flatMap(parseISO),
+                         passwordProtected: visibility == .password || visibility == .teamAndPassword
+                            || permissions?.require_password == true,
+                         audience: audience == .public || audience == nil ? visibility?.tag ?? audience?.tag : audience?.tag)
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {
         let r = try await serialized { () async throws(ArchiveError) -> HTTPResponse in
-            try await rpc("files/delete_v2", ["path": Self.dropboxPath(path)], doing: "deleting \(path)")
+            try await rpc("files/delete_v2", DropboxAPI.PathArg(path: Self.dropboxPath(path)), doing: "deleting \(path)")
         }
-        if r.isSuccess || Self.summary(r).contains("not_found") { return }
+        if r.isSuccess || Self.summary(r).contains(.notFound) { return }
         throw failure(r, doing: "deleting \(path)")
     }
 

@@ -1,17 +1,27 @@
 import EvidenceCore
+import EvidenceStore
 import Foundation
 import Glibc
 
 /// A folder on this machine (a NAS mount, a second disk): the embedded default archive.
-/// Writes are temp + fsync + rename + directory fsync, like the store's; the reported hash
+/// Writes are temp + fsync + link + directory fsync, like the store's; the reported hash
 /// is SHA-256, read back from the written file by the caller's verification.
+///
+/// Every file is reached through its folder opened beneath the root without following a
+/// symbolic link (`BeneathRoot`), and created, linked, read and removed relative to that
+/// folder's descriptor: whoever can write in the archive cannot, by swapping a sub-folder for a
+/// link between a check and the action, make the service write, read or delete outside it.
 public struct LocalProvider: ArchiveProvider {
     public let account: String
     public let root: String
     public var hashKind: ProviderHashKind { .sha256 }
+    /// Test hook: called with the file's path at the moment between the checks and the action
+    /// (write, read, delete), so a test can swap a folder for a symbolic link exactly there.
+    let beforeAct: @Sendable (String) -> Void
 
-    public init(account: String, root: String) {
+    public init(account: String, root: String, beforeAct: @escaping @Sendable (String) -> Void = { _ in }) {
         self.account = account
+        self.beforeAct = beforeAct
         self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
     }
 
@@ -27,43 +37,54 @@ public struct LocalProvider: ArchiveProvider {
 
     func full(_ path: String) -> String { path.isEmpty ? root : root + "/" + path }
 
-    public func makeFolders(_ path: String) async throws(ArchiveError) {
-        var current = root
-        for part in path.split(separator: "/") {
-            current += "/" + part
-            if mkdir(current, 0o755) != 0 && errno != EEXIST {
-                throw ArchiveError(.local, "\(account): \(current): cannot create folder: \(String(cString: strerror(errno)))")
-            }
-            guard let mode = fileMode(current), (mode & S_IFMT) == S_IFDIR else {
-                throw ArchiveError(.conflict, "\(account): \(current) exists and is not a folder")
+    /// The folder of `path`, opened beneath the root without following a link (`BeneathRoot`);
+    /// missing folders are made (0755) when `create`.
+    func folder(_ path: String, create: Bool = false) throws(ArchiveError) -> BeneathRoot {
+        do { return try BeneathRoot(path: full(path), root: root, createFolders: create ? 0o755 : nil) } catch {
+            switch error {
+            case .missing: throw ArchiveError(.notFound, "\(account): \(full(path)): a folder on the way does not exist")
+            case .symlink, .outside: throw ArchiveError(.conflict, "\(account): \(error.description)")
+            case .io: throw ArchiveError(.local, "\(account): \(error.description)")
             }
         }
+    }
+
+    public func makeFolders(_ path: String) async throws(ArchiveError) {
+        guard !path.split(separator: "/").isEmpty else { return }
+        // The last folder is made too: open a name inside it.
+        let made = try folder(path + "/-", create: true)
+        withExtendedLifetime(made) {}
     }
 
     public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
-        var st = Glibc.stat()
-        guard lstat(full(path), &st) == 0 else {
-            if errno == ENOENT { return nil }
-            throw ArchiveError(.local, "\(account): \(full(path)): \(String(cString: strerror(errno)))")
+        let at: BeneathRoot
+        do { at = try folder(path) } catch where error.kind == .notFound { return nil }
+        switch at.stat() {
+        case .failure(.missing): return nil
+        case .failure(let e): throw ArchiveError(.local, "\(account): \(e.description)")
+        case .success(let st):
+            guard st.kind == .regular else { throw ArchiveError(.conflict, "\(account): \(full(path)) is not a regular file") }
+            return RemoteFile(path: path, size: st.size)
         }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw ArchiveError(.conflict, "\(account): \(full(path)) is not a regular file") }
-        return RemoteFile(path: path, size: Int64(st.st_size))
     }
 
+    /// Writes a temp file in the target's folder (opened beneath the root), then publishes it with
+    /// `linkat` relative to that folder's descriptor, which refuses an existing name.
     public func upload(local: String, size: Int64, hash: String, to path: String,
                        progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
         let target = full(path)
-        let dir = (target as NSString).deletingLastPathComponent
-        let temp = dir + "/.evidence-upload-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let dir = try folder(path)
+        let temp = ".evidence-upload-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         func fail(_ what: String) -> ArchiveError {
             let e = errno
-            unlink(temp)
-            return ArchiveError(e == ENOSPC ? .local : .local, "\(account): \(target): \(what): \(String(cString: strerror(e)))")
+            unlinkat(dir.directory, temp, 0)
+            return ArchiveError(.local, "\(account): \(target): \(what): \(String(cString: strerror(e)))")
         }
         let src = open(local, O_RDONLY | O_CLOEXEC)
         guard src >= 0 else { throw ArchiveError(.local, "\(local): \(String(cString: strerror(errno)))") }
         defer { close(src) }
-        let dst = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        beforeAct(target)
+        let dst = openat(dir.directory, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard dst >= 0 else { throw fail("create temp file") }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var total: Int64 = 0
@@ -82,38 +103,65 @@ public struct LocalProvider: ArchiveProvider {
         }
         guard fsync(dst) == 0 else { close(dst); throw fail("fsync") }
         close(dst)
-        // link(2) refuses an existing target: never two versions under one name, no silent replace.
-        guard link(temp, target) == 0 else {
+        // linkat(2) refuses an existing target: never two versions under one name, no silent replace.
+        guard linkat(dir.directory, temp, dir.directory, dir.name, 0) == 0 else {
             let exists = errno == EEXIST
             let err = fail("publish")
             throw exists ? ArchiveError(.conflict, "\(account): \(target) already exists") : err
         }
-        unlink(temp)
-        let d = open(dir, O_RDONLY | O_DIRECTORY)
-        if d >= 0 { _ = fsync(d); close(d) }
+        unlinkat(dir.directory, temp, 0)
+        _ = fsync(dir.directory)
         return RemoteFile(path: path, size: total)
     }
 
+    /// Reads the file back through its folder opened beneath the root (a regular file, no link).
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
-        do {
-            if FileManager.default.fileExists(atPath: local) { try FileManager.default.removeItem(atPath: local) }
-            try FileManager.default.copyItem(atPath: full(path), toPath: local)
-        } catch {
-            throw ArchiveError(.local, "\(account): \(full(path)): cannot read back: \(error.localizedDescription)")
+        let dir = try folder(path)
+        beforeAct(full(path))
+        let src: Int32
+        switch dir.openRegularFile() {
+        case .success(let r): src = r.fd
+        case .failure(let e): throw ArchiveError(e == .missing(path: dir.path) ? .notFound : .local, "\(account): \(e.description): cannot read back")
         }
+        defer { close(src) }
+        let tmp = local + ".part-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let dst = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard dst >= 0 else { throw ArchiveError(.local, "\(local): \(String(cString: strerror(errno)))") }
+        var ok = false
+        defer { if !ok { unlink(tmp) } }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(src, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; close(dst); throw ArchiveError(.local, "\(account): \(full(path)): cannot read back: \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            var off = 0
+            while off < n {
+                let w = buffer.withUnsafeBytes { write(dst, $0.baseAddress! + off, n - off) }
+                if w < 0 { if errno == EINTR { continue }; close(dst); throw ArchiveError(.local, "\(local): \(String(cString: strerror(errno)))") }
+                off += w
+            }
+        }
+        close(dst)
+        guard rename(tmp, local) == 0 else { throw ArchiveError(.local, "\(local): \(String(cString: strerror(errno)))") }
+        ok = true
     }
 
     /// A local folder has no links to hand out: the "link" is the file's `file://` URL, for
     /// whoever can reach the folder, and the fallback says so.
     public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
-        guard fileMode(full(path)) != nil else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
+        guard (try? await stat(path)) ?? nil != nil else { throw ArchiveError(.notFound, "\(account): \(path) is not there to share") }
         return ShareLink(url: URL(fileURLWithPath: full(path)).absoluteString, expires: nil, passwordProtected: false,
-                         fallback: "a local archive has no share links: this is the file's location on this machine")
+                         fallback: "a local archive has no share links: this is the file's location on this machine",
+                         audience: "this machine")
     }
 
+    /// Removes the file with `unlinkat` in its folder opened beneath the root.
     public func delete(_ path: String) async throws(ArchiveError) {
-        if unlink(full(path)) != 0 && errno != ENOENT {
-            throw ArchiveError(.local, "\(account): \(full(path)): \(String(cString: strerror(errno)))")
+        let dir: BeneathRoot
+        do { dir = try folder(path) } catch where error.kind == .notFound { return }
+        beforeAct(full(path))
+        if let failure = dir.unlink(), failure != .io(path: dir.path, errno: ENOENT) {
+            throw ArchiveError(.local, "\(account): \(failure.description)")
         }
     }
 }

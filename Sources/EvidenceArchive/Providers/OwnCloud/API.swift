@@ -1,3 +1,4 @@
+import EvidenceCore
 import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
@@ -129,16 +130,93 @@ package enum OwnCloudAPI {
     }
 
     /// OCS v1 answers HTTP 200 even on failure: success is `ocs.meta.statuscode == 100`.
+    /// `data` is what the call returns (a share, a list of shares); read with `OCSReply.data(as:)`.
     package struct OCSReply {
         var statusCode: Int
         var message: String
-        var data: Any?
+        var data: JSONTree?
+
+        /// `data` as the model `T`, or nil when it is not that shape.
+        func data<T: Decodable>(as type: T.Type) -> T? {
+            guard let data else { return nil }
+            return WireJSON.decode(type, from: WireJSON.encode(data))
+        }
+    }
+
+    struct OCSEnvelope: Decodable {
+        struct Body: Decodable { var meta: Meta; var data: JSONTree? }
+        struct Meta: Decodable {
+            var statuscode: LenientInt64?
+            var message: String?
+
+            enum Keys: String, CodingKey { case statuscode, message }
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: Keys.self)
+                statuscode = try? c.decodeIfPresent(LenientInt64.self, forKey: .statuscode)
+                message = try? c.decodeIfPresent(String.self, forKey: .message)
+            }
+        }
+        var ocs: Body
+    }
+
+    /// A public link (share type 3) as the share API describes it.
+    struct Share: Decodable {
+        var share_type: LenientInt64?
+        var url: String?
+        /// A link's password appears here (hashed) when it has one.
+        var share_with: JSONTree?
+        /// `YYYY-MM-DD 00:00:00` (the link works through that day), or null.
+        var expiration: String?
+
+        var isPublicLink: Bool { share_type?.value == 3 }
+        var hasPassword: Bool { share_with != nil && share_with != .null }
+
+        /// The end of the expiry day (UTC), nil when the link never expires or the date cannot be read.
+        var expires: Date? {
+            guard let day = expiration?.split(separator: " ").first else { return nil }
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = TimeZone(identifier: "UTC")
+            f.dateFormat = "yyyy-MM-dd"
+            return f.date(from: String(day)).map { $0.addingTimeInterval(86_399) }
+        }
+
+        /// At least as strict as `request`: a password when one is asked, an expiry when one is
+        /// asked, no later than asked (the day it is on).
+        func satisfies(_ request: ShareRequest) -> Bool {
+            if request.password != nil && !hasPassword { return false }
+            if let wanted = request.expires {
+                guard let expires else { return false }
+                return expires <= wanted.addingTimeInterval(86_399)
+            }
+            return true
+        }
+    }
+
+    /// `status.php`: product, version, and (Nextcloud 18 and later) `extendedSupport`. Fields
+    /// of another type read as absent: an object of any shape is a status answer.
+    struct Status: Decodable {
+        var productname: String?
+        var product: String?
+        var versionstring: String?
+        var version: String?
+        var extendedSupport: JSONTree?
+
+        enum Keys: String, CodingKey { case productname, product, versionstring, version, extendedSupport }
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: Keys.self)
+            productname = try? c.decodeIfPresent(String.self, forKey: .productname)
+            product = try? c.decodeIfPresent(String.self, forKey: .product)
+            versionstring = try? c.decodeIfPresent(String.self, forKey: .versionstring)
+            version = try? c.decodeIfPresent(String.self, forKey: .version)
+            extendedSupport = try? c.decodeIfPresent(JSONTree.self, forKey: .extendedSupport)
+        }
     }
 
     package static func parseOCS(_ body: Data) -> OCSReply? {
-        guard let obj = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let ocs = obj["ocs"] as? [String: Any], let meta = ocs["meta"] as? [String: Any] else { return nil }
-        let code = (meta["statuscode"] as? NSNumber)?.intValue ?? Int(meta["statuscode"] as? String ?? "") ?? -1
-        return OCSReply(statusCode: code, message: meta["message"] as? String ?? "", data: ocs["data"])
+        guard let envelope = WireJSON.decode(OCSEnvelope.self, from: body) else { return nil }
+        let meta = envelope.ocs.meta
+        return OCSReply(statusCode: meta.statuscode.map { Int(clamping: $0.value) } ?? -1, message: meta.message ?? "",
+                        data: envelope.ocs.data)
     }
 }

@@ -257,39 +257,45 @@ public struct OwnCloudProvider: ArchiveProvider {
         guard r.isSuccess else { throw ArchiveError.status(r, account: account, doing: "reading back \(path)") }
     }
 
+    /// A public link (share type 3) with the password and expiry asked. A public link opens for
+    /// anyone holding it, so access `company` or `collaborators` cannot be honoured: the share
+    /// fails, saying so, rather than make a more open link. An existing public link is reused only
+    /// when it is at least as strict as asked (a password if one is asked, an expiry no later).
     public func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {
+        guard request.access == .open else {
+            throw ArchiveError(.permanent, "\(account): sharing \(path): access \"\(request.access.rawValue)\" asks for a link not "
+                               + "everyone can open, and ownCloud public links open for anyone holding them; no link was made "
+                               + "rather than a more open one (set the rule's [share] access = \"open\", with a password)")
+        }
         let api = "\(serverURL)/ocs/v1.php/apps/files_sharing/api/v1/shares"
         let ocsHeaders: [(name: String, value: String)] = [("OCS-APIRequest", "true"), ("Accept", "application/json")]
         let remote = "/" + path
-        // Reuse an existing public link (share type 3) on this path.
+        // Reuse an existing public link (share type 3) on this path, if it is strict enough.
         let query = "?format=json&path=" + (remote.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? remote)
         let existing = try await call(self.request("GET", api + query, headers: ocsHeaders), doing: "listing shares of \(path)")
         if existing.status == 404 && OwnCloudAPI.parseOCS(existing.body) == nil {
             throw ArchiveError(.unsupported, "\(account): the server has no OCS share API (HTTP 404 at \(Redact.url(api))): links need ownCloud/Nextcloud")
         }
         if let reply = OwnCloudAPI.parseOCS(existing.body), reply.statusCode == 100,
-           let list = reply.data as? [[String: Any]],
-           let link = list.first(where: { ($0["share_type"] as? NSNumber)?.intValue == 3 || ($0["share_type"] as? String) == "3" }),
-           let url = link["url"] as? String {
-            return ShareLink(url: url, expires: nil, passwordProtected: link["share_with"] != nil && !(link["share_with"] is NSNull))
+           let list = reply.data(as: LossyList<OwnCloudAPI.Share>.self)?.elements,
+           let link = list.first(where: { $0.isPublicLink && $0.satisfies(request) }), let url = link.url {
+            return ShareLink(url: url, expires: link.expires, passwordProtected: link.hasPassword)
         }
         var form = ["path=\(Self.form(remote))", "shareType=3", "permissions=1"]
         if let p = request.password { form.append("password=\(Self.form(p))") }
         if let e = request.expires { form.append("expireDate=\(Self.day(e))") }
-        var fallback: String?
-        if request.access != .open { fallback = "ownCloud public links are open to anyone with the link; access \"\(request.access.rawValue)\" is not available, an open link was made" }
         let r = try await call(self.request("POST", api + "?format=json", headers: ocsHeaders + [("Content-Type", "application/x-www-form-urlencoded")],
                                             body: .data(Data(form.joined(separator: "&").utf8))), doing: "sharing \(path)")
         guard r.isSuccess else { throw ArchiveError.status(r, account: account, doing: "sharing \(path)") }
         guard let reply = OwnCloudAPI.parseOCS(r.body) else {
             throw ArchiveError(.permanent, "\(account): sharing \(path): the answer is not an OCS reply")
         }
-        guard reply.statusCode == 100, let data = reply.data as? [String: Any], let url = data["url"] as? String else {
+        guard reply.statusCode == 100, let url = reply.data(as: OwnCloudAPI.Share.self)?.url else {
             // v1 says HTTP 200 and puts the failure in ocs.meta.
             throw ArchiveError(reply.statusCode == 996 ? .transient : .permanent,
                                "\(account): sharing \(path): OCS status \(reply.statusCode): \(reply.message)")
         }
-        return ShareLink(url: url, expires: request.expires, passwordProtected: request.password != nil, fallback: fallback)
+        return ShareLink(url: url, expires: request.expires, passwordProtected: request.password != nil, fallback: nil)
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {

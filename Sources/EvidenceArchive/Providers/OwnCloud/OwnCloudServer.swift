@@ -34,11 +34,13 @@ package enum OwnCloudProduct: Sendable, Equatable {
     /// later), or a version ownCloud never had (12 and later). ownCloud 10 also sends `product`.
     /// Product names can be rebranded (theming): an unrecognised name is `.other`.
     package static func parse(status body: Data) -> OwnCloudProduct {
-        guard let obj = JSON.object(body) else { return .other(name: "a WebDAV server without status.php") }
-        let names = [obj["productname"], obj["product"]].compactMap { $0 as? String }
-        let version = (obj["versionstring"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? (obj["version"] as? String ?? "")
+        guard let status = WireJSON.decode(OwnCloudAPI.Status.self, from: body) else {
+            return .other(name: "a WebDAV server without status.php")
+        }
+        let names = [status.productname, status.product].compactMap { $0 }
+        let version = status.versionstring.flatMap { $0.isEmpty ? nil : $0 } ?? (status.version ?? "")
         let major = Int(version.split(separator: ".").first ?? "") ?? 0
-        if names.contains(where: { $0.lowercased().contains("nextcloud") }) || obj["extendedSupport"] != nil || major >= 12 {
+        if names.contains(where: { $0.lowercased().contains("nextcloud") }) || status.extendedSupport != nil || major >= 12 {
             return .nextcloud(version: version)
         }
         if names.contains(where: { $0.lowercased() == "owncloud" }) { return .owncloud(version: version) }

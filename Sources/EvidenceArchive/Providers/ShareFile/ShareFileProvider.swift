@@ -26,7 +26,7 @@ public struct ShareFileProvider: ArchiveProvider {
     let caller: AuthorizedHTTP
     let resume: ResumeStore
     let chunkSize: Int64
-    let folders = FolderIDs(root: "")
+    let folders = FolderResolver()
     /// Share expiry ShareFile reads as "never" (without one, a share expires after 30 days).
     static let neverExpires = "9999-12-31T23:59:59Z"
 
@@ -69,8 +69,8 @@ public struct ShareFileProvider: ArchiveProvider {
         !s.isEmpty && s.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { isHostLabel(String($0)) }
     }
 
-    func call(_ method: String, _ url: String, json: Any? = nil, doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
-        let body: HTTPBody = json.map { .data(JSON.data($0)) } ?? .none
+    func call(_ method: String, _ url: String, json: (any Encodable)? = nil, doing what: String, retry: RetryMode = .full) async throws(ArchiveError) -> HTTPResponse {
+        let body: HTTPBody = json.map { .data(WireJSON.encode($0)) } ?? .none
         return try await caller.call(what, retry: retry) { token in
             var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
             if json != nil { headers.append(("Content-Type", "application/json")) }
@@ -81,30 +81,20 @@ public struct ShareFileProvider: ArchiveProvider {
     /// ShareFile's OData error `{"code","message":{"value"}}` for the operator.
     func failure(_ r: HTTPResponse, doing what: String) -> ArchiveError {
         var e = ArchiveError.status(r, account: account, doing: what)
-        if let j = r.json, let code = j["code"] as? String {
-            let said = (j["message"] as? [String: Any])?["value"] as? String ?? j["message"] as? String ?? ""
-            e.message = "\(account): \(what): ShareFile answered HTTP \(r.status) \(code): \(said)"
+        if !r.isSuccess, let j = r.decoded(ShareFileAPI.ErrorAnswer.self), let code = j.code {
+            e.message = "\(account): \(what): ShareFile answered HTTP \(r.status) \(code): \(j.message ?? "")"
         }
         return e
     }
 
     static func query(_ s: String) -> String { FormEncoding.component(s) }
 
-    package struct Item { var id: String; var isFolder: Bool; var size: Int64?; var md5: String? }
-
-    package static func item(_ j: [String: Any]) -> Item? {
-        guard let id = j["Id"] as? String else { return nil }
-        let type = j["odata.type"] as? String ?? ""
-        return Item(id: id, isFolder: type.hasSuffix(".Folder") || type.hasSuffix(".SymbolicLink"),
-                    size: JSON.int64(j["FileSizeBytes"]), md5: (j["Hash"] as? String)?.lowercased())
-    }
+    typealias Item = ShareFileAPI.Item
 
     /// The home folder (`GET Items`): our root.
     func home(_ api: String) async throws(ArchiveError) -> String {
-        if let id = await folders.get(""), !id.isEmpty { return id }
         let r = try await call("GET", "\(api)/Items", doing: "reading the home folder")
-        guard r.isSuccess, let home = r.json.flatMap(Self.item) else { throw failure(r, doing: "reading the home folder") }
-        await folders.set("", home.id)
+        guard r.isSuccess, let home = r.decoded(Item.self) else { throw failure(r, doing: "reading the home folder") }
         return home.id
     }
 
@@ -113,42 +103,20 @@ public struct ShareFileProvider: ArchiveProvider {
         let what = "looking up \(path)"
         let r = try await call("GET", "\(api)/Items(\(parent))/ByPath?path=\(Self.query("/" + path))", doing: what)
         if r.status == 404 { return nil }
-        guard r.isSuccess, let j = r.json, let item = Self.item(j) else { throw failure(r, doing: what) }
+        guard r.isSuccess, let item = r.decoded(Item.self) else { throw failure(r, doing: what) }
         return item
     }
 
     /// The item at `path` below the home folder, or nil.
     func byPath(_ path: String) async throws(ArchiveError) -> Item? {
         let api = try await apiBase()
-        return try await child(path, of: try await home(api), api)
+        guard let home = try await folders.folderID("", create: false, in: self) else { return nil }
+        return try await child(path, of: home, api)
     }
 
+    /// The id of folder `path` below the home folder; nil when some part is missing.
     func folderID(_ path: String, create: Bool) async throws(ArchiveError) -> String? {
-        let api = try await apiBase()
-        if let id = await folders.get(path), !id.isEmpty { return id }
-        var current = ""
-        var id = try await home(api)
-        for part in path.split(separator: "/").map(String.init) {
-            current += (current.isEmpty ? "" : "/") + part
-            if let known = await folders.get(current) { id = known; continue }
-            if let found = try await child(part, of: id, api) {
-                guard found.isFolder else { throw ArchiveError(.conflict, "\(account): \(current) is a file, not a folder") }
-                id = found.id
-            } else if create {
-                let r = try await call("POST", "\(api)/Items(\(id))/Folder?overwrite=false", json: ["Name": part], doing: "creating folder \(current)")
-                if r.isSuccess, let made = r.json.flatMap(Self.item) {
-                    id = made.id
-                } else if r.status == 409, let found = try await child(part, of: id, api) {
-                    id = found.id
-                } else {
-                    throw failure(r, doing: "creating folder \(current)")
-                }
-            } else {
-                return nil
-            }
-            await folders.set(current, id)
-        }
-        return id
+        try await folders.folderID(path, create: create, in: self)
     }
 
     // MARK: ArchiveProvider
@@ -156,7 +124,7 @@ public struct ShareFileProvider: ArchiveProvider {
     public func whoami() async throws(ArchiveError) -> String {
         let api = try await apiBase()
         let r = try await call("GET", "\(api)/Items", doing: "reading the home folder")
-        guard r.isSuccess, r.json.flatMap(Self.item) != nil else { throw failure(r, doing: "reading the home folder") }
+        guard r.isSuccess, r.decoded(Item.self) != nil else { throw failure(r, doing: "reading the home folder") }
         return "ShareFile home folder at \(Redact.url(api))"
     }
 
@@ -186,15 +154,12 @@ public struct ShareFileProvider: ArchiveProvider {
             let what = "asking to upload \(path)"
             let api = try await apiBase()
             let r = try await call("POST", "\(api)/Items(\(folder))/Upload2",
-                                   json: ["Method": threaded ? "Threaded" : "Standard", "Raw": true, "FileName": name,
-                                          "FileSize": size, "Overwrite": false, "Unzip": false] as [String: Any],
+                                   json: ShareFileAPI.UploadRequest(Method: threaded ? .threaded : .standard, FileName: name, FileSize: size),
                                    // Asking twice only makes a second specification (an unused one expires).
                                    doing: what, retry: .full)
             if r.status == 409 { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
-            guard r.isSuccess, let j = r.json, let chunk = j["ChunkUri"] as? String, let finish = j["FinishUri"] as? String else {
-                throw failure(r, doing: what)
-            }
-            spec = Spec(chunkURI: chunk, finishURI: finish, offset: 0, index: 0)
+            guard r.isSuccess, let j = r.decoded(ShareFileAPI.UploadSpec.self) else { throw failure(r, doing: what) }
+            spec = Spec(chunkURI: j.ChunkUri, finishURI: j.FinishUri, offset: 0, index: 0)
             if threaded { try resume.save(spec!, key: key) }
         }
         guard var s = spec else { throw ArchiveError(.local, "\(account): lost upload state") }
@@ -230,16 +195,16 @@ public struct ShareFileProvider: ArchiveProvider {
             if let said = Self.errorText(r) {
                 throw ArchiveError(.transient, "\(account): \(what): ShareFile answered HTTP 200 with \(said); will send it again")
             }
-            if let j = r.json, (j["error"] as? Bool) == true {
+            if let j = r.decoded(ShareFileAPI.UploadAnswer.self), j.error == true {
                 // A chunk that arrived but whose acknowledgement we never saved (killed in
                 // between): ShareFile names the offset it expects; go on from there.
-                if let expected = Self.expectedOffset(j), expected % chunkSize == 0, expected <= size, expected != at {
+                if let expected = j.expectedOffset, expected % chunkSize == 0, expected <= size, expected != at {
                     s.offset = expected
                     s.index = Int(expected / chunkSize)
                     try resume.save(s, key: key)
                     continue
                 }
-                throw ArchiveError(.transient, "\(account): \(what): ShareFile answered error \(j["errorCode"] ?? "?"): \(j["errorMessage"] as? String ?? "")")
+                throw ArchiveError(.transient, "\(account): \(what): ShareFile answered error \(j.errorCode?.value ?? "?"): \(j.errorMessage ?? "")")
             }
             s.offset = at + length
             s.index += 1
@@ -261,31 +226,23 @@ public struct ShareFileProvider: ArchiveProvider {
         return "\"" + String(text.prefix(200)).map { $0.isASCII && $0.asciiValue! < 0x20 ? " " : $0 }.map(String.init).joined() + "\""
     }
 
-    /// The byte offset an upload server error says it expects (`expectedByteOffset`, or
-    /// "expected N" in the message).
-    package static func expectedOffset(_ j: [String: Any]) -> Int64? {
-        if let n = JSON.int64(j["expectedByteOffset"]) { return n }
-        guard let message = j["errorMessage"] as? String, let r = message.range(of: "expected ") else { return nil }
-        return Int64(message[r.upperBound...].prefix { $0.isNumber })
-    }
-
     /// The `{"error":false,"value":[…]}` of a finished upload; `"error":true` (in a 200) is a failure.
     func finished(_ r: HTTPResponse, path: String, size: Int64) throws(ArchiveError) -> RemoteFile {
         guard r.isSuccess else { throw failure(r, doing: "uploading \(path)") }
         if let said = Self.errorText(r) {
             throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile answered HTTP 200 with \(said); will try again")
         }
-        guard let j = r.json else {
+        guard let j = r.decoded(ShareFileAPI.UploadAnswer.self) else {
             throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile's answer is not JSON; will check and retry")
         }
-        if (j["error"] as? Bool) == true {
-            let message = j["errorMessage"] as? String ?? ""
+        if j.error == true {
+            let message = j.errorMessage ?? ""
             let corrupted = message.lowercased().contains("hash") || message.lowercased().contains("md5")
-            throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile answered HTTP 200 with error \(j["errorCode"] ?? "?"): \(message)"
+            throw ArchiveError(.transient, "\(account): uploading \(path): ShareFile answered HTTP 200 with error \(j.errorCode?.value ?? "?"): \(message)"
                                + (corrupted ? " (corrupted in transit; will upload again)" : ""))
         }
-        let v = (j["value"] as? [[String: Any]])?.first
-        return RemoteFile(path: path, size: JSON.int64(v?["size"]) ?? size, hash: (v?["md5"] as? String)?.lowercased(), id: v?["id"] as? String)
+        let v = j.value?.elements.first
+        return RemoteFile(path: path, size: v?.size?.value ?? size, hash: v?.md5?.lowercased(), id: v?.id)
     }
 
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
@@ -307,26 +264,26 @@ public struct ShareFileProvider: ArchiveProvider {
         while let url = next, pages < 50 {
             pages += 1
             let list = try await call("GET", url, doing: what)
-            guard list.isSuccess, let j = list.json else { break }
-            for s in j["value"] as? [[String: Any]] ?? [] where (s["ShareType"] as? String) == "Send" {
-                let items = s["Items"] as? [[String: Any]] ?? []
-                guard items.contains(where: { ($0["Id"] as? String) == item.id }), let uri = s["Uri"] as? String else { continue }
-                let expires = (s["ExpirationDate"] as? String).flatMap(Self.parseDate)
+            guard list.isSuccess, let j = list.decoded(ShareFileAPI.Feed<ShareFileAPI.Share>.self) else { break }
+            for s in j.value.elements where s.ShareType == .send {
+                let items = s.Items?.elements ?? []
+                guard items.contains(where: { $0.Id == item.id }), let uri = s.Uri else { continue }
+                let expires = s.ExpirationDate.flatMap(Self.parseDate)
                 if let expires, expires <= Date() { continue }                         // expired: dead link
-                if requireLogin && (s["RequireLogin"] as? Bool) != true { continue }   // more open than asked
+                if requireLogin && s.RequireLogin != true { continue }                 // more open than asked
                 if let wanted = request.expires, expires.map({ $0 > wanted }) ?? true { continue }  // lives longer than asked
                 return ShareLink(url: uri, expires: expires.flatMap { $0 < Self.never ? $0 : nil }, passwordProtected: false,
-                                 fallback: Self.notes(request), audience: (s["RequireLogin"] as? Bool) == true ? "RequireLogin" : "anyone")
+                                 fallback: Self.notes(request), audience: s.RequireLogin == true ? "RequireLogin" : "anyone")
             }
-            next = (j["odata.nextLink"] as? String ?? j["@odata.nextLink"] as? String).flatMap { Self.sameOrigin($0, as: api) }
+            next = j.nextLink.flatMap { Self.sameOrigin($0, as: api) }
         }
-        let body: [String: Any] = ["ShareType": "Send", "Title": String(path.split(separator: "/").last ?? ""),
-                                   "Items": [["Id": item.id]], "RequireUserInfo": false, "RequireLogin": requireLogin,
-                                   // Without one, ShareFile expires a share after 30 days.
-                                   "ExpirationDate": request.expires.map(DropboxProvider.iso) ?? Self.neverExpires]
+        let body = ShareFileAPI.ShareCreate(Title: String(path.split(separator: "/").last ?? ""), Items: [.init(Id: item.id)],
+                                            RequireLogin: requireLogin,
+                                            // Without one, ShareFile expires a share after 30 days.
+                                            ExpirationDate: request.expires.map(DropboxProvider.iso) ?? Self.neverExpires)
         let r = try await call("POST", "\(api)/Shares?notify=false", json: body, doing: what, retry: .throttleOnly)
-        guard r.isSuccess, let j = r.json, let uri = j["Uri"] as? String else { throw failure(r, doing: what) }
-        let expires = (j["ExpirationDate"] as? String).flatMap(Self.parseDate) ?? request.expires
+        guard r.isSuccess, let j = r.decoded(ShareFileAPI.Share.self), let uri = j.Uri else { throw failure(r, doing: what) }
+        let expires = j.ExpirationDate.flatMap(Self.parseDate) ?? request.expires
         return ShareLink(url: uri, expires: expires.flatMap { $0 < Self.never ? $0 : nil }, passwordProtected: false,
                          fallback: Self.notes(request), audience: requireLogin ? "RequireLogin" : "anyone")
     }
@@ -362,5 +319,24 @@ public struct ShareFileProvider: ArchiveProvider {
         let api = try await apiBase()
         let r = try await call("DELETE", "\(api)/Items(\(item.id))", doing: "deleting \(path)")
         guard r.isSuccess || r.status == 404 else { throw failure(r, doing: "deleting \(path)") }
+    }
+}
+
+extension ShareFileProvider: FolderTree {
+    /// The home folder (`GET Items`).
+    func rootFolderID() async throws(ArchiveError) -> String { try await home(try await apiBase()) }
+
+    func folderChild(named name: String, in parent: String) async throws(ArchiveError) -> FolderChild? {
+        try await child(name, of: parent, try await apiBase()).map { FolderChild(id: $0.id, isFolder: $0.isFolder) }
+    }
+
+    /// `POST Items(parent)/Folder?overwrite=false`; a 409 names no holder, so the resolver looks again.
+    func createFolder(named name: String, in parent: String) async throws(ArchiveError) -> FolderCreation {
+        let api = try await apiBase()
+        let what = "creating folder \(name) in folder \(parent)"
+        let r = try await call("POST", "\(api)/Items(\(parent))/Folder?overwrite=false", json: ShareFileAPI.FolderCreate(Name: name), doing: what)
+        if r.isSuccess, let made = r.decoded(Item.self) { return .created(id: made.id) }
+        if r.status == 409 { return .exists(id: nil) }
+        throw failure(r, doing: what)
     }
 }

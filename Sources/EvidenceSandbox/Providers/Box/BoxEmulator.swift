@@ -23,7 +23,8 @@ import Hummingbird
 ///   → HTML with `<code id="auth-code">`; codes are single use and live 30 s, like Box's.
 /// - `GET /box/api/2.0/users/me`
 /// - `GET /box/api/2.0/folders/{id}` (root is `0`, "All Files") with `item_collection`;
-///   `GET /box/api/2.0/folders/{id}/items?fields&limit&offset` (default limit 100, max 1000);
+///   `GET /box/api/2.0/folders/{id}/items?fields&limit&offset` (default limit 100, max 1000), or with
+///   `usemarker=true` marker paging (`next_marker`, null on the last page; then `marker=`);
 ///   `POST /box/api/2.0/folders` `{"name","parent":{"id"}}` → 201.
 /// - `GET /box/api/2.0/files/{id}?fields`, `DELETE /box/api/2.0/files/{id}` → 204,
 ///   `PUT /box/api/2.0/files/{id}?fields=shared_link` `{"shared_link":{…}|null}`,
@@ -32,7 +33,10 @@ import Hummingbird
 ///   preflight. 200 `{"upload_url","upload_token":null}` when an upload would be taken; 409
 ///   `item_name_in_use` with the holder as one conflicts OBJECT (like an upload conflict); 404
 ///   `not_found` for a missing parent; 400 for a bad name or a `size` that is not a number.
-/// - `POST /box/upload/api/2.0/files/content` (multipart, `attributes` then `file`).
+/// - `POST /box/upload/api/2.0/files/content` (multipart, `attributes` then the file part: `file`, or any part with a `filename`, as rclone's `contents`);
+///   `POST /box/upload/api/2.0/files/{id}/content` the same for a new version of a file (same id; new
+///   `file_version`, `etag` + 1; `attributes.name` optional, renames); likewise by upload session,
+///   `POST /box/upload/api/2.0/files/{id}/upload_sessions` (`file_size`; `file_name` optional).
 /// - Upload sessions: `POST /box/upload/api/2.0/files/upload_sessions`,
 ///   `PUT|GET|DELETE …/upload_sessions/{id}`, `GET …/{id}/parts`, `POST …/{id}/commit`.
 ///
@@ -48,7 +52,7 @@ import Hummingbird
 /// - `fields=` answers `type`, `id`, `etag` plus the fields asked for; without it, folder item
 ///   entries are mini objects (files: `type,id,file_version,sequence_id,etag,name,sha1`; no size).
 /// - Small upload: `attributes` after `file` → 400 `metadata_after_file_contents` (the code Box
-///   documents for that mistake); no `file` part → 400 `bad_request`; `Content-MD5` carries the
+///   documents for that mistake); no file part → 400 `bad_request`; `Content-MD5` carries the
 ///   SHA-1 hex and a mismatch → 400 `bad_digest` ("The specified Content-MD5 did not match what we
 ///   received"), nothing stored; a file of 50,000,000 bytes or more → 413 `request_entity_too_large`.
 /// - Upload sessions only for `file_size` ≥ 20,000,000 → else 400 `file_size_too_small`
@@ -366,10 +370,28 @@ public final class BoxEmulator: Sendable {
             guard let n = Int(text), n >= 0 else { return error(.badRequest, "bad_request", "Invalid value '\(text)' for query parameter 'offset'.") }
             offset = n
         }
+        // Marker paging (`usemarker=true`, then `marker=`): no totals, `next_marker` null on the last page.
+        let markers = q.get("usemarker")?.lowercased() == "true"
+        if let marker = q.get("marker"), markers {
+            guard let n = Self.markerOffset(marker) else {
+                return error(.badRequest, "bad_request", "Invalid value '\(marker)' for query parameter 'marker'.")
+            }
+            offset = n
+        }
         return store.read { state in
             guard let folder = state.items[id], folder.isFolder else { return notFound() }
             let children = BoxJSON.children(of: id, in: state)
             let page = children.dropFirst(offset).prefix(limit)
+            if markers {
+                let end = offset + page.count
+                return .json(.object([
+                    ("entries", .array(page.map { BoxJSON.entry($0, in: state, fields: fields) })),
+                    ("limit", .int(Int64(limit))),
+                    ("next_marker", end < children.count ? .string(Self.marker(end)) : .null),
+                    ("order", .array([.object([("by", .string("type")), ("direction", .string("ASC"))]),
+                                      .object([("by", .string("name")), ("direction", .string("ASC"))])])),
+                ]))
+            }
             return .json(.object([
                 ("total_count", .int(Int64(children.count))),
                 ("entries", .array(page.map { BoxJSON.entry($0, in: state, fields: fields) })),
@@ -379,6 +401,17 @@ public final class BoxEmulator: Sendable {
                                   .object([("by", .string("name")), ("direction", .string("ASC"))])])),
             ]))
         }
+    }
+
+    /// An opaque page marker for the entry at `offset` (Box's look alike: base64 text).
+    static func marker(_ offset: Int) -> String {
+        Data("box-marker:\(offset)".utf8).base64EncodedString()
+    }
+
+    static func markerOffset(_ marker: String) -> Int? {
+        guard let data = Data(base64Encoded: marker), let text = String(data: data, encoding: .utf8),
+              text.hasPrefix("box-marker:"), let n = Int(text.dropFirst("box-marker:".count)), n >= 0 else { return nil }
+        return n
     }
 
     func createFolder(_ request: Request) async throws -> Response {
@@ -529,7 +562,7 @@ public final class BoxEmulator: Sendable {
         guard store.read({ state in state.items[id].map { !$0.isFolder } ?? false }) else { return notFound() }
         let token = env.random.slug(length: 40)
         memory.addDownload(token, fileId: id, expiresAt: env.clock().timeIntervalSince1970 + Self.downloadLifetime)
-        return Response(status: .found, headers: [.location: BoxShareFileSupport.origin(request) + "/box/dl/" + token,
+        return Response(status: .found, headers: [.location: PublicHosts.url(request, sandboxPath: "/box/dl/" + token),
                                                   .contentLength: "0"])
     }
 

@@ -52,6 +52,9 @@ struct BoxUploadSession: Codable, Sendable {
     /// Parts by offset.
     var parts: [BoxPart]
     var commitAttempts: Int
+    /// The file this session makes a new version of (`POST /files/{id}/upload_sessions`); nil
+    /// for a new file.
+    var fileId: String?
 }
 
 struct BoxPart: Codable, Sendable, Equatable {

@@ -153,11 +153,6 @@ enum BoxShareFileSupport {
         return stat(path, &st) == 0 ? Int64(st.st_size) : 0
     }
 
-    /// `http://host:port` as the client addressed the sandbox (the Host header).
-    static func origin(_ request: Request) -> String {
-        "http://\(request.head.authority ?? "127.0.0.1")"
-    }
-
     /// A request header by (case-insensitive) name.
     static func header(_ request: Request, _ name: String) -> String? {
         let key = name.lowercased()

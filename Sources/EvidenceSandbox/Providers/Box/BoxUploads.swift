@@ -12,6 +12,17 @@ extension BoxEmulator {
             guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
             return try await self.directUpload(request)
         }
+        // A new version of an existing file (rclone's box backend overwrites this way).
+        router.post("\(base)/:id/content") { request, context in
+            let id = try context.parameters.require("id")
+            guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
+            return try await self.directUpload(request, version: id)
+        }
+        router.post("\(base)/:id/upload_sessions") { request, context in
+            let id = try context.parameters.require("id")
+            guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
+            return try await self.createSession(request, version: id)
+        }
         router.post("\(base)/upload_sessions") { request, _ in
             guard self.validToken(request) != nil else { await BoxShareFileSupport.drain(request); return self.unauthorized() }
             return try await self.createSession(request)
@@ -93,6 +104,40 @@ extension BoxEmulator {
         }
     }
 
+    /// Replaces the content of `fileId` (a new version: new `file_version`, `etag` and
+    /// `sequence_id` up by one, same id), renaming it when `name` is given. 201 with the file.
+    func storeNewVersion(tmp: String, fileId: String, name: String?, size: Int64, sha1: String,
+                         contentModified: Double?) throws -> Response {
+        let now = env.clock().timeIntervalSince1970
+        enum Outcome { case missing, conflict(BoxItem), stored(JSONValue, String) }
+        let outcome: Outcome = try store.update { state in
+            guard var file = state.items[fileId], !file.isFolder, let parent = file.parentId else { return .missing }
+            if let name, let other = BoxJSON.sibling(named: name, in: parent, state: state), other.id != fileId { return .conflict(other) }
+            try BoxShareFileSupport.move(tmp, to: self.blobPath(fileId))
+            file.name = name ?? file.name
+            file.size = size
+            file.sha1 = sha1
+            file.etag += 1
+            file.sequenceId += 1
+            file.modifiedAt = now
+            file.contentModifiedAt = contentModified ?? now
+            file.versionId = String(100_000_000_000 + self.env.random.next() % 900_000_000_000)
+            state.items[fileId] = file
+            return .stored(.object(BoxJSON.full(file, in: state)), BoxJSON.path(of: file, in: state))
+        }
+        switch outcome {
+        case .missing:
+            try? FileManager.default.removeItem(atPath: tmp)
+            return notFound()
+        case .conflict(let other):
+            try? FileManager.default.removeItem(atPath: tmp)
+            return nameInUse(other)
+        case .stored(let json, let path):
+            env.counters.recordUpload(provider: "box", path: path)
+            return .json(.object([("total_count", .int(1)), ("entries", .array([json]))]), status: .created)
+        }
+    }
+
     // MARK: Preflight
 
     /// `OPTIONS /2.0/files/content`: would an upload of `name` into `parent.id` be taken? Nothing
@@ -120,14 +165,16 @@ extension BoxEmulator {
         case .missing: return notFound()
         case .conflict(let other): return nameInUse(other)
         case .free:
-            let url = BoxShareFileSupport.origin(request) + "/box/upload/api/2.0/files/content"
+            let url = PublicHosts.url(request, sandboxPath: "/box/upload/api/2.0/files/content")
             return .json(.object([("upload_url", .string(url)), ("upload_token", .null)]))
         }
     }
 
     // MARK: Direct upload
 
-    func directUpload(_ request: Request) async throws -> Response {
+    /// A new file (`version` nil: `attributes` name it and its `parent`), or a new version of the
+    /// file `version` (`attributes` may rename it).
+    func directUpload(_ request: Request, version fileId: String? = nil) async throws -> Response {
         let contentType = request.headers[.contentType] ?? ""
         guard request.mediaType == "multipart/form-data", let boundary = Self.boundary(contentType) else {
             await BoxShareFileSupport.drain(request)
@@ -158,17 +205,27 @@ extension BoxEmulator {
         guard parsed.fileSize != nil else {
             return error(.badRequest, "bad_request", "API upload did not contain a file part")
         }
-        guard let name = attributes["name"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'name' is required in attributes")
+        let newName = attributes["name"]?.stringValue
+        if let newName, let problem = BoxJSON.nameProblem(newName) { return error(.badRequest, problem.code, problem.message) }
+        var parentId = ""
+        if fileId == nil {
+            guard newName != nil else { return error(.badRequest, "bad_request", "'name' is required in attributes") }
+            guard let parent = attributes["parent"]?["id"]?.stringValue else {
+                return error(.badRequest, "bad_request", "'parent' is required in attributes")
+            }
+            parentId = parent
         }
-        guard let parentId = attributes["parent"]?["id"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'parent' is required in attributes")
-        }
-        if let problem = BoxJSON.nameProblem(name) { return error(.badRequest, problem.code, problem.message) }
         if let size = parsed.fileSize, size >= Self.maxDirectUpload { return tooLarge() }
         let precheck: Response? = store.read { state in
+            if let fileId {
+                guard let file = state.items[fileId], !file.isFolder, let parent = file.parentId else { return self.notFound() }
+                if let newName, let other = BoxJSON.sibling(named: newName, in: parent, state: state), other.id != fileId {
+                    return self.nameInUse(other)
+                }
+                return nil
+            }
             guard let parent = state.items[parentId], parent.isFolder else { return self.notFound() }
-            if let other = BoxJSON.sibling(named: name, in: parentId, state: state) { return self.nameInUse(other) }
+            if let other = BoxJSON.sibling(named: newName ?? "", in: parentId, state: state) { return self.nameInUse(other) }
             return nil
         }
         if let precheck { return precheck }
@@ -180,9 +237,15 @@ extension BoxEmulator {
                 return error(.badRequest, "bad_digest", "The specified Content-MD5 did not match what we received")
             }
         }
-        let response = try storeNewFile(tmp: filePath, name: name, parentId: parentId, size: parsed.fileSize ?? 0, sha1: sha1,
+        let response: Response
+        if let fileId {
+            response = try storeNewVersion(tmp: filePath, fileId: fileId, name: newName, size: parsed.fileSize ?? 0, sha1: sha1,
+                                           contentModified: Self.parseDate(attributes["content_modified_at"]))
+        } else {
+            response = try storeNewFile(tmp: filePath, name: newName ?? "", parentId: parentId, size: parsed.fileSize ?? 0, sha1: sha1,
                                         contentCreated: Self.parseDate(attributes["content_created_at"]),
                                         contentModified: Self.parseDate(attributes["content_modified_at"]))
+        }
         keepFile = response.status == .created
         return response
     }
@@ -251,7 +314,9 @@ extension BoxEmulator {
                 let name = partName(headers)
                 if name == "attributes" {
                     split.attributes = Data(UnsafeRawBufferPointer(rebasing: raw[contentStart..<contentEnd]))
-                } else if name == "file" {
+                } else if name == "file" || (split.fileSize == nil && Self.partFilename(headers) != nil) {
+                    // Box takes the part that carries a file name whatever its field is called
+                    // (the docs say `file`; rclone sends `contents`, the Box SDKs `file`).
                     if split.attributes == nil {
                         return .failure {
                             $0.error(.badRequest, "metadata_after_file_contents",
@@ -273,10 +338,19 @@ extension BoxEmulator {
 
     /// `name` from `Content-Disposition: form-data; name="…"`.
     static func partName(_ headers: String) -> String? {
+        dispositionParameter("name", headers)
+    }
+
+    /// `filename` from `Content-Disposition: form-data; name="…"; filename="…"`: a file part.
+    static func partFilename(_ headers: String) -> String? {
+        dispositionParameter("filename", headers)
+    }
+
+    static func dispositionParameter(_ key: String, _ headers: String) -> String? {
         for line in headers.split(separator: "\r\n") where line.lowercased().hasPrefix("content-disposition:") {
             for param in line.split(separator: ";").dropFirst() {
                 let kv = param.split(separator: "=", maxSplits: 1)
-                guard kv.count == 2, kv[0].trimmingCharacters(in: .whitespaces).lowercased() == "name" else { continue }
+                guard kv.count == 2, kv[0].trimmingCharacters(in: .whitespaces).lowercased() == key else { continue }
                 var value = kv[1].trimmingCharacters(in: .whitespaces)
                 if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
                 return value
@@ -290,7 +364,7 @@ extension BoxEmulator {
     func sessionDirectory(_ id: String) -> String { (sessionsDirectory as NSString).appendingPathComponent(id) }
 
     func sessionJSON(_ s: BoxUploadSession, _ request: Request) -> JSONValue {
-        let url = BoxShareFileSupport.origin(request) + "/box/upload/api/2.0/files/upload_sessions/\(s.id)"
+        let url = PublicHosts.url(request, sandboxPath: "/box/upload/api/2.0/files/upload_sessions/\(s.id)")
         let totalParts = (s.fileSize + s.partSize - 1) / s.partSize
         return .object([
             ("id", .string(s.id)),
@@ -323,16 +397,25 @@ extension BoxEmulator {
         return s
     }
 
-    func createSession(_ request: Request) async throws -> Response {
+    /// A session for a new file (`folder_id`, `file_name`, `file_size`), or with `version` for a
+    /// new version of that file (`file_size`; `file_name` optional, renames).
+    func createSession(_ request: Request, version fileId: String? = nil) async throws -> Response {
         guard let data = try await BoxShareFileSupport.collect(request), let body = try? JSONValue.parse(data),
               case .object = body else {
             return error(.badRequest, "bad_request", "Invalid JSON body")
         }
-        guard let folderId = body["folder_id"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'folder_id' is required")
-        }
-        guard let name = body["file_name"]?.stringValue else {
-            return error(.badRequest, "bad_request", "'file_name' is required")
+        var folderId = ""
+        var name = body["file_name"]?.stringValue ?? ""
+        if let fileId {
+            guard let file = store.read({ $0.items[fileId] }), !file.isFolder, let parent = file.parentId else { return notFound() }
+            folderId = parent
+            if name.isEmpty { name = file.name }
+        } else {
+            guard let folder = body["folder_id"]?.stringValue else {
+                return error(.badRequest, "bad_request", "'folder_id' is required")
+            }
+            folderId = folder
+            guard !name.isEmpty else { return error(.badRequest, "bad_request", "'file_name' is required") }
         }
         let size: Int64
         switch body["file_size"] {
@@ -350,9 +433,10 @@ extension BoxEmulator {
         enum Outcome { case missing, conflict(BoxItem), created(BoxUploadSession) }
         let outcome: Outcome = try store.update { state in
             guard let folder = state.items[folderId], folder.isFolder else { return .missing }
-            if let other = BoxJSON.sibling(named: name, in: folderId, state: state) { return .conflict(other) }
+            if let other = BoxJSON.sibling(named: name, in: folderId, state: state), other.id != fileId { return .conflict(other) }
             let session = BoxUploadSession(id: id, folderId: folderId, fileName: name, fileSize: size, partSize: Self.partSize,
-                                           createdAt: now, expiresAt: now + Self.sessionLifetime, parts: [], commitAttempts: 0)
+                                           createdAt: now, expiresAt: now + Self.sessionLifetime, parts: [], commitAttempts: 0,
+                                           fileId: fileId)
             state.sessions[id] = session
             return .created(session)
         }
@@ -524,10 +608,17 @@ extension BoxEmulator {
             return error(.badRequest, "digest_mismatch", "File digest was incorrect. Actual: \(actual) Expected: \(digest)")
         }
         let attributes = body["attributes"]
-        let response = try storeNewFile(tmp: tmp, name: attributes?["name"]?.stringValue ?? session.fileName,
+        let response: Response
+        if let fileId = session.fileId {
+            response = try storeNewVersion(tmp: tmp, fileId: fileId, name: attributes?["name"]?.stringValue ?? session.fileName,
+                                           size: assembled.size, sha1: assembled.sha1,
+                                           contentModified: Self.parseDate(attributes?["content_modified_at"]))
+        } else {
+            response = try storeNewFile(tmp: tmp, name: attributes?["name"]?.stringValue ?? session.fileName,
                                         parentId: session.folderId, size: assembled.size, sha1: assembled.sha1,
                                         contentCreated: Self.parseDate(attributes?["content_created_at"]),
                                         contentModified: Self.parseDate(attributes?["content_modified_at"]))
+        }
         if response.status == .created {
             keep = true
             try store.update { $0.sessions[id] = nil }

@@ -23,7 +23,9 @@ import Hummingbird
 ///   Codes are single-use and live 10 minutes.
 /// - RPC (`Authorization: Bearer`, `Content-Type: application/json`) under `/dropbox/api/2/`:
 ///   `users/get_current_account`, `files/get_metadata`, `files/create_folder_v2`,
-///   `files/delete_v2`, `sharing/create_shared_link_with_settings`, `sharing/list_shared_links`.
+///   `files/delete_v2`, `sharing/create_shared_link_with_settings`, `sharing/list_shared_links`,
+///   `files/list_folder` and `/continue` (`DropboxEmulator+Listing.swift`),
+///   `files/upload_session/finish_batch_v2` (`DropboxEmulator+Batch.swift`).
 /// - Content (`Dropbox-API-Arg` header, `application/octet-stream` body) under `/dropbox/content/2/`:
 ///   `files/upload`, `files/upload_session/start`, `files/upload_session/append_v2`,
 ///   `files/upload_session/finish`, `files/download` (bytes + `Dropbox-API-Result`).
@@ -51,8 +53,9 @@ import Hummingbird
 /// - `content_hash` (4 MiB-block SHA-256) on every file; a client-sent `content_hash` is the
 ///   hash of the bytes of THAT call (upload, start, append_v2, finish), else 409
 ///   `content_hash_mismatch` and nothing is kept.
-/// - Upload sessions: every piece but the one sent with `close=true` (or the finish body) must
-///   be a multiple of 4 MiB, else 400; wrong offset → 409 `incorrect_offset` with
+/// - Upload sessions: pieces of a sequential session (the default) may have any length; in a
+///   `session_type: concurrent` one every piece but the one sent with `close=true` must be a
+///   multiple of 4 MiB, else 409 `concurrent_session_invalid_data_size`; wrong offset → 409 `incorrect_offset` with
 ///   `correct_offset` (finish: nested under `lookup_failed`); closed → `closed`; unknown or
 ///   older than 7 days → `not_found`. Sessions survive a restart. A finish that conflicts
 ///   keeps the session so it can be finished elsewhere.
@@ -99,6 +102,9 @@ public final class DropboxEmulator: Sendable {
         rpc(router, "files/delete_v2", write: true) { arg in try await self.delete(arg) }
         rpc(router, "sharing/create_shared_link_with_settings") { arg in try await self.createSharedLink(arg) }
         rpc(router, "sharing/list_shared_links") { arg in try await self.listSharedLinks(arg) }
+        rpc(router, "files/list_folder") { arg in try await self.listFolder(arg) }
+        rpc(router, "files/list_folder/continue") { arg in try await self.listFolderContinue(arg) }
+        rpc(router, "files/upload_session/finish_batch_v2", write: true) { arg in try await self.finishBatch(arg) }
 
         content(router, "files/upload") { arg, request in try await self.upload(arg, request) }
         content(router, "files/upload_session/start") { arg, request in try await self.sessionStart(arg, request) }
@@ -226,7 +232,7 @@ public final class DropboxEmulator: Sendable {
         }
     }
 
-    private func string(_ arg: JSONValue, _ key: String, required: Bool = true, prefix: String = "request body") throws -> String? {
+    func string(_ arg: JSONValue, _ key: String, required: Bool = true, prefix: String = "request body") throws -> String? {
         guard let v = arg[key], v != .null else {
             if required { throw ArgError(message: "\(prefix): missing required field '\(key)'") }
             return nil
@@ -235,13 +241,13 @@ public final class DropboxEmulator: Sendable {
         return s
     }
 
-    private func bool(_ arg: JSONValue, _ key: String, prefix: String = "request body") throws -> Bool {
+    func bool(_ arg: JSONValue, _ key: String, prefix: String = "request body") throws -> Bool {
         guard let v = arg[key], v != .null else { return false }
         guard case .bool(let b) = v else { throw ArgError(message: "\(prefix): \(key): expected boolean, got \(Self.jsonKind(v))") }
         return b
     }
 
-    private func int(_ arg: JSONValue, _ key: String, prefix: String) throws -> Int64 {
+    func int(_ arg: JSONValue, _ key: String, prefix: String) throws -> Int64 {
         guard let v = arg[key], v != .null else { throw ArgError(message: "\(prefix): missing required field '\(key)'") }
         guard case .int(let i) = v, i >= 0 else { throw ArgError(message: "\(prefix): \(key): expected integer, got \(Self.jsonKind(v))") }
         return i
@@ -257,7 +263,7 @@ public final class DropboxEmulator: Sendable {
         return nil
     }
 
-    private func pathArg(_ arg: JSONValue, key: String = "path", prefix: String = "request body") throws -> DropboxWire.PathArg {
+    func pathArg(_ arg: JSONValue, key: String = "path", prefix: String = "request body") throws -> DropboxWire.PathArg {
         let s = try string(arg, key, prefix: prefix)!
         guard let p = DropboxWire.parsePath(s) else {
             throw ArgError(message: "\(prefix): \(key): '\(s)' did not match pattern '\(DropboxWire.pathPattern)'")
@@ -266,7 +272,7 @@ public final class DropboxEmulator: Sendable {
     }
 
     /// The entry a lookup path names (nil when missing).
-    private func lookup(_ p: DropboxWire.PathArg) async -> DropboxEntry? {
+    func lookup(_ p: DropboxWire.PathArg) async -> DropboxEntry? {
         switch p {
         case .id(let id): return await store.entry(id: id)
         case .path(let parts): return await store.entry(lower: ("/" + parts.joined(separator: "/")).lowercased())
@@ -275,7 +281,7 @@ public final class DropboxEmulator: Sendable {
     }
 
     /// Path components for a write target (`id:` resolves to the existing item's path).
-    private func writeTarget(_ p: DropboxWire.PathArg) async -> [String]? {
+    func writeTarget(_ p: DropboxWire.PathArg) async -> [String]? {
         switch p {
         case .path(let parts): return parts
         case .id(let id):
@@ -285,7 +291,7 @@ public final class DropboxEmulator: Sendable {
         }
     }
 
-    private func metadata(_ e: DropboxEntry, tagged: Bool) -> JSONValue {
+    func metadata(_ e: DropboxEntry, tagged: Bool) -> JSONValue {
         var m: [(String, JSONValue)] = tagged ? [(".tag", .string(e.folder ? "folder" : "file"))] : []
         m += [("name", .string(e.name)), ("path_lower", .string(e.pathLower)), ("path_display", .string(e.pathDisplay)),
               ("id", .string(e.id))]
@@ -622,7 +628,7 @@ public final class DropboxEmulator: Sendable {
 
     // MARK: Content handlers
 
-    private static let headerPrefix = "HTTP header \"Dropbox-API-Arg\""
+    static let headerPrefix = "HTTP header \"Dropbox-API-Arg\""
 
     private func writeMode(_ arg: JSONValue) throws -> DropboxWriteMode {
         guard let v = arg["mode"], v != .null else { return .add }
@@ -638,7 +644,7 @@ public final class DropboxEmulator: Sendable {
     }
 
     /// The commit arguments shared by `files/upload` and the `commit` of a finish.
-    private struct CommitArgs {
+    struct CommitArgs {
         var target: DropboxWire.PathArg
         var mode: DropboxWriteMode
         var autorename: Bool
@@ -646,7 +652,7 @@ public final class DropboxEmulator: Sendable {
         var clientModified: Date?
     }
 
-    private func commitArgs(_ arg: JSONValue, prefix: String) throws -> CommitArgs {
+    func commitArgs(_ arg: JSONValue, prefix: String) throws -> CommitArgs {
         let target = try pathArg(arg, prefix: prefix)
         var clientModified: Date?
         if let s = try string(arg, "client_modified", required: false, prefix: prefix) {
@@ -660,7 +666,7 @@ public final class DropboxEmulator: Sendable {
                           strictConflict: try bool(arg, "strict_conflict", prefix: prefix), clientModified: clientModified)
     }
 
-    private func contentHashArg(_ arg: JSONValue) throws -> String? {
+    func contentHashArg(_ arg: JSONValue) throws -> String? {
         guard let s = try string(arg, "content_hash", required: false, prefix: Self.headerPrefix) else { return nil }
         guard s.utf8.count == 64 else {
             throw ArgError(message: "\(Self.headerPrefix): content_hash: '\(s)' must be 64 characters long")
@@ -668,7 +674,21 @@ public final class DropboxEmulator: Sendable {
         return s.lowercased()
     }
 
-    private static let misaligned = "Data was sent with a length that is not a multiple of 4194304 bytes (4 MiB). Every call to upload_session/start and upload_session/append_v2 except the one with close=true must send a multiple of 4194304 bytes."
+    /// A concurrent session's pieces (all but the one with `close=true`) must be multiples of
+    /// 4 MiB; a sequential session's may have any length (rclone's default chunk can be 1 MiB).
+    private static func concurrentInvalidDataSize() -> Response {
+        DropboxWire.routeError("concurrent_session_invalid_data_size", DropboxWire.tag("concurrent_session_invalid_data_size"))
+    }
+
+    /// The file's `content_hash` once its last piece is in `path`: from the blocks hashed as the
+    /// pieces came when every earlier piece ended on a 4 MiB boundary, else from the file (a
+    /// sequential session's pieces may end anywhere, so their block hashes do not line up).
+    func sessionContentHash(_ path: String, earlier: [String], offset: Int64, last: [String]) throws -> String {
+        if Int64(earlier.count) * Int64(DropboxContentHasher.blockSize) == offset {
+            return DropboxContentHasher.combine(earlier + last)
+        }
+        return DropboxContentHasher.combine(try DropboxContentHasher.blocks(ofFile: path))
+    }
 
     private func payloadTooLarge() -> Response {
         DropboxWire.routeError("payload_too_large", DropboxWire.tag("payload_too_large"))
@@ -734,12 +754,14 @@ public final class DropboxEmulator: Sendable {
     func sessionStart(_ arg: JSONValue, _ request: Request) async throws -> Response {
         let close = try bool(arg, "close", prefix: Self.headerPrefix)
         let expected = try contentHashArg(arg)
+        var concurrent = false
         if let t = arg["session_type"], t != .null {
             guard let (tag, _) = unionTag(t), tag == "sequential" || tag == "concurrent" else {
                 throw ArgError(message: "\(Self.headerPrefix): session_type: unknown tag")
             }
+            concurrent = tag == "concurrent"
         }
-        let session = try await store.startSession(now: env.clock())
+        let session = try await store.startSession(now: env.clock(), concurrent: concurrent)
         let path = store.sessionPath(session.id)
         let received: DropboxFiles.Received
         do {
@@ -749,9 +771,9 @@ public final class DropboxEmulator: Sendable {
             throw error
         }
         if received.exceeded { try await store.removeSession(session.id); return payloadTooLarge() }
-        if !close && received.size % Int64(DropboxContentHasher.blockSize) != 0 {
+        if concurrent && !close && received.size % Int64(DropboxContentHasher.blockSize) != 0 {
             try await store.removeSession(session.id)
-            return DropboxWire.badRequest("files/upload_session/start", Self.misaligned)
+            return Self.concurrentInvalidDataSize()
         }
         if let expected, expected != DropboxContentHasher.combine(received.blocks) {
             try await store.removeSession(session.id)
@@ -761,15 +783,15 @@ public final class DropboxEmulator: Sendable {
         return .json(.object([("session_id", .string(session.id))]))
     }
 
-    private struct Cursor {
+    struct Cursor {
         var sessionID: String
         var offset: Int64
     }
 
-    private func cursor(_ arg: JSONValue) throws -> Cursor {
-        guard let c = arg["cursor"], c != .null else { throw ArgError(message: "\(Self.headerPrefix): missing required field 'cursor'") }
-        guard case .object = c else { throw ArgError(message: "\(Self.headerPrefix): cursor: expected object, got \(Self.jsonKind(c))") }
-        let prefix = "\(Self.headerPrefix): cursor"
+    func cursor(_ arg: JSONValue, prefix outer: String = headerPrefix) throws -> Cursor {
+        guard let c = arg["cursor"], c != .null else { throw ArgError(message: "\(outer): missing required field 'cursor'") }
+        guard case .object = c else { throw ArgError(message: "\(outer): cursor: expected object, got \(Self.jsonKind(c))") }
+        let prefix = "\(outer): cursor"
         return Cursor(sessionID: try string(c, "session_id", prefix: prefix)!, offset: try int(c, "offset", prefix: prefix))
     }
 
@@ -796,9 +818,9 @@ public final class DropboxEmulator: Sendable {
         }
         func discard() async { _ = truncate(path, off_t(session.offset)); await store.abortAppend(session.id) }
         if received.exceeded { await discard(); return payloadTooLarge() }
-        if !close && received.size % Int64(DropboxContentHasher.blockSize) != 0 {
+        if session.concurrent == true && !close && received.size % Int64(DropboxContentHasher.blockSize) != 0 {
             await discard()
-            return DropboxWire.badRequest("files/upload_session/append:2", Self.misaligned)
+            return Self.concurrentInvalidDataSize()
         }
         if let expected, expected != DropboxContentHasher.combine(received.blocks) {
             await discard()
@@ -866,8 +888,7 @@ public final class DropboxEmulator: Sendable {
             return contentHashMismatch()
         }
         let total = session.offset + received.size
-        let allBlocks = blocks + received.blocks
-        let hash = DropboxContentHasher.combine(allBlocks)
+        let hash = try sessionContentHash(path, earlier: blocks, offset: session.offset, last: received.blocks)
         func keep(_ summary: String, _ inner: JSONValue) async throws -> Response {
             _ = try await store.endAppend(session.id, added: received.size, blocks: received.blocks, close: true)
             return DropboxWire.routeError("path/\(summary)", DropboxWire.tag("path", [("path", inner)]))

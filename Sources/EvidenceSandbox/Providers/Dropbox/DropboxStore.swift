@@ -28,6 +28,8 @@ struct DropboxSession: Codable, Sendable {
     /// Hex SHA-256 of every 4 MiB block received so far.
     var blocks: [String]
     var created: Date
+    /// Started with `session_type: concurrent` (nil in state saved before it was kept: sequential).
+    var concurrent: Bool?
 }
 
 /// A shared link on a file or folder (by Dropbox id, so it follows renames and overwrites).
@@ -327,6 +329,15 @@ actor DropboxStore {
         return .stored(entry)
     }
 
+    /// What `list_folder` lists under the folder `lower` ("" for the root): its children, or
+    /// with `recursive` everything below it; in path order so paging is stable.
+    func listing(under lower: String, recursive: Bool) -> [DropboxEntry] {
+        state.entries.values.filter { e in
+            guard e.pathLower.hasPrefix(lower + "/") else { return false }
+            return recursive || !e.pathLower.dropFirst(lower.count + 1).contains("/")
+        }.sorted { $0.pathLower < $1.pathLower }
+    }
+
     /// Deletes the entry (and, for a folder, everything below it, with their links).
     func delete(lower: String) throws -> DropboxEntry? {
         guard let entry = state.entries[lower] else { return nil }
@@ -349,10 +360,10 @@ actor DropboxStore {
         }
     }
 
-    func startSession(now: Date) throws -> DropboxSession {
+    func startSession(now: Date, concurrent: Bool = false) throws -> DropboxSession {
         pruneSessions(now: now)
         let id = "pid_upload_session:" + token(40)
-        let session = DropboxSession(id: id, offset: 0, closed: false, blocks: [], created: now)
+        let session = DropboxSession(id: id, offset: 0, closed: false, blocks: [], created: now, concurrent: concurrent)
         state.sessions[id] = session
         _ = FileManager.default.createFile(atPath: sessionPath(id), contents: nil)
         try save()

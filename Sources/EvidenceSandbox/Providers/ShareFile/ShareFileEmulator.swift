@@ -42,15 +42,20 @@ import Hummingbird
 ///   period, empty and over-255-character names → 400 BadRequest.
 /// - Folder create: a same-named item exists → 409 Conflict "A folder with the same name already
 ///   exists"; with `overwrite=true` the existing folder is answered (200) instead.
+/// - Request bodies are read as ShareFile's .NET binder reads them: member names and enum values
+///   in any letter case (`"fileName"`, `"method":"threaded"` as rclone sends them).
 /// - Upload2 takes the SDK's `UploadRequestParams`: the size is `FileSize` (required for Threaded;
 ///   an unknown `FileLength` is ignored, as ShareFile ignores it). It needs `"Raw":true` (the
 ///   sandbox does not take multipart bodies). `Overwrite:false` and
 ///   the name exists → 409 Conflict at Upload2 (the contract's choice: real accounts differ with
 ///   versioning settings); `Overwrite:true` replaces the file (the new version gets a new `Id`).
 ///   Standard is limited to 128 MiB. Threaded: each chunk is `POST ChunkUri&index=N&byteOffset=X&hash=<md5>`;
-///   `byteOffset` must equal the bytes received so far (the error carries `expectedByteOffset`),
-///   the chunk's MD5 must match `hash`. Then `GET FinishUri&respformat=json&filehash=<md5>` (the SDK's
-///   call); without `respformat=json` the finish answers `OK` or `ERROR: message` as text.
+///   chunks are sent in parallel, so they come in any order and each is written at its `byteOffset`
+///   (rclone sends its chunks concurrently; the last also carries `finish=true&fileSize&fileHash`,
+///   and FinishUri follows); the chunk's MD5 must match `hash`; finishing before every byte is
+///   there fails with `expectedByteOffset` = the first missing byte. Then `GET FinishUri&respformat=json&filehash=<md5>` (the SDK's
+///   call; rclone POSTs FinishUri bare and gets the same JSON); with another `respformat` the finish answers
+///   `OK` or `ERROR: message` as text.
 /// - The upload server answers HTTP 200 even on failure, with `{"error":true,"errorMessage","errorCode"}`
 ///   (wrong file hash, missing chunks, bad chunk hash or offset, unknown upload id). Success is
 ///   `{"error":false,"value":[{"uploadid","parentid","id","filename","displayname","size","md5"}]}`
@@ -236,7 +241,8 @@ public final class ShareFileEmulator: Sendable {
 
     // MARK: API dispatch
 
-    func apiBase(_ request: Request) -> String { BoxShareFileSupport.origin(request) + "/sharefile/sf/v3" }
+    /// `…/sf/v3` as the client addressed it (for `odata.metadata` and `url` fields).
+    func apiBase(_ request: Request) -> String { String(PublicHosts.url(request, sandboxPath: "/sharefile/sf/v3/").dropLast()) }
 
     /// `Items(fo…)` / `Items('fo…')` → the id.
     static func entityId(_ segment: String, collection: String) -> String? {
@@ -373,10 +379,10 @@ public final class ShareFileEmulator: Sendable {
 
     func createFolder(parent: String, _ request: Request, _ api: String) async throws -> Response {
         guard let body = try await jsonBody(request) else { return odataError(.badRequest, "BadRequest", "Invalid JSON body") }
-        guard let name = body["Name"]?.stringValue else { return odataError(.badRequest, "BadRequest", "Name is required") }
+        guard let name = body[anyCase: "Name"]?.stringValue else { return odataError(.badRequest, "BadRequest", "Name is required") }
         if let problem = ShareFileJSON.nameProblem(name) { return odataError(.badRequest, "BadRequest", problem) }
         let overwrite = ["true", "1"].contains(request.uri.queryParameters.get("overwrite")?.lowercased() ?? "")
-        let description = body["Description"]?.stringValue ?? ""
+        let description = body[anyCase: "Description"]?.stringValue ?? ""
         let now = env.clock().timeIntervalSince1970
         let newId = Self.itemId(prefix: "fo", env.random)
         enum Outcome { case missing, notFolder, conflict, existing(ShareFileItem), created(ShareFileItem) }
@@ -432,7 +438,7 @@ public final class ShareFileEmulator: Sendable {
         guard !item.isFolder else { return odataError(.badRequest, "BadRequest", "The sandbox does not zip folders for download") }
         let token = env.random.slug(length: 40)
         memory.addDownload(token, fileId: id, expiresAt: env.clock().timeIntervalSince1970 + Self.downloadLifetime)
-        let url = BoxShareFileSupport.origin(request) + "/sharefile/dl/" + token
+        let url = PublicHosts.url(request, sandboxPath: "/sharefile/dl/" + token)
         if request.uri.queryParameters.get("redirect")?.lowercased() == "false" {
             return .json(.object([
                 ("odata.metadata", .string("\(api)/$metadata#ShareFile.Api.Models.DownloadSpecification@Element")),
@@ -466,19 +472,19 @@ public final class ShareFileEmulator: Sendable {
 
     func createShare(_ request: Request, _ api: String) async throws -> Response {
         guard let body = try await jsonBody(request) else { return odataError(.badRequest, "BadRequest", "Invalid JSON body") }
-        let type = body["ShareType"]?.stringValue ?? "Send"
+        let type = (body[anyCase: "ShareType"]?.stringValue ?? "Send").capitalized
         guard type == "Send" else {
             return odataError(.badRequest, "BadRequest", "The sandbox supports ShareType 'Send' only")
         }
-        guard case .array(let listed)? = body["Items"], !listed.isEmpty else {
+        guard case .array(let listed)? = body[anyCase: "Items"], !listed.isEmpty else {
             return odataError(.badRequest, "BadRequest", "A Send share needs at least one item in Items")
         }
-        let ids = listed.compactMap { $0["Id"]?.stringValue }
+        let ids = listed.compactMap { $0[anyCase: "Id"]?.stringValue }
         guard ids.count == listed.count else { return odataError(.badRequest, "BadRequest", "Each item in Items needs an Id") }
         // Without an ExpirationDate a share lives 30 days; `9999-12-31` is "never".
         var expiration = ShareFileJSON.neverExpires
         if case .string(let s) = ShareFileJSON.date(env.clock().timeIntervalSince1970 + 30 * 86400) { expiration = s }
-        if let text = body["ExpirationDate"]?.stringValue, !text.isEmpty {
+        if let text = body[anyCase: "ExpirationDate"]?.stringValue, !text.isEmpty {
             guard let t = ShareFileJSON.parseDate(text) else {
                 return odataError(.badRequest, "BadRequest", "Invalid ExpirationDate: \(text)")
             }
@@ -486,12 +492,12 @@ public final class ShareFileEmulator: Sendable {
                 expiration = ShareFileJSON.neverExpires
             } else if case .string(let s) = ShareFileJSON.date(t) { expiration = s }
         }
-        func flag(_ key: String) -> Bool { if case .bool(let b)? = body[key] { return b }; return false }
+        func flag(_ key: String) -> Bool { if case .bool(let b)? = body[anyCase: key] { return b }; return false }
         let now = env.clock().timeIntervalSince1970
         let id = "s" + Hex.encode(env.random.bytes(16)).prefix(31)
         let json: JSONValue? = try store.update { state in
             guard ids.allSatisfy({ state.items[$0] != nil }) else { return nil }
-            let title = body["Title"]?.stringValue ?? (state.items[ids[0]]?.name ?? "")
+            let title = body[anyCase: "Title"]?.stringValue ?? (state.items[ids[0]]?.name ?? "")
             let share = ShareFileShare(id: id, title: title, itemIds: ids, expiration: expiration,
                                        requireLogin: flag("RequireLogin"), requireUserInfo: flag("RequireUserInfo"), createdAt: now)
             state.shares[id] = share

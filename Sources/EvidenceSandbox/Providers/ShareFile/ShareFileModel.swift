@@ -39,9 +39,37 @@ struct ShareFileUpload: Codable, Sendable {
     var threaded: Bool
     var overwrite: Bool
     var clientCreatedAt: Double?
+    /// Bytes held from offset 0 without a gap (what a resume starts after).
     var received: Int64
+    /// Chunks wholly inside `received` (the index a resume starts at).
     var chunks: Int
     var createdAt: Double
+    /// Every chunk of a threaded upload held so far: they arrive in any order (nil in state
+    /// saved before chunks were kept: the chunks then are the `received` prefix).
+    var pieces: [ShareFilePiece]?
+
+    /// Records a chunk and recomputes `received` and `chunks` from all of them.
+    mutating func add(_ piece: ShareFilePiece) {
+        var all = (pieces ?? []).filter { $0.offset != piece.offset }
+        all.append(piece)
+        all.sort { $0.offset < $1.offset }
+        pieces = all
+        var end: Int64 = 0
+        var whole = 0
+        for p in all where p.offset <= end {
+            end = max(end, p.offset + p.size)
+            whole += 1
+        }
+        received = end
+        chunks = whole
+    }
+}
+
+/// One chunk of a threaded upload: where it sits in the file.
+struct ShareFilePiece: Codable, Sendable {
+    var index: Int
+    var offset: Int64
+    var size: Int64
 }
 
 struct ShareFileShare: Codable, Sendable {

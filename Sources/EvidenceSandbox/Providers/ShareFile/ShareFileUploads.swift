@@ -1,4 +1,5 @@
 import EvidenceCore
+import EvidenceStore
 import Foundation
 import Glibc
 import Hummingbird
@@ -8,18 +9,19 @@ import Hummingbird
 extension ShareFileEmulator {
     func upload2(folder: String, _ request: Request, _ api: String) async throws -> Response {
         guard let body = try await jsonBody(request) else { return odataError(.badRequest, "BadRequest", "Invalid JSON body") }
-        let method = body["Method"]?.stringValue ?? "Standard"
+        // Enum values, like member names, in any case (rclone sends `"method": "standard"`).
+        let method = (body[anyCase: "Method"]?.stringValue ?? "Standard").capitalized
         guard method == "Standard" || method == "Threaded" else {
             return odataError(.badRequest, "BadRequest", "Unsupported upload method: \(method)")
         }
-        guard case .bool(true)? = body["Raw"] else {
+        guard case .bool(true)? = body[anyCase: "Raw"] else {
             return odataError(.badRequest, "BadRequest", "The sandbox takes raw uploads only: set \"Raw\": true")
         }
-        guard let name = body["FileName"]?.stringValue else { return odataError(.badRequest, "BadRequest", "FileName is required") }
+        guard let name = body[anyCase: "FileName"]?.stringValue else { return odataError(.badRequest, "BadRequest", "FileName is required") }
         if let problem = ShareFileJSON.nameProblem(name) { return odataError(.badRequest, "BadRequest", problem) }
         // `UploadRequestParams.FileSize`; ShareFile knows no `FileLength` and ignores it.
         var length: Int64 = -1
-        switch body["FileSize"] {
+        switch body[anyCase: "FileSize"] {
         case .int(let n)?: length = n
         case .double(let d)? where d == d.rounded(): length = Int64(d)
         default: break
@@ -30,8 +32,8 @@ extension ShareFileEmulator {
             return odataError(.badRequest, "BadRequest", "Standard uploads are limited to 128 MiB; use the Threaded method")
         }
         var overwrite = false
-        if case .bool(let b)? = body["Overwrite"] { overwrite = b }
-        let clientCreated = ShareFileJSON.parseDate(body["ClientCreatedDate"]?.stringValue)
+        if case .bool(let b)? = body[anyCase: "Overwrite"] { overwrite = b }
+        let clientCreated = ShareFileJSON.parseDate(body[anyCase: "ClientCreatedDate"]?.stringValue)
         let now = env.clock().timeIntervalSince1970
         let newId = "rsu-" + BoxShareFileSupport.hex(env.random, bytes: 16)
         enum Outcome { case missing, notFolder, conflict, spec(ShareFileUpload, resume: Bool) }
@@ -55,19 +57,20 @@ extension ShareFileEmulator {
         case .notFolder: return odataError(.badRequest, "BadRequest", "The target item is not a folder")
         case .conflict: return odataError(.conflict, "Conflict", "A file with the same name already exists")
         case .spec(let upload, let resume):
-            let origin = BoxShareFileSupport.origin(request)
             let query = "uploadid=\(upload.id)&batchid=\(upload.id)&userid=sandbox&zoneid=sandbox&raw=1"
             var resumeHash = ""
             if resume, upload.received > 0 {
-                resumeHash = (try? BoxShareFileSupport.digests(path: partialPath(upload.id)).md5) ?? ""
+                // The MD5 of the bytes a resume continues after (later chunks may be held too).
+                resumeHash = (try? Hex.encode(FileHasher.digest(path: partialPath(upload.id), algorithm: .md5,
+                                                                 length: upload.received))) ?? ""
             }
             return .json(.object([
                 ("odata.metadata", .string("\(api)/$metadata#ShareFile.Api.Models.UploadSpecification@Element")),
                 ("odata.type", .string("ShareFile.Api.Models.UploadSpecification")),
                 ("Method", .string(upload.threaded ? "Threaded" : "Standard")),
                 ("PrepareUri", .null),
-                ("ChunkUri", .string("\(origin)/sharefile/upload/\(upload.id)/chunk?\(query)")),
-                ("FinishUri", .string("\(origin)/sharefile/upload/\(upload.id)/finish?\(query)")),
+                ("ChunkUri", .string(PublicHosts.url(request, sandboxPath: "/sharefile/upload/\(upload.id)/chunk?\(query)"))),
+                ("FinishUri", .string(PublicHosts.url(request, sandboxPath: "/sharefile/upload/\(upload.id)/finish?\(query)"))),
                 ("ProgressData", .null),
                 ("IsResume", .bool(resume)),
                 ("ResumeIndex", .int(Int64(resume ? upload.chunks : 0))),
@@ -126,12 +129,13 @@ extension ShareFileEmulator {
             await BoxShareFileSupport.drain(request)
             return uploadError("byteOffset is required for threaded chunks", code: 400)
         }
-        guard offset == upload.received else {
+        // Threaded: chunks come in parallel, so in any order; each lands at its byteOffset.
+        guard offset >= 0, offset <= upload.fileLength else {
             await BoxShareFileSupport.drain(request)
-            return uploadError("Invalid byteOffset \(offset): expected \(upload.received)", code: 409,
+            return uploadError("Invalid byteOffset \(offset): the file has \(upload.fileLength) bytes", code: 400,
                                extra: [("expectedByteOffset", .int(upload.received))])
         }
-        let received = try await BoxShareFileSupport.receive(request, to: tmp, limit: upload.fileLength - upload.received)
+        let received = try await BoxShareFileSupport.receive(request, to: tmp, limit: upload.fileLength - offset)
         if received.overflow { return uploadError("Chunk goes past FileLength \(upload.fileLength)", code: 400) }
         var md5 = received.md5
         if env.control.takeCorruption(provider: "sharefile") {
@@ -144,26 +148,26 @@ extension ShareFileEmulator {
         let index = q.get("index").flatMap { Int($0) } ?? upload.chunks
         let result: Response? = try store.update { state in
             guard var u = state.uploads[id] else { return self.uploadError("Invalid or expired upload id \(id)", code: 404) }
-            guard u.received == offset else {
-                return self.uploadError("Invalid byteOffset \(offset): expected \(u.received)", code: 409,
-                                        extra: [("expectedByteOffset", .int(u.received))])
+            try self.write(tmp, to: self.partialPath(id), at: offset)
+            if u.pieces == nil, u.received > 0 {
+                // Saved before chunks were kept: what it holds is the prefix.
+                u.pieces = [ShareFilePiece(index: max(u.chunks - 1, 0), offset: 0, size: u.received)]
             }
-            try self.append(tmp, to: self.partialPath(id), at: offset)
-            u.received += received.size
-            u.chunks = max(u.chunks, index + 1)
+            u.add(ShareFilePiece(index: index, offset: offset, size: received.size))
             state.uploads[id] = u
             return nil
         }
         return result ?? .json(.object([("error", .bool(false)), ("value", .null)]))
     }
 
-    /// Appends the chunk at `offset` (truncating anything past it first: a crash between the
-    /// write and the state update leaves bytes the state does not count).
-    func append(_ chunk: String, to partial: String, at offset: Int64) throws {
+    /// Writes the chunk at `offset` of the partial file, leaving the rest as it is (chunks
+    /// after it may be there already; a crash before the state update leaves bytes the state
+    /// does not count, which the chunk's retry overwrites).
+    func write(_ chunk: String, to partial: String, at offset: Int64) throws {
         let fd = open(partial, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BoxShareFileIOError("open \(partial): errno \(errno)") }
         defer { close(fd) }
-        guard ftruncate(fd, off_t(offset)) == 0, lseek(fd, off_t(offset), SEEK_SET) == off_t(offset) else {
+        guard lseek(fd, off_t(offset), SEEK_SET) == off_t(offset) else {
             throw BoxShareFileIOError("seek \(partial): errno \(errno)")
         }
         let data = try Data(contentsOf: URL(fileURLWithPath: chunk), options: .alwaysMapped)
@@ -227,15 +231,16 @@ extension ShareFileEmulator {
         return nil
     }
 
-    /// The SDK finishes with `GET FinishUri&respformat=json&filehash=…`; without
-    /// `respformat=json` the upload server answers a bare `OK`.
+    /// The SDK finishes with `GET FinishUri&respformat=json&filehash=…`; rclone (whose
+    /// ShareFile backend is tested against the live service) POSTs the bare FinishUri and reads
+    /// the same JSON answer, so JSON is the default; another `respformat` gets `OK` / `ERROR: …`.
     func finish(_ id: String, _ request: Request) async throws -> Response {
         await BoxShareFileSupport.drain(request)
         guard let upload = store.read({ $0.uploads[id] }) else {
             return uploadError("Invalid or expired upload id \(id)", code: 404)
         }
         if let failed = armedUploadFailure() { return failed }
-        let json = request.uri.queryParameters.get("respformat")?.lowercased() == "json"
+        let json = (request.uri.queryParameters.get("respformat")?.lowercased() ?? "json") == "json"
         switch try finishUpload(upload, request) {
         case .success(let u, let item):
             return json ? uploadSuccess(u, item: item) : .bytes(Array("OK".utf8), contentType: "text/plain; charset=utf-8")
@@ -261,6 +266,8 @@ extension ShareFileEmulator {
         if upload.fileLength == 0, !FileManager.default.fileExists(atPath: partial) {
             _ = FileManager.default.createFile(atPath: partial, contents: nil)
         }
+        // A chunk re-sent short may leave bytes past the end: the file is its declared length.
+        _ = truncate(partial, off_t(upload.fileLength))
         let md5 = try BoxShareFileSupport.digests(path: partial).md5
         if let claimed = request.uri.queryParameters.get("filehash"), !claimed.isEmpty, claimed.lowercased() != md5 {
             return .failure("File hash mismatch: uploaded data has MD5 \(md5), filehash is \(claimed)", 400, [])

@@ -1,0 +1,127 @@
+import EvidenceCore
+import EvidenceStore
+import Foundation
+
+extension PostgresCatalog {
+    public func proofs(itemID: Int64) throws(CatalogError) -> [Proof] {
+        try read { c in try c.query("SELECT * FROM proof WHERE item_id = $1 ORDER BY notary", [String(itemID)]).all.map { try $0.proof() } }
+    }
+
+    public func allProofs() throws(CatalogError) -> [Proof] {
+        try read { c in try c.query("SELECT * FROM proof ORDER BY item_id, notary").all.map { try $0.proof() } }
+    }
+
+    @discardableResult
+    public func saveProof(_ proof: Proof,
+                          then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
+        throws(CatalogError) -> Item
+    {
+        try write { tx in
+            // The item row locked first: two nodes saving two notaries' proofs of one item decide in turn.
+            let before = try Self.item(tx, proof.itemID, forUpdate: true)
+            try tx.query("""
+                INSERT INTO proof (item_id, notary, kind, state, remote_id, receipt, tx_hash, block_height, network, link,
+                                   proven_at, error, submitted_at, updated_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                ON CONFLICT (item_id, notary) DO UPDATE SET kind = EXCLUDED.kind, state = EXCLUDED.state,
+                  remote_id = EXCLUDED.remote_id, receipt = EXCLUDED.receipt, tx_hash = EXCLUDED.tx_hash,
+                  block_height = EXCLUDED.block_height, network = EXCLUDED.network, link = EXCLUDED.link,
+                  proven_at = EXCLUDED.proven_at, error = EXCLUDED.error, submitted_at = EXCLUDED.submitted_at,
+                  updated_at = EXCLUDED.updated_at
+                """, [String(proof.itemID), proof.notary, proof.kind.rawValue, proof.state.rawValue, proof.remoteID,
+                      proof.receipt?.hex, proof.txHash, pg(proof.blockHeight), proof.network, proof.link, pg(proof.provenAt),
+                      proof.error, pg(proof.submittedAt), pg(proof.updatedAt)])
+            var details = ["notary": proof.notary, "kind": proof.kind.rawValue]
+            if let r = proof.remoteID { details["remote_id"] = r }
+            if let r = proof.receipt { details["receipt"] = r.hex }
+            if let t = proof.txHash { details["tx"] = t }
+            if let e = proof.error { details["error"] = e }
+            _ = try Self.appendEvent(tx, itemID: proof.itemID, kind: .notary(proof.state), actor: "evidence", details: details)
+            let confirmed = Set(try tx.query("SELECT notary FROM proof WHERE item_id = $1 AND state = 'confirmed'",
+                                             [String(proof.itemID)]).all.map { try $0.text("notary") })
+            if let transition = decide(before.state, confirmed) {
+                try Self.applyTransition(tx, itemID: proof.itemID, transition)
+            }
+            return try Self.item(tx, proof.itemID)
+        }
+    }
+
+    public func certificates(itemID: Int64) throws(CatalogError) -> [Certificate] {
+        try read { c in
+            try c.query("SELECT * FROM certificate WHERE item_id = $1 ORDER BY origin", [String(itemID)]).all.map { try $0.certificate() }
+        }
+    }
+
+    public func allCertificates() throws(CatalogError) -> [Certificate] {
+        try read { c in try c.query("SELECT * FROM certificate ORDER BY item_id, origin").all.map { try $0.certificate() } }
+    }
+
+    public func allArchivedFiles() throws(CatalogError) -> [ArchivedFile] {
+        try read { c in try c.query("SELECT * FROM archived_file ORDER BY item_id, remote_path").all.map { try $0.archivedFile() } }
+    }
+
+    public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {
+        try write { tx in
+            try tx.query("""
+                INSERT INTO certificate (item_id, origin, sha256, size, created_at) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (item_id, origin) DO UPDATE SET sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
+                  created_at = EXCLUDED.created_at
+                """, [String(certificate.itemID), certificate.origin, certificate.sha256.hex, String(certificate.size),
+                      pg(certificate.createdAt)])
+            _ = try Self.appendEvent(tx, itemID: certificate.itemID, kind: .certificate, actor: "evidence",
+                                     details: ["origin": certificate.origin, "sha256": certificate.sha256.hex,
+                                               "size": String(certificate.size)])
+        }
+    }
+
+    public func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile] {
+        try read { c in
+            try c.query("SELECT * FROM archived_file WHERE item_id = $1 ORDER BY remote_path", [String(itemID)]).all
+                .map { try $0.archivedFile() }
+        }
+    }
+
+    public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) {
+        try write { tx in
+            try tx.query("""
+                INSERT INTO archived_file (item_id, account, remote_path, role, sha256, size, verified_by, remote_id, verified_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                ON CONFLICT (item_id, account, remote_path) DO UPDATE SET role = EXCLUDED.role, sha256 = EXCLUDED.sha256,
+                  size = EXCLUDED.size, verified_by = EXCLUDED.verified_by, remote_id = EXCLUDED.remote_id,
+                  verified_at = EXCLUDED.verified_at
+                """, [String(file.itemID), file.account, file.remotePath, file.role.rawValue, file.sha256.hex, String(file.size),
+                      file.verifiedBy, file.remoteID, pg(file.verifiedAt)])
+            _ = try Self.appendEvent(tx, itemID: file.itemID, kind: .archivedFile, actor: "evidence", details: [
+                "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
+                "size": String(file.size), "verified_by": file.verifiedBy,
+            ])
+        }
+    }
+
+    public func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink] {
+        try read { c in try c.query("SELECT * FROM shared_link WHERE item_id = $1", [String(itemID)]).all.map { try $0.sharedLink() } }
+    }
+
+    public func allSharedLinks() throws(CatalogError) -> [SharedLink] {
+        try read { c in try c.query("SELECT * FROM shared_link ORDER BY item_id").all.map { try $0.sharedLink() } }
+    }
+
+    /// As in SQLite: the URL stays in `shared_link`; the custody event names it by `link_id`.
+    public func saveSharedLink(_ link: SharedLink) throws(CatalogError) {
+        try write { tx in
+            try tx.query("""
+                INSERT INTO shared_link (item_id, account, remote_path, url, expires, password_protected, fallback, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                ON CONFLICT (item_id, account) DO UPDATE SET remote_path = EXCLUDED.remote_path, url = EXCLUDED.url,
+                  expires = EXCLUDED.expires, password_protected = EXCLUDED.password_protected, fallback = EXCLUDED.fallback,
+                  created_at = EXCLUDED.created_at
+                """, [String(link.itemID), link.account, link.remotePath, link.url, pg(link.expires), pg(link.passwordProtected),
+                      link.fallback, pg(link.createdAt)])
+            var details = ["account": link.account, "remote_path": link.remotePath, "link_id": SharedLink.id(of: link.url),
+                           "password": link.passwordProtected ? "yes" : "no"]
+            if let e = link.expires { details["expires"] = Timestamp.string(e) }
+            if let f = link.fallback { details["fallback"] = f }
+            _ = try Self.appendEvent(tx, itemID: link.itemID, kind: .shareLink, actor: "evidence", details: details)
+        }
+    }
+}
