@@ -38,11 +38,18 @@ fuzz: deps
 
 # PROVIDER=local (default) | dropbox | box | sharefile | owncloud: where the demo archives.
 PROVIDER ?= local
+# CLUSTER=2: two nodes on one PostgreSQL catalog (scripts/demo-cluster.sh).
+CLUSTER ?= 1
 demo: build
-	@./scripts/demo.sh "$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)/evidence" $(PROVIDER)
+	@if [ "$(CLUSTER)" = 2 ]; then ./scripts/demo-cluster.sh "$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)/evidence"; \
+	elif [ "$(CLUSTER)" = 1 ]; then ./scripts/demo.sh "$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)/evidence" $(PROVIDER); \
+	else echo "make demo: CLUSTER is 1 (one host) or 2 (two nodes), not $(CLUSTER)"; exit 2; fi
 
+# bench.sh: one host (hash, ingest, RSS, run, WebDAV upload); bench-cluster.sh: job claims on
+# SQLite vs PostgreSQL and the whole pipeline on one and two nodes.
 bench: release
 	@./scripts/bench.sh "$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)/evidence"
+	@./scripts/bench-cluster.sh "$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)"
 
 samples: deps
 	./scripts/make-samples.sh samples

@@ -135,6 +135,8 @@ let package = Package(
                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                           ],
                           swiftSettings: swiftSettings),
+        // The load generators `make bench` times (scripts/bench.sh); not a product.
+        .executableTarget(name: "evidence-bench", dependencies: ["EvidenceCore", "EvidenceCatalog"], swiftSettings: swiftSettings),
 
         // MARK: Tests
         .testTarget(name: "EvidenceStoreTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceStore", "EvidenceCore"],

@@ -123,7 +123,12 @@ public protocol Catalog: Sendable {
     /// Moves the job's lease end to `now + lease` while `owner` still holds it; false when it
     /// does not (the lease expired and another runner took the job, or it finished).
     func renewLease(_ id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> Bool
+    /// When the next job of these kinds becomes runnable: the earliest due time of a queued job
+    /// (and, where other hosts hold leases, the earliest lease end of a running one).
     func nextJobDue(kinds: [JobKind]) throws(CatalogError) -> Date?
+    /// Wakes idle workers when a job becomes runnable anywhere (PostgreSQL's LISTEN/NOTIFY); nil
+    /// when the backend cannot tell, and workers poll.
+    var jobSignal: JobSignal? { get }
     func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob]
     func troubledJobs(limit: Int) throws(CatalogError) -> [QueuedJob]
     func jobCounts() throws(CatalogError) -> [String: Int]
@@ -133,6 +138,8 @@ public protocol Catalog: Sendable {
 }
 
 extension Catalog {
+    public var jobSignal: JobSignal? { nil }
+
     /// `transition` that wakes no parked job.
     public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
                            details: [String: String]) throws(CatalogError) -> Item {

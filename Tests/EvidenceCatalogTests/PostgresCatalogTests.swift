@@ -124,7 +124,7 @@ struct PostgresCatalogTests {
             try await group.waitForAll()
         }
         let applied = try server.psql("SELECT count(*) FROM evidence_migration", database: db)
-        #expect(applied.trimmingCharacters(in: .whitespacesAndNewlines) == "5", "every migration applied once")
+        #expect(applied.trimmingCharacters(in: .whitespacesAndNewlines) == "6", "every migration applied once")
         let again = try PostgresCatalog(target, headPath: nil)
         #expect(try again.allEvents().isEmpty)
     }

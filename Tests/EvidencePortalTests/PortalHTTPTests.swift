@@ -299,4 +299,24 @@ struct PortalHTTPTests {
             }
         }
     }
+
+    @Test("the status page shows each node of a shared catalog: the items it took in and the jobs it runs now")
+    func statusNodes() async throws {
+        let (f, a, _) = try fixture()
+        let c = f.home.catalog
+        _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: a.id, dedupeKey: "nodes-test")
+        _ = try #require(try c.claimJob(kinds: [.verify], owner: "run@station-9:4242/abc", lease: 60, now: Date()))
+        let takenIn = try c.summary().takenInByNode
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/status", method: .get, headers: PortalFixture.basic) { r in
+                let t = r.text
+                let table = t.range(of: "id=\"nodes\"").map { String(t[$0.lowerBound...].prefix(2000)) } ?? ""
+                #expect(table.contains("station-9</code></td><td>0</td><td>1</td>"), "\(table)")
+                for (node, n) in takenIn {
+                    #expect(table.contains("\(node)</code></td><td>\(n)</td><td>0</td>"), "\(table)")
+                }
+                #expect(!takenIn.isEmpty)
+            }
+        }
+    }
 }

@@ -65,6 +65,33 @@ final class PGConnection: @unchecked Sendable {
         }
     }
 
+    /// Waits up to `milliseconds` for notifications on the channels this connection LISTENs to;
+    /// returns how many arrived (0 on time-out). Throws when the connection is lost.
+    func awaitNotifications(milliseconds: Int32) throws(PGError) -> Int {
+        var count = 0
+        func drain() {
+            while let n = PQnotifies(conn) {
+                PQfreemem(n)
+                count += 1
+            }
+        }
+        drain()  // delivered along with an earlier result
+        if count > 0 { return count }
+        var p = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+        guard p.fd >= 0 else { throw PGError(code: nil, message: "\(label): connection lost") }
+        let ready = poll(&p, 1, milliseconds)
+        if ready < 0 && errno != EINTR {
+            throw PGError(code: nil, message: "\(label): poll: \(String(cString: strerror(errno)))")
+        }
+        if ready > 0 {
+            guard PQconsumeInput(conn) == 1 else {
+                throw PGError(code: nil, message: "\(label): \(String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines))")
+            }
+            drain()
+        }
+        return count
+    }
+
     /// Simple-protocol statements (several separated by `;`, no parameters): migrations.
     func execute(script sql: String) throws(PGError) {
         guard let result = PQexec(conn, sql) else {

@@ -120,8 +120,11 @@ extension PostgresCatalog {
 
     public func nextJobDue(kinds: [JobKind]) throws(CatalogError) -> Date? {
         try read { c in
-            try c.query("SELECT MIN(next_run_at) AS m FROM job WHERE state = 'queued' AND kind = ANY($1::text[])",
-                        [pgArray(kinds.map(\.rawValue))]).first?.optionalDate("m")
+            // A running job's lease end counts: a node that stopped renewing is taken over then.
+            try c.query("""
+                SELECT MIN(CASE WHEN state = 'queued' THEN next_run_at ELSE lease_expires_at END) AS m
+                FROM job WHERE state IN ('queued', 'running') AND kind = ANY($1::text[])
+                """, [pgArray(kinds.map(\.rawValue))]).first?.optionalDate("m")
         }
     }
 

@@ -23,6 +23,8 @@ public final class PostgresCatalog: Catalog {
     private let pool: Pool
     private let head: CustodyHead?
     let headPath: String?
+    /// Started by the first `jobSignal` read (a runner's), stopped with the catalog.
+    private let listener = Mutex<JobListener?>(nil)
     /// The advisory lock key serializing custody appends (and migrations, under its own key).
     static let custodyLock = "7317140311"
     static let migrationLock = "7317140312"
@@ -56,7 +58,17 @@ public final class PostgresCatalog: Catalog {
         try migrate()
     }
 
-    deinit { try? head?.flush() }
+    deinit {
+        try? head?.flush()
+        listener.withLock { $0?.stop() }
+    }
+
+    public var jobSignal: JobSignal? {
+        listener.withLock { l in
+            if l == nil { l = JobListener(target: target) }
+            return l?.signal
+        }
+    }
 
     // MARK: Transactions
 

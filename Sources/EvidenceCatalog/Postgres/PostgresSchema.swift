@@ -133,5 +133,16 @@ enum PostgresSchema {
         ("v5-meta", """
         CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
         """),
+        // Idle workers LISTEN on evidence_job instead of polling: a job inserted or updated as
+        // queued NOTIFYs at commit (one notification per transaction: PostgreSQL folds equal ones).
+        ("v6-job-wake", """
+        CREATE FUNCTION evidence_job_wake() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          PERFORM pg_notify('evidence_job', '');
+          RETURN NULL;
+        END $$;
+        CREATE TRIGGER job_wake AFTER INSERT OR UPDATE ON job
+          FOR EACH ROW WHEN (NEW.state = 'queued') EXECUTE FUNCTION evidence_job_wake();
+        """),
     ]
 }

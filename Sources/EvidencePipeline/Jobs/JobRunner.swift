@@ -45,6 +45,9 @@ public final class JobRunner: Service, Sendable {
 
     var isStopping: Bool { stopping.withLock { $0 } }
 
+    /// How long an idle worker waits between looks at the queue when the catalog wakes it.
+    static let signalledPoll = 2.0
+
     /// The job kinds this runner has handlers for.
     public var kinds: [JobKind] { handlers.keys.sorted { $0.rawValue < $1.rawValue } }
 
@@ -81,6 +84,7 @@ public final class JobRunner: Service, Sendable {
             }
         } onGracefulShutdown: {
             self.stopping.withLock { $0 = true }
+            self.catalog.jobSignal?.notify()  // idle workers stop waiting now
         }
     }
 
@@ -88,7 +92,12 @@ public final class JobRunner: Service, Sendable {
     func workerLoop() async {
         let kinds = Array(handlers.keys)
         let (catalog, owner, lease, now) = (self.catalog, self.owner, self.lease, self.now)
+        // Where the catalog wakes idle workers (PostgreSQL's NOTIFY), they look at the queue on
+        // a wake-up, when the next job falls due, and otherwise only every `signalledPoll`
+        // seconds (a safety net); elsewhere they poll every `idlePoll` seconds.
+        let signal = catalog.jobSignal
         while !isStopping && !Task.isCancelled {
+            let seen = signal?.generation
             // SQLite calls block: they run on the I/O threads, never on the cooperative pool.
             let claimed = await onIOThread {
                 Result { () throws(CatalogError) in try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: now()) }
@@ -107,8 +116,13 @@ public final class JobRunner: Service, Sendable {
                 continue
             }
             let due = await onIOThread { (try? catalog.nextJobDue(kinds: kinds)) ?? nil }
-            let wait = min(idlePoll, max(0.005, due.map { $0.timeIntervalSince(now()) } ?? idlePoll))
-            try? await Task.sleep(for: .seconds(wait))
+            let poll = signal == nil ? idlePoll : Self.signalledPoll
+            let wait = min(poll, max(0.005, due.map { $0.timeIntervalSince(now()) } ?? poll))
+            if let signal, let seen {
+                await signal.wait(after: seen, upTo: wait)
+            } else {
+                try? await Task.sleep(for: .seconds(wait))
+            }
         }
     }
 

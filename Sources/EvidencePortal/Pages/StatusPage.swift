@@ -26,6 +26,11 @@ enum StatusPage {
         let quarantine = r.quarantine.map { q -> [HTML] in
             [.text(Show.date(q.at)), .text(q.rule ?? "–"), Layout.mono(q.path), .text(q.reason)]
         }
+        // Several nodes on one catalog: what each took in, what each runs now.
+        let nodeNames = Set(s.takenInByNode.keys).union(s.runningByNode.keys).sorted()
+        let nodes = nodeNames.map { n -> [HTML] in
+            [Layout.mono(n), .text(String(s.takenInByNode[n] ?? 0)), .text(String(s.runningByNode[n] ?? 0))]
+        }
         let jobCounts: HTML = jobs.isEmpty ? "<p class=\"none\">No jobs.</p>" : "<div class=\"counts\" id=\"job-counts\">\(jobs)</div>"
         let attention = !r.failed.isEmpty || !r.stuck.isEmpty || !r.troubledJobs.isEmpty || !r.quarantine.isEmpty
         let oldest: HTML = s.oldestPending.map { "oldest pending item: \(Show.age(since: $0, now: r.generatedAt)) old" } ?? "nothing pending"
@@ -37,6 +42,8 @@ enum StatusPage {
             <div class="counts" id="states">\(states)</div>
             <h2>Jobs</h2>
             \(jobCounts)
+            <h2>Nodes</h2>
+            \(Layout.table(["Node", "Items taken in", "Jobs running"], nodes, empty: "No items yet.", id: "nodes"))
             <h2>Failed items</h2>
             \(Layout.table(["Item", "State", "Age", "Source", "Why"], stuckRows(r.failed), empty: "None.", id: "failed"))
             <h2>Stuck items</h2>

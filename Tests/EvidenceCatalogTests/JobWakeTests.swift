@@ -1,0 +1,72 @@
+import EvidenceCatalog
+import EvidenceCore
+import EvidenceTesting
+import Foundation
+import Testing
+
+/// Idle workers are woken by the catalog rather than polling it: `JobSignal` on its own, and
+/// PostgreSQL's LISTEN/NOTIFY carrying a job another node queued to this node's waiters.
+@Suite("Job wake-ups")
+struct JobWakeTests {
+    /// Seconds `body` takes.
+    func timed(_ body: () async -> Void) async -> Double {
+        let start = Date()
+        await body()
+        return Date().timeIntervalSince(start)
+    }
+
+    @Test("a wait returns at once when a wake-up came after the generation was read, none is lost in between")
+    func wakeBeforeWaitIsKept() async {
+        let signal = JobSignal()
+        let seen = signal.generation
+        signal.notify()
+        let took = await timed { await signal.wait(after: seen, upTo: 30) }
+        #expect(took < 5)
+    }
+
+    @Test("a waiter is woken by a notify from another task, and a wait with nothing to wake it ends at its time-out")
+    func notifyWakesAndTimeoutEnds() async {
+        let signal = JobSignal()
+        let seen = signal.generation
+        Task { try? await Task.sleep(for: .milliseconds(100)); signal.notify() }
+        let woken = await timed { await signal.wait(after: seen, upTo: 30) }
+        #expect(woken < 5)
+        let idle = await timed { await signal.wait(after: signal.generation, upTo: 0.3) }
+        #expect(idle >= 0.25 && idle < 5)
+    }
+
+    @Test("on PostgreSQL a job queued by another node wakes this node's idle worker at once (LISTEN/NOTIFY), not at its next poll")
+    func otherNodesJobWakes() async throws {
+        guard let server = PostgresServer.shared else {
+            throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
+        }
+        let db = try server.makeDatabase()
+        let here = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
+        let there = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
+        let signal = try #require(here.jobSignal)
+        // The listener's first connection wakes the waiters once: wait for that to pass.
+        let deadline = Date().addingTimeInterval(20)
+        while signal.generation == 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(signal.generation > 0, "the listener never connected")
+
+        let seen = signal.generation
+        #expect(try here.claimJob(kinds: [.verify], owner: "here", lease: 60, now: Date()) == nil)
+        Task.detached {
+            try? await Task.sleep(for: .milliseconds(200))
+            _ = try? there.enqueue(JobSpec(.verify(rule: "cam")), itemID: nil, dedupeKey: "wake-1")
+        }
+        let took = await timed { await signal.wait(after: seen, upTo: 30) }
+        #expect(took < 10, "woken after \(took) s: the NOTIFY did not arrive")
+        #expect(try here.claimJob(kinds: [.verify], owner: "here", lease: 60, now: Date()) != nil)
+    }
+
+    @Test("on PostgreSQL a running job's lease end counts as the next due time: a dead node's job is taken then, not at a poll")
+    func leaseEndIsDue() throws {
+        let c = try Backend.postgres()
+        _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: nil, dedupeKey: "lease-1")
+        let now = Date()
+        _ = try #require(try c.claimJob(kinds: [.verify], owner: "gone", lease: 30, now: now))
+        let due = try #require(try c.nextJobDue(kinds: [.verify]))
+        #expect(abs(due.timeIntervalSince(now.addingTimeInterval(30))) < 1)
+    }
+}
