@@ -38,6 +38,17 @@ best() {
     echo "$t1 - $t0" | bc -l
   done | pick
 }
+# $runs timed runs (after one warm-up) of a command taking a fresh target path as its last
+# argument, picked
+best_fresh() {
+  local t0 t1 target
+  for k in $(seq 0 "$runs"); do
+    target="$work/target-$RANDOM$RANDOM"
+    t0=$(now); "$@" "$target" >/dev/null 2>&1; t1=$(now)
+    chmod -R u+w "$target" 2>/dev/null; rm -rf "$target"
+    [ "$k" = 0 ] || echo "$t1 - $t0" | bc -l
+  done | pick
+}
 # peak RSS (MB) of one run of "$@" (GNU time's "Maximum resident set size", in KiB)
 peak_rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): *//p' | tail -1 | awk '{printf "%.1f", $1/1024}'; }
 fmt() { printf "%.3f" "$1"; }
