@@ -49,6 +49,10 @@ let package = Package(
         .target(name: "EvidenceStore",
                 dependencies: ["EvidenceCore", "COpenSSL", "CEvidenceSys"],
                 swiftSettings: swiftSettings),
+        // The content-addressed store in an S3-compatible bucket (libcurl's SigV4), for several nodes.
+        .target(name: "EvidenceS3",
+                dependencies: ["EvidenceCore", "EvidenceStore", "CCurl"],
+                swiftSettings: swiftSettings),
         .target(name: "EvidenceCatalog",
                 dependencies: ["EvidenceCore", "EvidenceStore", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift")],
                 swiftSettings: swiftSettings),
@@ -93,7 +97,7 @@ let package = Package(
                           swiftSettings: swiftSettings),
         .target(name: "EvidencePipeline",
                 dependencies: [
-                    "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia",
+                    "EvidenceCore", "EvidenceStore", "EvidenceS3", "EvidenceCatalog", "EvidenceMedia",
                     "EvidenceConfig", "EvidenceWatch", "EvidenceHTTP", "EvidenceNotary", "EvidenceCertificate", "EvidenceArchive",
                     "EvidenceProcess",
                     .product(name: "Logging", package: "swift-log"),
@@ -128,7 +132,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .executableTarget(name: "evidence",
                           dependencies: [
-                              "EvidenceCore", "EvidenceProcess", "EvidenceStore", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal", "EvidenceMetrics",
+                              "EvidenceCore", "EvidenceProcess", "EvidenceStore", "EvidenceS3", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal", "EvidenceMetrics",
                               "EvidenceConfig", "EvidenceWatch", "EvidenceNotary", "EvidenceCertificate",
                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
                               .product(name: "Logging", package: "swift-log"),
@@ -140,6 +144,8 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "EvidenceStoreTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceStore", "EvidenceCore"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "EvidenceS3Tests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceS3", "EvidenceStore", "EvidenceCore"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCatalogTests", dependencies: ["EvidenceTesting", "EvidenceCatalog", "EvidenceCore", "EvidenceStore", .product(name: "GRDB", package: "GRDB.swift")],
                     swiftSettings: swiftSettings),

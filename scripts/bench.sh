@@ -6,7 +6,7 @@
 #   BENCH_SIZE_MB (1024)   size of the big file        BENCH_RSS_MB (4096)  size for the RSS run
 #   BENCH_FILES (1000)     small files, BENCH_FILE_KB (100) each            BENCH_RUNS (3)
 #   BENCH_STAT (best)      best or median of the runs
-#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run
+#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3
 #                          (run needs small: the burst's reference is the small-file one)
 set -euo pipefail
 bin=${1:?usage: bench.sh path/to/evidence}
@@ -192,6 +192,77 @@ if want run; then
   kill -TERM "$runpid"; wait "$runpid" || true
 fi
 
+# 7. the S3 store ([store] kind = "s3") against moto_server on loopback: ingest of small files
+# and of one big file (spool while hashing, HEAD, PUT or multipart with x-amz-checksum-sha256)
+# vs boto3's upload_file of the same files to the same server (timed inside python, without
+# its start-up; 4 files at a time as `evidence ingest` does; boto3's own multipart threads for
+# the big file). A fresh bucket for every run, so nothing is deduplicated.
+s3_files=${BENCH_S3_FILES:-200}
+s3_mb=${BENCH_S3_MB:-256}
+moto_venv="${XDG_CACHE_HOME:-$HOME/.cache}/evidence/moto"
+moto=$(command -v moto_server || true); py=python3
+if [ -z "$moto" ] && [ -x "$moto_venv/bin/moto_server" ]; then moto="$moto_venv/bin/moto_server"; py="$moto_venv/bin/python3"; fi
+s3_row_small="-"; s3_row_big="-"
+if ! want s3; then
+  :
+elif [ -n "$moto" ]; then
+  s3_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$moto" -H 127.0.0.1 -p "$s3_port" >"$work/moto.log" 2>&1 &
+  motopid=$!
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$s3_port/" && break; sleep 0.1; done
+  export AWS_ACCESS_KEY_ID=bench-access AWS_SECRET_ACCESS_KEY=bench-secret AWS_DEFAULT_REGION=us-east-1
+  s3_small="$work/s3-small"; mkdir -p "$s3_small"
+  for i in $(seq -w 1 "$s3_files"); do head -c $((file_kb * 1024)) /dev/urandom > "$s3_small/f$i.bin"; done
+  s3_big="$work/s3-big.bin"; head -c $((s3_mb * 1024 * 1024)) /dev/urandom > "$s3_big"
+  cat > "$work/s3.py" <<'PY'
+import sys, os, time, boto3
+from concurrent.futures import ThreadPoolExecutor
+from botocore.config import Config
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], config=Config(s3={"addressing_style": "path"}, max_pool_connections=16))
+bucket = sys.argv[3]
+s3.create_bucket(Bucket=bucket)
+if sys.argv[2] == "make":
+    sys.exit(0)
+files = sys.argv[4:]
+t0 = time.monotonic()
+with ThreadPoolExecutor(4) as pool:
+    list(pool.map(lambda f: s3.upload_file(f, bucket, os.path.basename(f)), files))
+print(time.monotonic() - t0)
+PY
+  s3_n=0
+  s3_bucket() { s3_n=$((s3_n + 1)); echo "bench-$$-$s3_n"; }
+  # best of $runs: evidence ingest into a fresh bucket and home (bucket made untimed)
+  s3_ev() {
+    local b="" t0 t1 d bucket
+    for _ in $(seq $((runs + 1))); do
+      bucket=$(s3_bucket); "$py" "$work/s3.py" "http://127.0.0.1:$s3_port" make "$bucket"
+      printf '[store]\nkind = "s3"\nendpoint = "http://127.0.0.1:%s"\nbucket = "%s"\naccess_key_env = "AWS_ACCESS_KEY_ID"\nsecret_key_env = "AWS_SECRET_ACCESS_KEY"\n' \
+        "$s3_port" "$bucket" > "$work/s3.toml"
+      t0=$(now); "$bin" --config "$work/s3.toml" --home "$work/s3-home-$bucket" ingest --quiet "$@" >/dev/null 2>&1; t1=$(now)
+      rm -rf "$work/s3-home-$bucket"
+      d=$(echo "$t1 - $t0" | bc -l)
+      if [ -z "$b" ] || [ "$(echo "$d < $b" | bc -l)" = 1 ]; then b=$d; fi
+    done
+    echo "$b"
+  }
+  s3_ref() {
+    local b="" d
+    for _ in $(seq $((runs + 1))); do
+      d=$("$py" "$work/s3.py" "http://127.0.0.1:$s3_port" upload "$(s3_bucket)" "$@")
+      if [ -z "$b" ] || [ "$(echo "$d < $b" | bc -l)" = 1 ]; then b=$d; fi
+    done
+    echo "$b"
+  }
+  t_s3_small_ev=$(s3_ev "$s3_small"); t_s3_small_ref=$(s3_ref "$s3_small"/*)
+  t_s3_big_ev=$(s3_ev "$s3_big"); t_s3_big_ref=$(s3_ref "$s3_big")
+  kill -TERM "$motopid" 2>/dev/null; wait "$motopid" 2>/dev/null || true
+  s3_row_small=$(printf "%11ss %11ss %10s" "$(fmt "$t_s3_small_ev")" "$(fmt "$t_s3_small_ref")" "$(fmt "$(echo "$t_s3_small_ref / $t_s3_small_ev" | bc -l)")")
+  s3_row_big=$(printf "%11ss %11ss %10s" "$(fmt "$t_s3_big_ev")" "$(fmt "$t_s3_big_ref")" "$(fmt "$(echo "$t_s3_big_ref / $t_s3_big_ev" | bc -l)")")
+  rm -rf "$s3_small" "$s3_big"
+else
+  echo "bench: moto_server not found (scripts/deps.sh installs it): S3 rows skipped" >&2
+fi
+
 printf "\n%-52s %12s %12s %10s %10s\n" "measure" "evidence" "reference" "ratio" "target"
 if want hash; then printf "%-52s %11ss %11ss %10s %10s\n" "hash ${size_mb} MiB vs openssl dgst -sha256 (speed)" "$(fmt "$t_hash")" "$(fmt "$t_ossl")" "$(fmt "$r_hash")" ">= 1.0"; fi
 if want ingest; then printf "%-52s %11ss %11ss %10s %10s\n" "ingest ${size_mb} MiB vs openssl dgst + cp + sync (time)" "$(fmt "$t_ingest")" "$(fmt "$t_ref")" "$(fmt "$r_ingest")" "<= 0.75"; fi
@@ -203,3 +274,5 @@ if want run; then printf "%-52s %10.1fms %12s %10s %10s\n" "run: detection laten
 if want run; then printf "%-52s %9.0f/s %10.0f/s %10s %10s\n" "run: burst of ${nfiles} x ${file_kb} KB (same reference)" "$burst_rate" "$rate_ref" "$(fmt "$r_burst")" ">= 1000/s"; fi
 if want upload; then printf "%-52s %11ss %11ss %10s %10s\n" "upload ${size_mb} MiB to WebDAV vs rclone copy (speed)" "$(fmt "$t_up_big_ev")" "$(fmt "$t_up_big_rc")" "$(fmt "$r_up_big")" ">= 1.0"; fi
 if want upload; then printf "%-52s %11ss %11ss %10s %10s\n" "upload ${nfiles} x ${file_kb} KB to WebDAV vs rclone copy" "$(fmt "$t_up_small_ev")" "$(fmt "$t_up_small_rc")" "$(fmt "$r_up_small")" ">= 1.0"; fi
+if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"; fi
+if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_mb:-0} MiB vs boto3 upload_file (speed)" "$s3_row_big" ">= 1.0"; fi

@@ -6,7 +6,7 @@ packages=(
   pkg-config libssl-dev openssl libcurl4-openssl-dev libsqlite3-dev libavformat-dev ffmpeg
   libcairo2-dev inotify-tools poppler-utils qpdf util-linux time bc curl rclone tmux
   zlib1g-dev unzip chromium fonts-dejavu-core prometheus sqlite3 socat iproute2
-  owncloud-client-cmd nextcloud-desktop-cmd libpq-dev postgresql
+  owncloud-client-cmd nextcloud-desktop-cmd libpq-dev postgresql python3 python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -18,5 +18,15 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# moto_server (PyPI moto[server], with boto3) for the S3 store's tests and `make bench`: in a
+# venv in the cache folder, not the system python (Debian refuses pip there, PEP 668, and
+# --break-system-packages would mix PyPI into files apt owns). EvidenceTesting's S3Server and
+# scripts/bench.sh look for it there when moto_server is not on PATH.
+moto_venv="${XDG_CACHE_HOME:-$HOME/.cache}/evidence/moto"
+if ! command -v moto_server >/dev/null && [ ! -x "$moto_venv/bin/moto_server" ]; then
+  echo "deps: installing moto[server] into $moto_venv" >&2
+  python3 -m venv "$moto_venv"
+  "$moto_venv/bin/pip" install -q 'moto[server]==5.2.1'
 fi
 command -v swift >/dev/null || { echo "deps: swift is not on PATH (Swift 6.1 or later is needed)" >&2; exit 2; }

@@ -18,7 +18,7 @@ swift=${SWIFT:-swift}
 logs=${EVIDENCE_TEST_LOGS:-.build/test-logs}
 
 passes=(
-  "local|EvidenceStoreTests EvidenceCatalogTests EvidenceConfigTests EvidenceCertificateTests EvidenceMediaTests EvidenceFuzzingTests"
+  "local|EvidenceStoreTests EvidenceS3Tests EvidenceCatalogTests EvidenceConfigTests EvidenceCertificateTests EvidenceMediaTests EvidenceFuzzingTests"
   "services|EvidenceHTTPTests EvidenceNotaryTests EvidenceSandboxTests EvidenceArchiveTests EvidenceMetricsTests EvidencePortalTests"
   "watch|EvidenceWatchTests EvidencePipelineTests"
   "cli|EvidenceCLITests EvidencePeerTests"

@@ -2,7 +2,7 @@ import EvidenceArchive
 
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node", "store"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -50,6 +50,9 @@ enum ConfigFileParser {
         }
         if let t = try r.table(root, "catalog") {
             config.catalog = try catalog(r, t)
+        }
+        if let t = try r.table(root, "store") {
+            config.store = try store(r, t)
         }
         if let t = try r.table(root, "custody") {
             config.custody = try custody(r, t, notaries: config.notaries, archives: config.archives)

@@ -27,6 +27,8 @@ public struct EvidenceConfig: Sendable, Equatable {
     public var custody: CustodyConfig?
     /// `[catalog]`: a PostgreSQL catalog shared by several nodes; nil = `catalog.sqlite` in the home.
     public var catalog: CatalogConfig?
+    /// `[store]`: the content-addressed store; nil = `objects/` in the home.
+    public var store: StoreConfig?
     /// `node`: this host's name among the nodes sharing a catalog (job leases, custody actors,
     /// status per node); nil = the host name.
     public var node: String?

@@ -1,5 +1,6 @@
 import EvidenceCatalog
 import EvidenceCore
+import EvidenceS3
 import EvidenceStore
 import Foundation
 import Glibc
@@ -7,7 +8,10 @@ import Glibc
 /// A home folder: the object store and the catalog that describes it.
 public final class EvidenceHome: Sendable {
     public let path: String
-    public let store: ObjectStore
+    /// The content-addressed store: `objects/` in the home (`ObjectStore`), or an S3 bucket.
+    public let store: any ContentStore
+    /// Where the store is.
+    public let storeLocation: StoreLocation
     public let catalog: any Catalog
     /// Where the catalog is: the SQLite file in the home, or a PostgreSQL database.
     public let catalogLocation: CatalogLocation
@@ -22,6 +26,20 @@ public final class EvidenceHome: Sendable {
         case postgres(PostgresTarget)
     }
 
+    public enum StoreLocation: Sendable, Equatable {
+        /// `objects/` in the home: one host, or a folder every node mounts.
+        case local
+        /// A bucket of an S3-compatible object store shared by several nodes; each node keeps
+        /// only its temp files (`tmp/`), catalog (or none) and custody anchor in its own home.
+        case s3(S3StoreSettings)
+    }
+
+    /// The local store, when the home's store is one (`objects/` in the home).
+    public var localStore: ObjectStore? { store as? ObjectStore }
+
+    /// The S3 store, when the home's store is one.
+    public var s3Store: S3ObjectStore? { store as? S3ObjectStore }
+
     public enum OpenError: Error, CustomStringConvertible {
         case store(StoreError)
         case catalog(CatalogError)
@@ -35,7 +53,8 @@ public final class EvidenceHome: Sendable {
             case .catalog(let e): return e.description
             case .foreignStore(let home, let catalog, let mine, let theirs):
                 return "\(home): this home's store (\(mine)) is not the one \(catalog) describes (\(theirs)): every node sharing "
-                    + "a catalog must use the same home, on a filesystem they all mount (\(home)/store-id names it)"
+                    + "a catalog must use the same store: the same home on a filesystem they all mount (\(home)/store-id names it), "
+                    + "or the same [store] bucket (its key \(S3ObjectStore.storeIDKey) names it)"
             case .missing(let p): return "\(p): no evidence home here (nothing ingested yet?); pass --home or set EVIDENCE_HOME"
             }
         }
@@ -43,22 +62,34 @@ public final class EvidenceHome: Sendable {
 
     /// Opens the home at `path`, creating it unless `mustExist`, with its catalog where
     /// `catalog` says (the custody head anchor stays in the home either way).
-    public init(path: String, mustExist: Bool = false, catalog location: CatalogLocation = .sqlite) throws(OpenError) {
+    public init(path: String, mustExist: Bool = false, catalog location: CatalogLocation = .sqlite,
+                store storeLocation: StoreLocation = .local) throws(OpenError) {
         let abs = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         self.path = (abs as NSString).standardizingPath
         self.catalogLocation = location
-        let marker = location == .sqlite ? "/catalog.sqlite" : "/objects"
+        self.storeLocation = storeLocation
+        let marker = location == .sqlite ? "/catalog.sqlite" : storeLocation == .local ? "/objects" : "/tmp"
         if mustExist, !FileManager.default.fileExists(atPath: self.path + marker) {
             throw .missing(self.path)
         }
-        do { store = try ObjectStore(home: self.path) } catch { throw .store(error) }
+        switch storeLocation {
+        case .local:
+            do { store = try ObjectStore(home: self.path) } catch { throw .store(error) }
+        case .s3(let settings):
+            do { store = try S3ObjectStore(home: self.path, settings: settings) } catch { throw .store(error) }
+        }
         switch location {
         case .sqlite:
             do { catalog = try SQLiteCatalog(path: self.path + "/catalog.sqlite") } catch { throw .catalog(error) }
         case .postgres(let target):
             do { catalog = try PostgresCatalog(target, headPath: self.path + "/custody.head") } catch { throw .catalog(error) }
         }
-        let mine = try Self.storeID(home: self.path)
+        let mine: String
+        if let s3 = store as? S3ObjectStore {
+            do { mine = try s3.storeID() } catch { throw .store(error) }
+        } else {
+            mine = try Self.storeID(home: self.path)
+        }
         let recorded: String
         do { recorded = try catalog.claimStoreID(mine) } catch { throw .catalog(error) }
         guard recorded == mine else {

@@ -7,6 +7,8 @@ import Foundation
 /// Takes files into the home in two steps: `stage` (one read pass, hash + copy into `tmp/`,
 /// media probe of that copy) and `commit`, which makes whole batches durable at once (group
 /// commit: `ObjectStore.commit`, then one catalog transaction) — or a clear refusal.
+/// Group commit is the local store's: with another store (S3) `stage` stores the file as that
+/// store does (durable when it returns), and only the catalog records are batched.
 ///
 /// A file is acknowledged (its outcome handed back, its custody event and jobs visible) only
 /// once its object and its catalog record are durable.
@@ -45,11 +47,20 @@ public struct Ingestor: Sendable {
 
     /// A file read into the store's `tmp/` and probed, waiting for its batch.
     public struct Staged: Sendable {
-        let object: StagedObject
+        enum Content: Sendable {
+            /// In the local store's `tmp/`, not durable before `ObjectStore.commit`.
+            case local(StagedObject)
+            /// Already stored, durably, by a store without group commit.
+            case stored(ObjectStore.IngestResult)
+        }
+        let content: Content
+        public let path: String
         let rule: String?
         let lifecycle: ItemLifecycle?
         let media: MediaInfo?
-        public var path: String { object.path }
+        var digest: SHA256Digest {
+            switch content { case .local(let o): return o.digest; case .stored(let r): return r.digest }
+        }
     }
 
     public enum Staging: Sendable {
@@ -82,15 +93,20 @@ public struct Ingestor: Sendable {
     /// Reads `path` once into the store's `tmp/` (hash + copy) and probes that copy. Blocks on I/O.
     public func stage(path: String, rule: String? = nil, lifecycle: ItemLifecycle? = nil, followSymlinks: Bool = false,
                       progress: ((Int64) -> Void)? = nil) -> Staging {
-        let object: StagedObject
-        do {
-            object = try home.store.stage(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
-                                          progress: progress)
+        let content: Staged.Content
+        do throws(StoreError) {
+            if let local = home.localStore {
+                content = .local(try local.stage(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
+                                                 progress: progress))
+            } else {
+                content = .stored(try home.store.ingest(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
+                                                        progress: progress))
+            }
         } catch {
             switch error {
             case .changedDuringRead:
                 return .finished(.retryLater(reason: error.description))
-            case .diskFull, .insufficientSpace, .objectCorrupt, .ioError:
+            case .diskFull, .insufficientSpace, .objectCorrupt, .ioError, .remote:
                 return .finished(.failed(reason: error.description))
             case .notFound:
                 return .finished(.rejected(reason: error.description, quarantined: false))
@@ -98,9 +114,15 @@ public struct Ingestor: Sendable {
                 return .finished(quarantine(path: path, rule: rule, reason: error.description))
             }
         }
-        // Probe the staged copy: nobody else writes it and it is exactly the bytes that were hashed.
-        let media = prober(object.stagedPath, (path as NSString).lastPathComponent)
-        return .staged(Staged(object: object, rule: rule, lifecycle: lifecycle, media: media))
+        // Probe exactly the bytes that were hashed: the staged copy (nobody else writes it), or,
+        // for a remote store, the local copy of what was stored.
+        let name = (path as NSString).lastPathComponent
+        let media: MediaInfo?
+        switch content {
+        case .local(let object): media = prober(object.stagedPath, name)
+        case .stored(let result): media = (try? home.store.withLocalCopy(of: result.digest) { prober($0, name) }) ?? nil
+        }
+        return .staged(Staged(content: content, path: path, rule: rule, lifecycle: lifecycle, media: media))
     }
 
     /// Queues a staged file for the next batch and returns at once; `done` is called (on the
@@ -121,13 +143,23 @@ public struct Ingestor: Sendable {
     /// One batch: the objects made durable together, then every record in one transaction, then
     /// each caller told.
     static func commitBatch(_ batch: [GroupCommitter.Entry], home: EvidenceHome, actor: String) {
-        let stored = home.store.commit(batch.map(\.staged.object))
+        var stored = [Result<ObjectStore.IngestResult, StoreError>?](repeating: nil, count: batch.count)
+        var local: [(index: Int, object: StagedObject)] = []
+        for (i, entry) in batch.enumerated() {
+            switch entry.staged.content {
+            case .stored(let r): stored[i] = .success(r)
+            case .local(let object): local.append((i, object))
+            }
+        }
+        if !local.isEmpty, let store = home.localStore {
+            for (l, result) in zip(local, store.commit(local.map(\.object))) { stored[l.index] = result }
+        }
         var outcomes = [Outcome?](repeating: nil, count: batch.count)
         var records: [IngestRecord] = []
         var recorded: [Int] = []
         for (i, result) in stored.enumerated() {
             let s = batch[i].staged
-            switch result {
+            switch result ?? .failure(.ioError(path: s.path, operation: "commit (the store has no group commit)", errno: EINVAL)) {
             case .success(let r):
                 let l = s.lifecycle
                 records.append(IngestRecord(sha256: r.digest, size: r.size, path: s.path, rule: s.rule,
@@ -142,7 +174,7 @@ public struct Ingestor: Sendable {
             }
         }
         let notRecorded = { (i: Int, error: CatalogError) -> Outcome in
-            .failed(reason: "\(batch[i].staged.path): stored as \(batch[i].staged.object.digest.hex) but not recorded: \(error.description)")
+            .failed(reason: "\(batch[i].staged.path): stored as \(records[recorded.firstIndex(of: i)!].sha256.hex) but not recorded: \(error.description)")
         }
         do {
             for (i, result) in zip(recorded, try home.catalog.recordIngests(records)) {

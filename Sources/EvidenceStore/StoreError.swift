@@ -19,6 +19,9 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     case nameNotUTF8(path: String)
     /// A folder on the way to a store object is a symbolic link or another file system: not followed.
     case unsafePath(path: String)
+    /// A remote store (S3) failed or refused: `path` names the object's key (`s3://bucket/key`)
+    /// or the bucket, `detail` what the server said. Not the source file's fault.
+    case remote(path: String, detail: String)
 
     public var description: String {
         switch self {
@@ -37,6 +40,7 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case .objectCorrupt(let p, let d): return "\(p): store object is corrupt (\(d))"
         case .nameNotUTF8(let p): return "\(p): file name is not valid UTF-8"
         case .unsafePath(let p): return "\(p): a folder on the way is a symbolic link or another file system; not followed"
+        case .remote(let p, let d): return "\(p): \(d)"
         }
     }
 

@@ -42,7 +42,7 @@ struct GroupCommitTests {
         for i in 0..<50 {
             let path = dir.write("drop/a\(i).bin", "content \(i)\n")
             guard case .staged(let staged) = ingestor.stage(path: path) else { Issue.record("not staged: \(path)"); continue }
-            #expect(!home.store.contains(staged.object.digest), "in the store before its commit")
+            #expect(!home.store.contains(staged.digest), "in the store before its commit")
             done.enter()
             ingestor.commit(staged) { outcome in
                 defer { done.leave() }

@@ -99,7 +99,7 @@ struct BundleStreamTests {
     func changedOriginalCutsTheTransfer() async throws {
         let f = try PortalFixture()
         let item = try f.ingest("clip.bin", Data(repeating: 1, count: 300_000))
-        let object = f.home.store.objectPath(item.sha256)
+        let object = f.home.localStore!.objectPath(item.sha256)
         #expect(chmod(object, 0o640) == 0)
         let fd = open(object, O_WRONLY)
         #expect(fd >= 0)

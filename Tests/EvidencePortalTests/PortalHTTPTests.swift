@@ -167,7 +167,7 @@ struct PortalHTTPTests {
     func bundleHeadBuildsNothing() async throws {
         let (f, a, _) = try fixture()
         // Without its stored original a bundle cannot be built: a HEAD that built would fail.
-        let object = f.home.store.objectPath(a.sha256)
+        let object = f.home.localStore!.objectPath(a.sha256)
         chmod((object as NSString).deletingLastPathComponent, 0o700)
         #expect(unlink(object) == 0)
         try await f.app().test(.router) { client in
@@ -183,7 +183,7 @@ struct PortalHTTPTests {
         let (f, a, _) = try fixture()
         // Damage the stored certificate: answering it fails inside the portal.
         let cert = try #require(try f.home.catalog.certificates(itemID: a.id).first)
-        let object = f.home.store.objectPath(cert.sha256)
+        let object = f.home.localStore!.objectPath(cert.sha256)
         chmod(object, 0o600)
         try Data("%PDF-1.4 damaged".utf8).write(to: URL(fileURLWithPath: object))
         let homePath = f.home.path

@@ -87,9 +87,12 @@ public struct ArchiveHandler: JobHandler {
     func place(_ upload: Upload, itemID: Int64, provider: any ArchiveProvider) async throws(JobError) -> ArchivedFile {
         // The object opened through its folder beneath the home (no link followed); the digest and
         // the provider read it by its descriptor's name, which a folder swapped for a link cannot redirect.
+        // On an I/O thread: for an S3 store this is a download of the whole object.
         let opened: Int32
-        do { opened = try home.store.openObject(upload.object).fd } catch {
-            throw JobError("\(home.store.objectPath(upload.object)): \(error.description)", retryable: true)
+        let (store, object) = (home.store, upload.object)
+        switch await onIOThread({ Result { () throws(StoreError) in try store.openObject(object).fd } }) {
+        case .success(let fd): opened = fd
+        case .failure(let error): throw JobError("\(store.location(of: object)): \(error.description)", retryable: true)
         }
         defer { close(opened) }
         let local = "/proc/self/fd/\(opened)"

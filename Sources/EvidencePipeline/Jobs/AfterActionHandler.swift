@@ -82,7 +82,7 @@ public struct AfterActionHandler: JobHandler {
         }
 
         let dest: String? = if case .move(let dir) = action { destination(for: path, in: dir, rule: plan.rule) } else { nil }
-        let objectPath = home.store.objectPath(item.sha256)
+        let objectPath = home.store.location(of: item.sha256)
         let (root, beforeAct) = (plan.rule.path, self.beforeAct)
         return try await onIOThread { () -> Result<JobOutcome, JobError> in
             Self.perform(action: action, path: path, root: root, dest: dest, source: source, item: item, objectPath: objectPath,

@@ -26,7 +26,7 @@ public struct VerifyHandler: JobHandler {
         case .success(nil): throw JobError("item \(itemID) is gone", retryable: false)
         case .failure(let e): throw JobError(e.description, retryable: true)
         }
-        let path = home.store.objectPath(item.sha256)
+        let path = home.store.location(of: item.sha256)
         let result = await onIOThread { Result { () throws(StoreError) in try home.store.hashObject(item.sha256) } }
         switch result {
         case .success(let r) where r.digest == item.sha256 && r.size == item.size:

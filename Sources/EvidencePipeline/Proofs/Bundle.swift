@@ -108,13 +108,13 @@ public enum BundleWriter {
         case .copied:
             let copied = try home.store.copyObject(item.sha256, to: temp + "/" + originalRel)
             guard copied.digest == item.sha256 else {
-                throw BundleError.io(home.store.objectPath(item.sha256), "store object hashes to \(copied.digest.hex), not \(item.sha256.hex): run `evidence fsck`")
+                throw BundleError.io(home.store.location(of: item.sha256), "store object hashes to \(copied.digest.hex), not \(item.sha256.hex): run `evidence fsck`")
             }
             files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: copied.size))
         case .streamedByCaller:
             // The caller re-hashes it while streaming and fails the transfer on a mismatch.
             guard let size = home.store.objectSize(item.sha256), size == item.size else {
-                throw BundleError.io(home.store.objectPath(item.sha256), "store object is missing or not \(item.size) bytes: run `evidence fsck`")
+                throw BundleError.io(home.store.location(of: item.sha256), "store object is missing or not \(item.size) bytes: run `evidence fsck`")
             }
             files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: size))
         }

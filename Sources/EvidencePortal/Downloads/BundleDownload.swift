@@ -140,7 +140,7 @@ public final class BundleStream: Sendable {
         let (fd, st) = try home.store.openObject(item.sha256)
         object = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         guard st.size == item.size else {
-            throw BundleError.io(home.store.objectPath(item.sha256), "store object is \(st.size) bytes, not \(item.size): run `evidence fsck`")
+            throw BundleError.io(home.store.location(of: item.sha256), "store object is \(st.size) bytes, not \(item.size): run `evidence fsck`")
         }
         digest = item.sha256
         final class Collector {

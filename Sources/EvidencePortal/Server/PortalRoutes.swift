@@ -76,7 +76,7 @@ struct PortalRoutes: Sendable {
             let bytes = try home.store.read(cert.sha256)
             // What an auditor takes away must be what was recorded.
             guard SHA256Hasher.hash(bytes) == cert.sha256 else {
-                throw PortalError.corruptObject(home.store.objectPath(cert.sha256))
+                throw PortalError.corruptObject(home.store.location(of: cert.sha256))
             }
             return (item, cert, bytes)
         }

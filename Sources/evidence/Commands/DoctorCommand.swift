@@ -4,6 +4,7 @@ import EvidenceConfig
 import EvidenceCore
 import EvidenceNotary
 import EvidencePipeline
+import EvidenceS3
 import EvidenceStore
 import Foundation
 import Logging
@@ -110,7 +111,12 @@ struct DoctorCommand: AsyncParsableCommand {
             add(Check(check: "catalog", status: .fail, detail: "\(error)", fix: "set [catalog] password_env or password_file to a readable secret"))
             location = .sqlite
         }
-        checkHome(home, catalog: location, anchorTrust: LogCommand.anchorTrust(config), anchorEvery: config.custody?.anchorEvery, add: add)
+        var storeLocation = EvidenceHome.StoreLocation.local
+        do { storeLocation = try global.storeLocation(config) } catch {
+            add(Check(check: "store", status: .fail, detail: "\(error)", fix: "set [store] access_key_* and secret_key_* to readable secrets"))
+        }
+        checkHome(home, catalog: location, store: storeLocation, anchorTrust: LogCommand.anchorTrust(config),
+                  anchorEvery: config.custody?.anchorEvery, add: add)
 
         // disk
         add(diskCheck(home))
@@ -205,6 +211,34 @@ struct DoctorCommand: AsyncParsableCommand {
         if checks.contains(where: { $0.status == .fail }) { throw ExitCode(1) }
     }
 
+    /// The S3 store's bucket: reachable, and versioned with Object Lock when `object_lock` asks for it.
+    static func bucketCheck(_ s3: S3ObjectStore) -> Check {
+        let bucket = "s3://\(s3.settings.endpoint.bucket)"
+        let state: S3ObjectStore.BucketState
+        do { state = try s3.bucketState() } catch {
+            return Check(check: "bucket", status: .fail, detail: error.description,
+                         fix: "check [store] endpoint, bucket, region and the keys' permissions (s3:GetBucketVersioning, s3:GetBucketObjectLockConfiguration)")
+        }
+        let versioning = state.versioning ?? "never enabled"
+        if let lock = s3.settings.objectLock {
+            guard state.objectLockEnabled, state.versioning == "Enabled" else {
+                return Check(check: "bucket", status: .fail,
+                             detail: "\(bucket): object_lock = \"\(lock.mode.rawValue)\" is configured but the bucket has "
+                                 + (state.objectLockEnabled ? "versioning \(versioning)" : "no Object Lock"),
+                             fix: "Object Lock can only be enabled when a bucket is made: create a bucket with Object Lock and point [store] bucket at it")
+            }
+            return Check(check: "bucket", status: .ok,
+                         detail: "\(bucket) reachable; versioning Enabled, Object Lock on (\(lock.mode.rawValue) retention written per object"
+                             + (state.defaultRetention.map { "; bucket default \($0)" } ?? "") + ")")
+        }
+        if state.versioning != "Enabled" {
+            return Check(check: "bucket", status: .warn,
+                         detail: "\(bucket) reachable; versioning \(versioning): an overwritten key keeps no earlier version (reads refuse it, but the original is gone)",
+                         fix: "enable versioning on the bucket, or use a bucket with Object Lock and set [store] object_lock and retain")
+        }
+        return Check(check: "bucket", status: .ok, detail: "\(bucket) reachable; versioning Enabled" + (state.objectLockEnabled ? ", Object Lock available" : ""))
+    }
+
     /// Whether the newest custody anchor has its copy in the `anchor_archive` account.
     /// `provider`: the account as the accounts check built it; nil when that failed.
     private func anchorCopiesCheck(home: String, account: String, provider: (any ArchiveProvider)?) async -> Check {
@@ -238,21 +272,22 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    private func checkHome(_ home: String, catalog location: EvidenceHome.CatalogLocation, anchorTrust: TSATrust?,
-                           anchorEvery: Double?, add: (Check) -> Void) {
-        guard FileManager.default.fileExists(atPath: home + (location == .sqlite ? "/catalog.sqlite" : "/objects")) else {
+    private func checkHome(_ home: String, catalog location: EvidenceHome.CatalogLocation, store: EvidenceHome.StoreLocation,
+                           anchorTrust: TSATrust?, anchorEvery: Double?, add: (Check) -> Void) {
+        let marker = location == .sqlite ? "/catalog.sqlite" : store == .local ? "/objects" : "/tmp"
+        guard FileManager.default.fileExists(atPath: home + marker) else {
             add(Check(check: "home", status: .warn, detail: "\(home) has no catalog yet",
                       fix: "evidence run (or evidence ingest FILE) creates it"))
             return
         }
         let h: EvidenceHome
-        do { h = try EvidenceHome(path: home, mustExist: true, catalog: location) } catch {
+        do { h = try EvidenceHome(path: home, mustExist: true, catalog: location, store: store) } catch {
             add(Check(check: "home", status: .fail, detail: error.description, fix: "check the folder's owner and permissions"))
             return
         }
         let probe = h.store.tmpDir + "/\(getpid()).doctor.tmp"
         // Whoever can write here can swap the catalog, the custody anchor or store objects.
-        let open = [h.path, h.path + "/objects", h.store.objectsDir, h.catalogPath, h.path + "/custody.head", h.path + "/tokens"]
+        let open = [h.path, h.path + "/objects", (h.store as? ObjectStore)?.objectsDir ?? h.store.tmpDir, h.catalogPath, h.path + "/custody.head", h.path + "/tokens"]
             .compactMap { path -> (String, Int)? in
                 var st = stat()
                 guard stat(path, &st) == 0, st.st_mode & 0o002 != 0 else { return nil }
@@ -294,6 +329,7 @@ struct DoctorCommand: AsyncParsableCommand {
                                          + LogCommand.anchorSummary(anchors, events: chain.events).text
                                        : chain.problems.prefix(3).map(\.description).joined(separator: "; "),
                       fix: "the custody log was altered outside evidence: keep this catalog as evidence of that, and restore from a backup"))
+            if let s3 = h.s3Store { add(Self.bucketCheck(s3)) }
             let report = h.store.check(rehash: false)
             add(Check(check: "store", status: report.problems.isEmpty ? .ok : .fail,
                       detail: report.problems.isEmpty ? "\(report.objects) objects, \(Output.bytes(report.bytes)); names and modes fine (evidence fsck re-hashes)"

@@ -51,7 +51,7 @@ struct FsckCommand: ParsableCommand {
         for item in items {
             referenced.insert(item.sha256)
             guard let size = home.store.objectSize(item.sha256) else {
-                problems.append("item #\(item.id) \(item.sha256.hex): store object missing (\(home.store.objectPath(item.sha256)))")
+                problems.append("item #\(item.id) \(item.sha256.hex): store object missing (\(home.store.location(of: item.sha256)))")
                 continue
             }
             if size != item.size {
@@ -64,7 +64,7 @@ struct FsckCommand: ParsableCommand {
             for cert in try home.catalog.certificates(itemID: item.id) { referenced.insert(cert.sha256) }
             for file in try home.catalog.archivedFiles(itemID: item.id) { referenced.insert(file.sha256) }
         }
-        let orphans = storeReport.digests.subtracting(referenced).sorted().map { home.store.objectPath($0) }
+        let orphans = storeReport.digests.subtracting(referenced).sorted().map { home.store.location(of: $0) }
         let config = try? global.loadConfig()
         let (chain, _) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), anchorEvery: config?.custody?.anchorEvery)
         problems += chain.problems.map(\.description)

@@ -43,7 +43,7 @@ struct ShowCommand: ParsableCommand {
         let certificates = try home.catalog.certificates(itemID: it.id)
         let archived = try home.catalog.archivedFiles(itemID: it.id)
         let links = try home.catalog.sharedLinks(itemID: it.id)
-        let objectPath = home.store.objectPath(it.sha256)
+        let objectPath = home.store.location(of: it.sha256)
         if global.json {
             Output.json(Report(item: it, objectPath: objectPath, sources: sources, proofs: proofs,
                                certificates: certificates, archived: archived, links: links, jobs: jobs, custody: events))
@@ -73,7 +73,7 @@ struct ShowCommand: ParsableCommand {
             Output.table(["NOTARY", "KIND", "STATE", "SUBMITTED", "PROVEN AT", "REFERENCE", "RECEIPT / LINK"], proofs.map { p in
                 let since = p.submittedAt.map { DurationText.format(seconds: -$0.timeIntervalSinceNow) + " ago" } ?? "-"
                 let ref = p.kind == .qed ? (p.txHash.map { "tx \($0)" } ?? "report \(p.remoteID ?? "-")") : "serial \(p.remoteID ?? "-")"
-                let where_ = p.state == .failed ? (p.error ?? "") : [p.receipt.map { home.store.objectPath($0) }, p.link].compactMap { $0 }.joined(separator: "  ")
+                let where_ = p.state == .failed ? (p.error ?? "") : [p.receipt.map { home.store.location(of: $0) }, p.link].compactMap { $0 }.joined(separator: "  ")
                 return [p.notary, p.kind.rawValue, p.state.rawValue, since, Output.date(p.provenAt), ref, where_]
             })
         }
@@ -81,7 +81,7 @@ struct ShowCommand: ParsableCommand {
             Output.line()
             Output.line("Certificates:")
             Output.table(["ORIGIN", "SIZE", "PATH"], certificates.map {
-                [$0.origin, Output.bytes($0.size), home.store.objectPath($0.sha256)]
+                [$0.origin, Output.bytes($0.size), home.store.location(of: $0.sha256)]
             })
             Output.line("(write one out with: evidence cert \(it.id) -o FILE; a bundle with: evidence bundle \(it.id) -o DIR)")
         }

@@ -102,7 +102,7 @@ struct VerifyCommand: ParsableCommand {
         }
 
         if let i = item {
-            let objectPath = home.store.objectPath(i.sha256)
+            let objectPath = home.store.location(of: i.sha256)
             do {
                 let r = try home.store.hashObject(i.sha256)
                 checks.append(Check(check: "store object re-hashed", ok: r.digest == i.sha256 && r.size == i.size,
@@ -125,14 +125,14 @@ struct VerifyCommand: ParsableCommand {
                     // This notary's own anchors, plus --trust.
                     let anchors = (config.notaries[p.notary]?.tsaTrust ?? TSATrust())
                         .merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
-                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.objectPath(r))
+                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.location(of: r))
                     checks.append(Check(check: c.check, ok: c.ok, detail: c.detail))
                 }
             }
             for c in try home.catalog.certificates(itemID: i.id) {
                 let head = (try? home.store.read(c.sha256))?.prefix(5)
                 checks.append(Check(check: "certificate \(c.origin)", ok: head == Data("%PDF-".utf8),
-                                    detail: home.store.objectPath(c.sha256)))
+                                    detail: home.store.location(of: c.sha256)))
             }
             if !isFile {
                 for s in try home.catalog.sources(itemID: i.id) {

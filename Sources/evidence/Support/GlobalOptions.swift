@@ -2,6 +2,7 @@ import ArgumentParser
 import EvidenceCatalog
 import EvidenceConfig
 import EvidencePipeline
+import EvidenceS3
 import Foundation
 
 /// Options every command takes: where the home and config are, and how to report.
@@ -83,13 +84,46 @@ struct GlobalOptions: ParsableArguments {
                                         tlsCAFile: c.tlsCAFile))
     }
 
+    /// Where the config puts the store: `[store] kind = "s3"`'s bucket (its keys read from
+    /// their `*_env`/`*_file` now), else `objects/` in the home.
+    func storeLocation(_ cfg: EvidenceConfig) throws -> EvidenceHome.StoreLocation {
+        guard let c = cfg.store, c.kind == .s3, let endpoint = c.endpoint, let bucket = c.bucket,
+              let accessSource = c.accessKey, let secretSource = c.secretKey else { return .local }
+        func read(_ source: SecretSource, _ base: String) throws -> String {
+            let field: String
+            if case .env = source { field = "[store] \(base)_env" } else { field = "[store] \(base)_file" }
+            do { return try ConfigLoader.readSecret(source, field: field, configFile: cfg.file ?? "evidence.toml") } catch {
+                throw CLIError.config(error.description)
+            }
+        }
+        let access = try read(accessSource, "access_key"), secret = try read(secretSource, "secret_key")
+        var lock: S3ObjectLock?
+        if let mode = c.objectLock, let retain = c.retain {
+            let r: S3ObjectLock.Retain
+            switch retain {
+            case .years(let y): r = .years(y)
+            case .seconds(let s): r = .seconds(s)
+            }
+            lock = S3ObjectLock(mode: mode == .compliance ? .compliance : .governance, retain: r)
+        }
+        var settings = S3StoreSettings(endpoint: S3Endpoint(url: endpoint, bucket: bucket, region: c.region, accessKey: access,
+                                                            secretKey: secret, caFile: c.tlsCAFile),
+                                       objectLock: lock)
+        // For tests and benchmarks: smaller multipart parts (S3's minimum is 5 MiB).
+        if let part = ProcessInfo.processInfo.environment["EVIDENCE_S3_PART_SIZE"].flatMap(Int64.init), part >= 5 << 20 {
+            settings.partSize = part
+            settings.singlePutLimit = part
+        }
+        return .s3(settings)
+    }
+
     func openHome(mustExist: Bool = false) throws -> EvidenceHome {
         // The config decides where the catalog is: one that does not load is an error, never a
         // reason to open (or create) a SQLite catalog beside a PostgreSQL one.
         let cfg = try loadConfig()
         let location = try catalogLocation(cfg)
         do {
-            return try EvidenceHome(path: try homePath(cfg), mustExist: mustExist, catalog: location)
+            return try EvidenceHome(path: try homePath(cfg), mustExist: mustExist, catalog: location, store: try storeLocation(cfg))
         } catch let e as EvidenceHome.OpenError {
             if case .catalog(.locked) = e { throw CLIError.busy(e.description) }
             throw CLIError.home(e.description)
