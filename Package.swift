@@ -32,8 +32,9 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(name: "CAVFormat", pkgConfig: "libavformat",
-                       providers: [.apt(["libavformat-dev"])]),
+        // No pkgConfig: its `-lavformat` would link libavformat and its ~130 dependencies into
+        // every process; the probe loads them with dlopen instead (Sources/CAVFormat/shim.h).
+        .systemLibrary(name: "CAVFormat", providers: [.apt(["libavformat-dev"])]),
         .systemLibrary(name: "CCairo", pkgConfig: "cairo",
                        providers: [.apt(["libcairo2-dev"])]),
         // PostgreSQL's own client library, for a catalog shared by several nodes.

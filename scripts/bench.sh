@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # make bench: performance as ratios against reference tools run in this same script, on the
 # same files and in the same page-cache state (each command is run once to warm up, then the
-# best of N runs counts). Not a test: it prints a table.
+# best, or the median, of N runs counts). Not a test: it prints a table.
 #
 #   BENCH_SIZE_MB (1024)   size of the big file        BENCH_RSS_MB (4096)  size for the RSS run
 #   BENCH_FILES (1000)     small files, BENCH_FILE_KB (100) each            BENCH_RUNS (3)
+#   BENCH_STAT (best)      best or median of the runs
+#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3
+#                          (run needs small: the burst's reference is the small-file one)
 set -euo pipefail
 bin=${1:?usage: bench.sh path/to/evidence}
 size_mb=${BENCH_SIZE_MB:-1024}
@@ -12,80 +15,105 @@ rss_mb=${BENCH_RSS_MB:-4096}
 nfiles=${BENCH_FILES:-1000}
 file_kb=${BENCH_FILE_KB:-100}
 runs=${BENCH_RUNS:-3}
+stat=${BENCH_STAT:-best}
+only=${BENCH_ONLY:-all}
+case "$stat" in best|median) ;; *) echo "BENCH_STAT is best or median" >&2; exit 2 ;; esac
+want() { [ "$only" = all ] || [[ ",$only," == *",$1,"* ]]; }
+if want run && ! want small; then only="$only,small"; fi
 work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/evidence-bench.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
 now() { date +%s.%N; }
-# best wall time of $runs runs of "$@" (after one warm-up run)
+# the best (smallest) or the median of the numbers on stdin, one a line, as BENCH_STAT says
+pick() {
+  if [ "$stat" = median ]; then sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+  else sort -g | head -1; fi
+}
+# wall time of $runs runs of "$@" (after one warm-up run), picked
 best() {
-  local b="" t0 t1 d
+  local t0 t1
   "$@" >/dev/null 2>&1
   for _ in $(seq "$runs"); do
     t0=$(now); "$@" >/dev/null 2>&1; t1=$(now)
-    d=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$b" ] || [ "$(echo "$d < $b" | bc -l)" = 1 ]; then b=$d; fi
-  done
-  echo "$b"
+    echo "$t1 - $t0" | bc -l
+  done | pick
 }
-# peak RSS (MB) of one run of "$@"
-peak_rss() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1 | awk '{printf "%.1f", $1/1024}'; }
+# $runs timed runs (after one warm-up) of a command taking a fresh target path as its last
+# argument, picked
+best_fresh() {
+  local t0 t1 target
+  for k in $(seq 0 "$runs"); do
+    target="$work/target-$RANDOM$RANDOM"
+    t0=$(now); "$@" "$target" >/dev/null 2>&1; t1=$(now)
+    chmod -R u+w "$target" 2>/dev/null; rm -rf "$target"
+    [ "$k" = 0 ] || echo "$t1 - $t0" | bc -l
+  done | pick
+}
+# peak RSS (MB) of one run of "$@" (GNU time's "Maximum resident set size", in KiB)
+peak_rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): *//p' | tail -1 | awk '{printf "%.1f", $1/1024}'; }
 fmt() { printf "%.3f" "$1"; }
 
-echo "evidence bench: $(nproc) cores, work dir $work"
+echo "evidence bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $stat of $runs runs, rows: $only, work dir $work"
 big="$work/big.bin"
-openssl rand -out "$big" $((size_mb * 1024 * 1024)) 2>/dev/null || head -c $((size_mb * 1024 * 1024)) /dev/urandom > "$big"
+if want hash || want ingest || want upload; then
+  openssl rand -out "$big" $((size_mb * 1024 * 1024)) 2>/dev/null || head -c $((size_mb * 1024 * 1024)) /dev/urandom > "$big"
+fi
 
 # 1. hash vs openssl dgst
-t_ossl=$(best openssl dgst -sha256 "$big")
-t_hash=$(best "$bin" hash "$big")
-r_hash=$(echo "$t_ossl / $t_hash" | bc -l)
+if want hash; then
+  t_ossl=$(best openssl dgst -sha256 "$big")
+  t_hash=$(best "$bin" hash "$big")
+  r_hash=$(echo "$t_ossl / $t_hash" | bc -l)
+fi
 
 # 2. ingest (one read pass: hash + copy + fsync) vs openssl dgst, then cp + sync
 # Each run gets a fresh home; removing the previous one is not timed.
 ingest_once() { "$bin" --home "$1" ingest --quiet "$big"; }
 ref_once() { openssl dgst -sha256 "$big" >/dev/null && cp "$big" "$1" && sync; }
-# best of $runs for a command taking a fresh target path as its last argument
-best_fresh() {
-  local b="" t0 t1 d target
-  for _ in $(seq $((runs + 1))); do
-    target="$work/target-$RANDOM$RANDOM"
-    t0=$(now); "$@" "$target" >/dev/null 2>&1; t1=$(now)
-    chmod -R u+w "$target" 2>/dev/null; rm -rf "$target"
-    d=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$b" ] || [ "$(echo "$d < $b" | bc -l)" = 1 ]; then b=$d; fi
-  done
-  echo "$b"
-}
-t_ingest=$(best_fresh ingest_once)
-t_ref=$(best_fresh ref_once)
-r_ingest=$(echo "$t_ingest / $t_ref" | bc -l)
+if want ingest; then
+  t_ingest=$(best_fresh ingest_once)
+  t_ref=$(best_fresh ref_once)
+  r_ingest=$(echo "$t_ingest / $t_ref" | bc -l)
+fi
 
 # 3. peak RSS hashing and ingesting a large file (sparse: the content does not matter for memory)
-huge="$work/huge.bin"
-truncate -s $((rss_mb * 1024 * 1024)) "$huge"
-rss_hash=$(peak_rss "$bin" hash "$huge")
-rss_ingest=$(peak_rss "$bin" --home "$work/home-rss" ingest --quiet "$huge")
-rss_ossl=$(peak_rss openssl dgst -sha256 "$huge")
-rm -rf "$work/home-rss" "$huge"
+if want rss; then
+  huge="$work/huge.bin"
+  truncate -s $((rss_mb * 1024 * 1024)) "$huge"
+  rss_hash=$(peak_rss "$bin" hash "$huge")
+  rss_ingest=$(peak_rss "$bin" --home "$work/home-rss" ingest --quiet "$huge")
+  rss_ossl=$(peak_rss openssl dgst -sha256 "$huge")
+  rm -rf "$work/home-rss" "$huge"
+fi
 
-# 4. many small files, ingested durably (fsync per object + per catalog commit)
+# 4. many small files, ingested durably (group commit: objects fsynced together, one folder
+# fsync and one catalog transaction per batch) vs sha256sum + cp -r + sync of the same files
 small="$work/small"
-mkdir -p "$small"
-for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$small/f$i.bin"; done
 small_once() { "$bin" --home "$1" ingest --quiet "$small"; }
-t_small=$(best_fresh small_once)
-rate=$(echo "$nfiles / $t_small" | bc -l)
+small_ref_once() { sha256sum "$small"/* >/dev/null && cp -r "$small" "$1" && sync; }
+if want small || want upload; then
+  mkdir -p "$small"
+  for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$small/f$i.bin"; done
+fi
+if want small; then
+  t_small=$(best_fresh small_once)
+  t_small_ref=$(best_fresh small_ref_once)
+  rate=$(echo "$nfiles / $t_small" | bc -l)
+  rate_ref=$(echo "$nfiles / $t_small_ref" | bc -l)
+  r_small=$(echo "$rate / $rate_ref" | bc -l)
+fi
 
 # 5. upload to a real WebDAV server (rclone serve webdav) vs `rclone copy` to the same server:
 # one big file and the small files, 4 at a time each (rclone's default --transfers); evidence's
 # upload includes its SHA-1 (sent as OC-Checksum) and a stat after each file.
-dav="$work/dav"; mkdir -p "$dav"
-dav_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-rclone serve webdav "$dav" --addr "127.0.0.1:$dav_port" --user bench --pass bench-pass --config /dev/null 2>"$work/dav.log" &
-davpid=$!
-for _ in $(seq 100); do curl -s -o /dev/null -u bench:bench-pass "http://127.0.0.1:$dav_port/" && break; sleep 0.1; done
-(umask 077; printf 'bench-pass' > "$work/dav.pass")
-cat > "$work/dav.toml" <<TOML
+if want upload; then
+  dav="$work/dav"; mkdir -p "$dav"
+  dav_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  rclone serve webdav "$dav" --addr "127.0.0.1:$dav_port" --user bench --pass bench-pass --config /dev/null 2>"$work/dav.log" &
+  davpid=$!
+  for _ in $(seq 100); do curl -s -o /dev/null -u bench:bench-pass "http://127.0.0.1:$dav_port/" && break; sleep 0.1; done
+  (umask 077; printf 'bench-pass' > "$work/dav.pass")
+  cat > "$work/dav.toml" <<TOML
 [archives.dav]
 kind = "owncloud"
 url = "http://127.0.0.1:$dav_port"
@@ -93,68 +121,76 @@ base_url = "http://127.0.0.1:$dav_port/"
 user = "bench"
 password_file = "$work/dav.pass"
 TOML
-obscured=$(rclone obscure bench-pass)
-rc_copy() { rclone copy "$1" ":webdav:$2" --webdav-url "http://127.0.0.1:$dav_port/" --webdav-user bench --webdav-pass "$obscured" --config /dev/null --transfers 4; }
-ev_put() { local dest=$1; shift; "$bin" --config "$work/dav.toml" --home "$work/put-home" accounts put dav "$@" --to "$dest" --jobs 4 --quiet; }
-# best of $runs for an upload into a fresh remote folder (removed after each run, untimed)
-best_remote() {
-  local b="" t0 t1 d dest
-  for _ in $(seq $((runs + 1))); do
-    dest="u$RANDOM$RANDOM"
-    t0=$(now); "$@" "$dest" >/dev/null 2>&1; t1=$(now)
-    [ -n "$(ls -A "$dav/$dest" 2>/dev/null)" ] || { echo "bench: upload into $dest left nothing" >&2; }
-    rm -rf "${dav:?}/$dest"
-    d=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$b" ] || [ "$(echo "$d < $b" | bc -l)" = 1 ]; then b=$d; fi
-  done
-  echo "$b"
-}
-up_big_ev() { ev_put "$1" "$big"; }
-up_big_rc() { rc_copy "$big" "$1"; }
-up_small_ev() { ev_put "$1" "$small"/*; }
-up_small_rc() { rc_copy "$small" "$1"; }
-t_up_big_ev=$(best_remote up_big_ev)
-t_up_big_rc=$(best_remote up_big_rc)
-t_up_small_ev=$(best_remote up_small_ev)
-t_up_small_rc=$(best_remote up_small_rc)
-kill -TERM "$davpid" 2>/dev/null; wait "$davpid" 2>/dev/null || true
-r_up_big=$(echo "$t_up_big_rc / $t_up_big_ev" | bc -l)
-r_up_small=$(echo "$t_up_small_rc / $t_up_small_ev" | bc -l)
+  obscured=$(rclone obscure bench-pass)
+  rc_copy() { rclone copy "$1" ":webdav:$2" --webdav-url "http://127.0.0.1:$dav_port/" --webdav-user bench --webdav-pass "$obscured" --config /dev/null --transfers 4; }
+  ev_put() { local dest=$1; shift; "$bin" --config "$work/dav.toml" --home "$work/put-home" accounts put dav "$@" --to "$dest" --jobs 4 --quiet; }
+  # $runs timed uploads (after one warm-up) into a fresh remote folder (removed after each run,
+  # untimed), picked
+  best_remote() {
+    local t0 t1 dest
+    for k in $(seq 0 "$runs"); do
+      dest="u$RANDOM$RANDOM"
+      t0=$(now); "$@" "$dest" >/dev/null 2>&1; t1=$(now)
+      [ -n "$(ls -A "$dav/$dest" 2>/dev/null)" ] || { echo "bench: upload into $dest left nothing" >&2; }
+      rm -rf "${dav:?}/$dest"
+      [ "$k" = 0 ] || echo "$t1 - $t0" | bc -l
+    done | pick
+  }
+  up_big_ev() { ev_put "$1" "$big"; }
+  up_big_rc() { rc_copy "$big" "$1"; }
+  up_small_ev() { ev_put "$1" "$small"/*; }
+  up_small_rc() { rc_copy "$small" "$1"; }
+  t_up_big_ev=$(best_remote up_big_ev)
+  t_up_big_rc=$(best_remote up_big_rc)
+  t_up_small_ev=$(best_remote up_small_ev)
+  t_up_small_rc=$(best_remote up_small_rc)
+  kill -TERM "$davpid" 2>/dev/null; wait "$davpid" 2>/dev/null || true
+  r_up_big=$(echo "$t_up_big_rc / $t_up_big_ev" | bc -l)
+  r_up_small=$(echo "$t_up_small_rc / $t_up_small_ev" | bc -l)
+fi
 rm -f "$big"
 
-# 6. evidence run: detection latency (close → stored, settle 0) and burst throughput
-drop="$work/drop"; rules="$work/rules"; runhome="$work/run-home"; runlog="$work/run.log"
-mkdir -p "$drop" "$rules"
-printf 'path = "%s"\nsettle = "0s"\n' "$drop" > "$rules/bench.toml"
-"$bin" --home "$runhome" run --rules "$rules" --log-format json 2>"$runlog" &
-runpid=$!
-for _ in $(seq 100); do grep -q "initial scan" "$runlog" 2>/dev/null && break; sleep 0.1; done
-# ts of the "stored" log line for a path, as epoch seconds
-stored_at() { local ts; ts=$(grep -F "\"path\":\"$1\"" "$runlog" | grep '"msg":"stored"' | sed -n 's/.*"ts":"\([^"]*\)".*/\1/p' | head -1); [ -n "$ts" ] && date -d "$ts" +%s.%N; }
-lat_n=${BENCH_LATENCY_FILES:-100}
-: > "$work/latencies"
-for i in $(seq "$lat_n"); do
-  f="$drop/lat-$i.bin"
-  head -c 65536 /dev/urandom > "$f"
-  closed=$(now)
-  for _ in $(seq 200); do t=$(stored_at "$f") && break; sleep 0.01; done
-  echo "($t - $closed) * 1000" | bc -l >> "$work/latencies"
-done
-p50=$(sort -n "$work/latencies" | awk '{a[NR]=$1} END {print a[int((NR+1)*0.50)]}')
-p99=$(sort -n "$work/latencies" | awk '{a[NR]=$1} END {i=int(NR*0.99+0.999); if (i>NR) i=NR; print a[i]}')
-burst="$work/burst-src"
-mkdir -p "$burst"
-for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$burst/b$i.bin"; done
-t0=$(now)
-mv "$burst"/* "$drop"/
-last="$drop/b$(seq -w 1 "$nfiles" | tail -1).bin"
-for _ in $(seq 1200); do
-  [ "$(grep -c '"msg":"stored".*"path":"'"$drop"'/b' "$runlog")" -ge "$nfiles" ] && break; sleep 0.05
-done
-t_last=$(grep '"msg":"stored".*"path":"'"$drop"'/b' "$runlog" | sed -n 's/.*"ts":"\([^"]*\)".*/\1/p' | sort | tail -1)
-t1=$(date -d "$t_last" +%s.%N)
-burst_rate=$(echo "$nfiles / ($t1 - $t0)" | bc -l)
-kill -TERM "$runpid"; wait "$runpid" || true
+# 6. evidence run: detection latency (close → stored, settle 0) and burst throughput: $runs
+# bursts of the same size into the same service (each timed from the first move to the last
+# "stored" line), picked
+if want run; then
+  drop="$work/drop"; rules="$work/rules"; runhome="$work/run-home"; runlog="$work/run.log"
+  mkdir -p "$drop" "$rules"
+  printf 'path = "%s"\nsettle = "0s"\n' "$drop" > "$rules/bench.toml"
+  "$bin" --home "$runhome" run --rules "$rules" --log-format json 2>"$runlog" &
+  runpid=$!
+  for _ in $(seq 100); do grep -q "initial scan" "$runlog" 2>/dev/null && break; sleep 0.1; done
+  # ts of the "stored" log line for a path, as epoch seconds
+  stored_at() { local ts; ts=$(grep -F "\"path\":\"$1\"" "$runlog" | grep '"msg":"stored"' | sed -n 's/.*"ts":"\([^"]*\)".*/\1/p' | head -1); [ -n "$ts" ] && date -d "$ts" +%s.%N; }
+  lat_n=${BENCH_LATENCY_FILES:-100}
+  : > "$work/latencies"
+  for i in $(seq "$lat_n"); do
+    f="$drop/lat-$i.bin"
+    head -c 65536 /dev/urandom > "$f"
+    closed=$(now)
+    for _ in $(seq 200); do t=$(stored_at "$f") && break; sleep 0.01; done
+    echo "($t - $closed) * 1000" | bc -l >> "$work/latencies"
+  done
+  p50=$(sort -n "$work/latencies" | awk '{a[NR]=$1} END {print a[int((NR+1)*0.50)]}')
+  p99=$(sort -n "$work/latencies" | awk '{a[NR]=$1} END {i=int(NR*0.99+0.999); if (i>NR) i=NR; print a[i]}')
+  burst="$work/burst-src"
+  for k in $(seq "$runs"); do
+    mkdir -p "$burst"
+    for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$burst/b$k-$i.bin"; done
+    t0=$(now)
+    mv "$burst"/* "$drop"/
+    for _ in $(seq 1200); do
+      [ "$(grep -c '"msg":"stored".*"path":"'"$drop"'/b'"$k"'-' "$runlog")" -ge "$nfiles" ] && break; sleep 0.05
+    done
+    t_last=$(grep '"msg":"stored".*"path":"'"$drop"'/b'"$k"'-' "$runlog" | sed -n 's/.*"ts":"\([^"]*\)".*/\1/p' | sort | tail -1)
+    t1=$(date -d "$t_last" +%s.%N)
+    echo "$nfiles / ($t1 - $t0)" | bc -l >> "$work/burst-rates"
+  done
+  # the best rate is the largest
+  if [ "$stat" = median ]; then burst_rate=$(pick < "$work/burst-rates"); else burst_rate=$(sort -g "$work/burst-rates" | tail -1); fi
+  r_burst=$(echo "$burst_rate / $rate_ref" | bc -l)
+  kill -TERM "$runpid"; wait "$runpid" || true
+fi
 
 # 7. the S3 store ([store] kind = "s3") against moto_server on loopback: ingest of small files
 # and of one big file (spool while hashing, HEAD, PUT or multipart with x-amz-checksum-sha256)
@@ -167,7 +203,9 @@ moto_venv="${XDG_CACHE_HOME:-$HOME/.cache}/evidence/moto"
 moto=$(command -v moto_server || true); py=python3
 if [ -z "$moto" ] && [ -x "$moto_venv/bin/moto_server" ]; then moto="$moto_venv/bin/moto_server"; py="$moto_venv/bin/python3"; fi
 s3_row_small="-"; s3_row_big="-"
-if [ -n "$moto" ]; then
+if ! want s3; then
+  :
+elif [ -n "$moto" ]; then
   s3_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   "$moto" -H 127.0.0.1 -p "$s3_port" >"$work/moto.log" 2>&1 &
   motopid=$!
@@ -226,15 +264,15 @@ else
 fi
 
 printf "\n%-52s %12s %12s %10s %10s\n" "measure" "evidence" "reference" "ratio" "target"
-printf "%-52s %11ss %11ss %10s %10s\n" "hash ${size_mb} MiB vs openssl dgst -sha256 (speed)" "$(fmt "$t_hash")" "$(fmt "$t_ossl")" "$(fmt "$r_hash")" ">= 0.95"
-printf "%-52s %11ss %11ss %10s %10s\n" "ingest ${size_mb} MiB vs openssl dgst + cp + sync (time)" "$(fmt "$t_ingest")" "$(fmt "$t_ref")" "$(fmt "$r_ingest")" "<= 0.75"
-printf "%-52s %10sMB %10sMB %10s %10s\n" "peak RSS: hash ${rss_mb} MiB (reference: openssl)" "$rss_hash" "$rss_ossl" "-" "<= 64 MB"
-printf "%-52s %10sMB %12s %10s %10s\n" "peak RSS: ingest ${rss_mb} MiB" "$rss_ingest" "-" "-" "<= 64 MB"
-printf "%-52s %9.0f/s %12s %10s %10s\n" "ingest ${nfiles} x ${file_kb} KB files, durable" "$rate" "-" "-" ">= 500/s"
-printf "%-52s %10.1fms %12s %10s %10s\n" "run: detection latency close→stored p50 (n=$lat_n)" "$p50" "-" "-" "<= 50 ms"
-printf "%-52s %10.1fms %12s %10s %10s\n" "run: detection latency close→stored p99" "$p99" "-" "-" "-"
-printf "%-52s %9.0f/s %12s %10s %10s\n" "run: burst of ${nfiles} x ${file_kb} KB files" "$burst_rate" "-" "-" ">= 500/s"
-printf "%-52s %11ss %11ss %10s %10s\n" "upload ${size_mb} MiB to WebDAV vs rclone copy (speed)" "$(fmt "$t_up_big_ev")" "$(fmt "$t_up_big_rc")" "$(fmt "$r_up_big")" ">= 1.0"
-printf "%-52s %11ss %11ss %10s %10s\n" "upload ${nfiles} x ${file_kb} KB to WebDAV vs rclone copy" "$(fmt "$t_up_small_ev")" "$(fmt "$t_up_small_rc")" "$(fmt "$r_up_small")" ">= 1.0"
-printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"
-printf "%-52s %s %10s\n" "S3 ingest ${s3_mb:-0} MiB vs boto3 upload_file (speed)" "$s3_row_big" ">= 1.0"
+if want hash; then printf "%-52s %11ss %11ss %10s %10s\n" "hash ${size_mb} MiB vs openssl dgst -sha256 (speed)" "$(fmt "$t_hash")" "$(fmt "$t_ossl")" "$(fmt "$r_hash")" ">= 1.0"; fi
+if want ingest; then printf "%-52s %11ss %11ss %10s %10s\n" "ingest ${size_mb} MiB vs openssl dgst + cp + sync (time)" "$(fmt "$t_ingest")" "$(fmt "$t_ref")" "$(fmt "$r_ingest")" "<= 0.75"; fi
+if want rss; then printf "%-52s %10sMB %10sMB %10s %10s\n" "peak RSS: hash ${rss_mb} MiB (reference: openssl)" "$rss_hash" "$rss_ossl" "-" "<= 24 MB"; fi
+if want rss; then printf "%-52s %10sMB %12s %10s %10s\n" "peak RSS: ingest ${rss_mb} MiB" "$rss_ingest" "-" "-" "<= 24 MB"; fi
+if want small; then printf "%-52s %9.0f/s %10.0f/s %10s %10s\n" "ingest ${nfiles} x ${file_kb} KB vs sha256sum+cp -r+sync" "$rate" "$rate_ref" "$(fmt "$r_small")" ">= 1000/s"; fi
+if want run; then printf "%-52s %10.1fms %12s %10s %10s\n" "run: detection latency close→stored p50 (n=$lat_n)" "$p50" "-" "-" "<= 50 ms"; fi
+if want run; then printf "%-52s %10.1fms %12s %10s %10s\n" "run: detection latency close→stored p99" "$p99" "-" "-" "-"; fi
+if want run; then printf "%-52s %9.0f/s %10.0f/s %10s %10s\n" "run: burst of ${nfiles} x ${file_kb} KB (same reference)" "$burst_rate" "$rate_ref" "$(fmt "$r_burst")" ">= 1000/s"; fi
+if want upload; then printf "%-52s %11ss %11ss %10s %10s\n" "upload ${size_mb} MiB to WebDAV vs rclone copy (speed)" "$(fmt "$t_up_big_ev")" "$(fmt "$t_up_big_rc")" "$(fmt "$r_up_big")" ">= 1.0"; fi
+if want upload; then printf "%-52s %11ss %11ss %10s %10s\n" "upload ${nfiles} x ${file_kb} KB to WebDAV vs rclone copy" "$(fmt "$t_up_small_ev")" "$(fmt "$t_up_small_rc")" "$(fmt "$r_up_small")" ">= 1.0"; fi
+if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"; fi
+if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_mb:-0} MiB vs boto3 upload_file (speed)" "$s3_row_big" ">= 1.0"; fi

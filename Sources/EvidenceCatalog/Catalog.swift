@@ -12,6 +12,11 @@ public protocol Catalog: Sendable {
     /// (path, file version): a repeat records nothing new and returns `.alreadyKnown`.
     func recordIngest(_ record: IngestRecord) throws(CatalogError) -> IngestOutcome
 
+    /// `recordIngest` for many files in one transaction (one durable commit for a burst): the
+    /// outcomes in order. A record the database refuses fails alone; an error of the whole
+    /// transaction (disk, lock) throws and records none of them.
+    func recordIngests(_ records: [IngestRecord]) throws(CatalogError) -> [Result<IngestOutcome, CatalogError>]
+
     /// Records a source that could not be taken in (event `quarantined`).
     func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry
 

@@ -11,43 +11,66 @@ extension SQLiteCatalog {
         """
 
     public func recordIngest(_ r: IngestRecord) throws(CatalogError) -> IngestOutcome {
+        try write { db in try Self.recordIngest(db, r) }
+    }
+
+    public func recordIngests(_ records: [IngestRecord]) throws(CatalogError) -> [Result<IngestOutcome, CatalogError>] {
+        guard !records.isEmpty else { return [] }
+        let outcomes: [Result<IngestOutcome, DatabaseError>] = try write { db in
+            try records.map { r in
+                // One savepoint per record: a record the database refuses is rolled back alone.
+                var outcome: IngestOutcome?
+                do {
+                    try db.inSavepoint {
+                        outcome = try Self.recordIngest(db, r)
+                        return .commit
+                    }
+                } catch let e as DatabaseError where e.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
+                    return .failure(e)
+                }
+                return .success(outcome!)
+            }
+        }
+        return outcomes.map { $0.mapError { self.mapError($0) } }
+    }
+
+    /// `recordIngest` inside the caller's transaction.
+    static func recordIngest(_ db: Database, _ r: IngestRecord) throws -> IngestOutcome {
         let name = (r.path as NSString).lastPathComponent
         let mediaJSON = r.media.flatMap { try? String(decoding: CanonicalJSON.encode($0), as: UTF8.self) }
-        return try write { db in
-            let now = Date()
-            if let known = try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
-               known.sha256 == r.sha256.hex {
-                return .alreadyKnown(try known.model())
-            }
-            var row: ItemRow
-            let created: Bool
-            if let existing = try ItemRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM item WHERE sha256 = ?"),
-                                                   arguments: [r.sha256.hex]) {
-                row = existing
-                created = false
-            } else {
-                let mtime = Date(timeIntervalSince1970: Double(r.mtimeNanos) / 1e9)
-                row = ItemRow(id: nil, sha256: r.sha256.hex, size: r.size, state: ItemState.ingested.rawValue,
-                              stateReason: nil, mediaJson: mediaJSON, dateTaken: r.media?.creationTime ?? mtime,
-                              createdAt: now, updatedAt: now)
-                try row.insert(db)
-                created = true
-            }
-            var source = SourceRow(id: nil, itemId: row.id!, path: r.path, name: name, rule: r.rule,
-                                   device: Int64(bitPattern: r.device), inode: Int64(bitPattern: r.inode),
-                                   size: r.size, mtimeNanos: r.mtimeNanos, seenAt: now)
-            try source.insert(db)
-            let event = r.sightingEvent(created: created)
-            _ = try Self.appendEvent(db, itemID: row.id, kind: event.kind, actor: r.actor, details: event.details)
-            for job in r.sightingJobs(created: created, itemID: row.id!, itemIsDone: row.state == ItemState.done.rawValue,
-                                      source: SourceRef(id: source.id!, path: r.path)) {
-                _ = try Self.insertJob(db, job.spec, itemID: row.id, dedupeKey: job.dedupeKey, now: now)
-            }
-            // A path that was quarantined before and now came in fine is no longer a problem.
-            try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")
-                .execute(arguments: [r.path])
-            return created ? .created(try row.model()) : .duplicate(try row.model())
+        let now = Date()
+        if let known = try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [r.path, Int64(bitPattern: r.device), Int64(bitPattern: r.inode), r.size, r.mtimeNanos]),
+           known.sha256 == r.sha256.hex {
+            return .alreadyKnown(try known.model())
         }
+        var row: ItemRow
+        let created: Bool
+        if let existing = try ItemRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM item WHERE sha256 = ?"),
+                                               arguments: [r.sha256.hex]) {
+            row = existing
+            created = false
+        } else {
+            let mtime = Date(timeIntervalSince1970: Double(r.mtimeNanos) / 1e9)
+            row = ItemRow(id: nil, sha256: r.sha256.hex, size: r.size, state: ItemState.ingested.rawValue,
+                          stateReason: nil, mediaJson: mediaJSON, dateTaken: r.media?.creationTime ?? mtime,
+                          createdAt: now, updatedAt: now)
+            try row.insert(db)
+            created = true
+        }
+        var source = SourceRow(id: nil, itemId: row.id!, path: r.path, name: name, rule: r.rule,
+                               device: Int64(bitPattern: r.device), inode: Int64(bitPattern: r.inode),
+                               size: r.size, mtimeNanos: r.mtimeNanos, seenAt: now)
+        try source.insert(db)
+        let event = r.sightingEvent(created: created)
+        _ = try Self.appendEvent(db, itemID: row.id, kind: event.kind, actor: r.actor, details: event.details)
+        for job in r.sightingJobs(created: created, itemID: row.id!, itemIsDone: row.state == ItemState.done.rawValue,
+                                  source: SourceRef(id: source.id!, path: r.path)) {
+            _ = try Self.insertJob(db, job.spec, itemID: row.id, dedupeKey: job.dedupeKey, now: now)
+        }
+        // A path that was quarantined before and now came in fine is no longer a problem.
+        try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")
+            .execute(arguments: [r.path])
+        return created ? .created(try row.model()) : .duplicate(try row.model())
     }
 
     public func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry {

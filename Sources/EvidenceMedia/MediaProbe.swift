@@ -28,7 +28,29 @@ public enum MediaProbe {
     /// Demuxers that accept almost anything and say nothing about media.
     static let fallbackFormats: Set<String> = ["tty", "data", "txt"]
 
-    private static let quiet: Void = { av_log_set_level(evidence_av_log_quiet()) }()
+    /// libavformat, loaded on first use (not linked: see Sources/CAVFormat/shim.h), logging silenced;
+    /// or why it could not be loaded.
+    static let library: Result<evidence_av_api, LoadError> = {
+        var api = evidence_av_api()
+        var error = [CChar](repeating: 0, count: 512)
+        guard evidence_av_load(&api, &error, error.count) == 1 else {
+            return .failure(LoadError(message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        }
+        api.log_set_level!(evidence_av_log_quiet())
+        return .success(api)
+    }()
+
+    struct LoadError: Error { var message: String }
+
+    /// Loads libavformat now (the probe child does, before it limits its own address space and
+    /// descriptors). Nil when loaded, else why not.
+    @discardableResult
+    public static func load() -> String? {
+        switch library {
+        case .success: return nil
+        case .failure(let e): return "libavformat could not be loaded: \(e.message)"
+        }
+    }
 
     /// Whether `probe` would look inside at all: a media extension, or a confident signature in
     /// the first bytes. Cheap (no libavformat), so a caller can skip a child process for files
@@ -40,7 +62,6 @@ public enum MediaProbe {
     /// - Parameter name: the file's original name, when `path` has none (store objects are
     ///   named by hash): its extension tells whether a failure means corrupt media.
     public static func probe(path: String, name: String? = nil) -> MediaInfo? {
-        _ = quiet
         let ext = ((name ?? path) as NSString).pathExtension.lowercased()
         let expectMedia = mediaExtensions.contains(ext)
 
@@ -48,31 +69,36 @@ public enum MediaProbe {
         // signature match in their first bytes makes them media: otherwise libavformat would
         // guess a format from noise and read megabytes trying to decode it.
         if !mightBeMedia(path: path, name: name) { return nil }
+        let av: evidence_av_api
+        switch library {
+        case .success(let api): av = api
+        case .failure(let e): return MediaInfo(probeError: "libavformat could not be loaded: \(e.message); not probed")
+        }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         // Hostile input: only local files (no http, no concat or playlist that opens other
         // files) and only the containers a capture device writes.
         var options: OpaquePointer?
-        av_dict_set(&options, "protocol_whitelist", "file", 0)
-        av_dict_set(&options, "format_whitelist", allowedDemuxers, 0)
-        defer { av_dict_free(&options) }
-        let rc = avformat_open_input(&ctx, path, nil, &options)
+        _ = av.dict_set!(&options, "protocol_whitelist", "file", 0)
+        _ = av.dict_set!(&options, "format_whitelist", allowedDemuxers, 0)
+        defer { av.dict_free!(&options) }
+        let rc = av.open_input!(&ctx, path, nil, &options)
         guard rc >= 0, let fmt = ctx else {
-            return expectMedia ? MediaInfo(probeError: errorText(rc)) : nil
+            return expectMedia ? MediaInfo(probeError: errorText(rc, av)) : nil
         }
-        defer { avformat_close_input(&ctx) }
+        defer { av.close_input!(&ctx) }
         let container = fmt.pointee.iformat.map { String(cString: $0.pointee.name) }
         if let c = container, fallbackFormats.contains(c) { return nil }
 
         // Stills: a frame rate and duration would be artefacts of the demuxer, not facts.
         let still = container.map { $0 == "image2" || $0.hasSuffix("_pipe") } ?? false
-        let found = avformat_find_stream_info(fmt, nil)
+        let found = av.find_stream_info!(fmt, nil)
         var info = MediaInfo(container: container)
         let count = Int(fmt.pointee.nb_streams)
         for i in 0..<count {
             guard let stream = fmt.pointee.streams[i], let par = stream.pointee.codecpar else { continue }
             let p = par.pointee
             var s = MediaInfo.Stream(index: i, type: typeName(p.codec_type))
-            if let name = avcodec_get_name(p.codec_id) { s.codec = String(cString: name) }
+            if let name = av.codec_get_name!(p.codec_id) { s.codec = String(cString: name) }
             if p.codec_type == AVMEDIA_TYPE_VIDEO && still {
                 if p.width > 0 { s.width = Int(p.width) }
                 if p.height > 0 { s.height = Int(p.height) }
@@ -93,12 +119,12 @@ public enum MediaProbe {
         guard hasAV else {
             return expectMedia ? MediaInfo(container: container, probeError: "no audio or video stream found") : nil
         }
-        if found < 0 { info.probeError = errorText(found) }
+        if found < 0 { info.probeError = errorText(found, av) }
         if !still, fmt.pointee.duration != evidence_av_nopts_value(), fmt.pointee.duration > 0 {
             info.durationSeconds = Double(fmt.pointee.duration) / Double(evidence_av_time_base())
         }
         if fmt.pointee.bit_rate > 0 { info.bitRate = fmt.pointee.bit_rate }
-        info.creationTime = creationTime(fmt)
+        info.creationTime = creationTime(fmt, av)
         return info
     }
 
@@ -112,7 +138,9 @@ public enum MediaProbe {
         let padding = 64  // AVPROBE_PADDING_SIZE: zeroed bytes libavformat may read past the end
         var buf = [UInt8](repeating: 0, count: size + padding)
         let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, size) }
-        guard n > 0 else { return false }
+        // No container's signature is zeros: a sparse or preallocated file is settled here,
+        // without loading libavformat (tens of MB of libraries) just to hear "no".
+        guard n > 0, buf[0..<n].contains(where: { $0 != 0 }), case .success(let av) = library else { return false }
         var score: Int32 = 0
         let found = buf.withUnsafeMutableBufferPointer { b -> Bool in
             var pd = AVProbeData()
@@ -120,16 +148,16 @@ public enum MediaProbe {
             pd.buf_size = Int32(n)
             return path.withCString { name in
                 pd.filename = name
-                return av_probe_input_format3(&pd, 1, &score) != nil
+                return av.probe_input_format3!(&pd, 1, &score) != nil
             }
         }
         return found && score >= 50
     }
 
     /// `creation_time` from the container, else from the first stream that has one.
-    static func creationTime(_ fmt: UnsafeMutablePointer<AVFormatContext>) -> Date? {
+    static func creationTime(_ fmt: UnsafeMutablePointer<AVFormatContext>, _ av: evidence_av_api) -> Date? {
         func tag(_ dict: OpaquePointer?) -> Date? {
-            guard let dict, let e = av_dict_get(dict, "creation_time", nil, 0), let v = e.pointee.value else { return nil }
+            guard let dict, let e = av.dict_get!(dict, "creation_time", nil, 0), let v = e.pointee.value else { return nil }
             return Timestamp.parseLenient(String(cString: v))
         }
         if let d = tag(fmt.pointee.metadata) { return d }
@@ -150,9 +178,9 @@ public enum MediaProbe {
         }
     }
 
-    static func errorText(_ code: Int32) -> String {
+    static func errorText(_ code: Int32, _ av: evidence_av_api) -> String {
         var buf = [CChar](repeating: 0, count: 256)
-        if av_strerror(code, &buf, buf.count) == 0 {
+        if av.strerror!(code, &buf, buf.count) == 0 {
             return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
         return "libavformat error \(code)"

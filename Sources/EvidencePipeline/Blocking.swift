@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs blocking file I/O (read, write, fsync) on dedicated threads, off the cooperative
 /// pool and off libdispatch's global queues (both are only as wide as the CPU count, so a
@@ -57,5 +58,36 @@ func blockingJobWork<T: Sendable>(_ work: @escaping @Sendable () throws -> T) as
     switch result {
     case .success(let value): return value
     case .failure(let error): throw JobError("\(error)", retryable: true)
+    }
+}
+
+/// At most `limit` holders at once, for async code: waiting suspends the task, never a thread.
+final class AsyncGate: Sendable {
+    private struct State {
+        var free: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state: Mutex<State>
+
+    init(_ limit: Int) { state = Mutex(State(free: max(1, limit))) }
+
+    func acquire() async {
+        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.free > 0 { s.free -= 1; return true }
+                s.waiters.append(cont)
+                return false
+            }
+            if now { cont.resume() }
+        }
+    }
+
+    /// Hands the place to the longest waiter, if any.
+    func release() {
+        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if s.waiters.isEmpty { s.free += 1; return nil }
+            return s.waiters.removeFirst()
+        }
+        next?.resume()
     }
 }

@@ -4,8 +4,14 @@ import EvidenceMedia
 import EvidenceStore
 import Foundation
 
-/// Takes one file into the home: store (one read pass, hash + copy), media probe of the
-/// stored copy, catalog record — or a clear refusal.
+/// Takes files into the home in two steps: `stage` (one read pass, hash + copy into `tmp/`,
+/// media probe of that copy) and `commit`, which makes whole batches durable at once (group
+/// commit: `ObjectStore.commit`, then one catalog transaction) — or a clear refusal.
+/// Group commit is the local store's: with another store (S3) `stage` stores the file as that
+/// store does (durable when it returns), and only the catalog records are batched.
+///
+/// A file is acknowledged (its outcome handed back, its custody event and jobs visible) only
+/// once its object and its catalog record are durable.
 public struct Ingestor: Sendable {
     public let home: EvidenceHome
     /// Who is acting, for the custody log ("cli:root", "run:host:pid").
@@ -13,11 +19,17 @@ public struct Ingestor: Sendable {
     /// Reads the stored copy's media facts: in this process by default, in a child process
     /// (`ChildMediaProbe`) for `evidence run` and `evidence ingest`.
     let prober: MediaProber
+    let committer: GroupCommitter
+
+    /// Staged files a caller should let wait for their commit at most (each holds a temp file
+    /// and its descriptor); more is no faster, as a batch takes at most `GroupCommitter.maxBatch`.
+    public static let maxPending = 2 * GroupCommitter.maxBatch
 
     public init(home: EvidenceHome, actor: String, prober: @escaping MediaProber = { MediaProbe.probe(path: $0, name: $1) }) {
         self.home = home
         self.actor = actor
         self.prober = prober
+        self.committer = GroupCommitter()
     }
 
     public enum Outcome: Sendable {
@@ -33,45 +45,148 @@ public struct Ingestor: Sendable {
         public var isSuccess: Bool { if case .ingested = self { return true } else { return false } }
     }
 
-    /// Ingests `path`. Never throws: every outcome is a value with a one-line reason that
-    /// names the path.
+    /// A file read into the store's `tmp/` and probed, waiting for its batch.
+    public struct Staged: Sendable {
+        enum Content: Sendable {
+            /// In the local store's `tmp/`, not durable before `ObjectStore.commit`.
+            case local(StagedObject)
+            /// Already stored, durably, by a store without group commit.
+            case stored(ObjectStore.IngestResult)
+        }
+        let content: Content
+        public let path: String
+        let rule: String?
+        let lifecycle: ItemLifecycle?
+        let media: MediaInfo?
+        var digest: SHA256Digest {
+            switch content { case .local(let o): return o.digest; case .stored(let r): return r.digest }
+        }
+    }
+
+    public enum Staging: Sendable {
+        /// Ready for `commit`.
+        case staged(Staged)
+        /// Nothing to commit: refused, changing, or the home failed.
+        case finished(Outcome)
+    }
+
+    /// Ingests `path` and waits until it is durable and recorded. Never throws: every outcome is a
+    /// value with a one-line reason that names the path.
     /// - Parameter lifecycle: the rule's lifecycle; its jobs are queued in the same transaction as the
-    ///   catalog record (manual ingests pass none and queue nothing).
-    /// - Parameter lifecycle: under a rule, the file is read through its folder opened beneath the
-    ///   rule's root (`lifecycle.rule.path`) without following links.
+    ///   catalog record (manual ingests pass none and queue nothing). Under a rule, the file is read
+    ///   through its folder opened beneath the rule's root (`lifecycle.rule.path`) without following links.
     public func ingest(path: String, rule: String? = nil, lifecycle: ItemLifecycle? = nil, followSymlinks: Bool = false,
                        progress: ((Int64) -> Void)? = nil) -> Outcome {
-        let result: ObjectStore.IngestResult
-        do {
-            result = try home.store.ingest(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
-                                           progress: progress)
+        switch stage(path: path, rule: rule, lifecycle: lifecycle, followSymlinks: followSymlinks, progress: progress) {
+        case .finished(let outcome):
+            return outcome
+        case .staged(let staged):
+            final class Box: @unchecked Sendable { var outcome: Outcome? }   // written before `done` is signalled
+            let box = Box()
+            let done = DispatchSemaphore(value: 0)
+            commit(staged) { box.outcome = $0; done.signal() }
+            done.wait()
+            return box.outcome!
+        }
+    }
+
+    /// Reads `path` once into the store's `tmp/` (hash + copy) and probes that copy. Blocks on I/O.
+    public func stage(path: String, rule: String? = nil, lifecycle: ItemLifecycle? = nil, followSymlinks: Bool = false,
+                      progress: ((Int64) -> Void)? = nil) -> Staging {
+        let content: Staged.Content
+        do throws(StoreError) {
+            if let local = home.localStore {
+                content = .local(try local.stage(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
+                                                 progress: progress))
+            } else {
+                content = .stored(try home.store.ingest(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
+                                                        progress: progress))
+            }
         } catch {
             switch error {
             case .changedDuringRead:
-                return .retryLater(reason: error.description)
+                return .finished(.retryLater(reason: error.description))
             case .diskFull, .insufficientSpace, .objectCorrupt, .ioError, .remote:
-                return .failed(reason: error.description)
+                return .finished(.failed(reason: error.description))
             case .notFound:
-                return .rejected(reason: error.description, quarantined: false)
+                return .finished(.rejected(reason: error.description, quarantined: false))
             default:
-                return quarantine(path: path, rule: rule, reason: error.description)
+                return .finished(quarantine(path: path, rule: rule, reason: error.description))
             }
         }
-        // Probe the stored copy (or, for a remote store, the local copy that was hashed and sent):
-        // exactly the bytes that were hashed.
+        // Probe exactly the bytes that were hashed: the staged copy (nobody else writes it), or,
+        // for a remote store, the local copy of what was stored.
         let name = (path as NSString).lastPathComponent
-        let media = (try? home.store.withLocalCopy(of: result.digest) { prober($0, name) }) ?? nil
-        let record = IngestRecord(sha256: result.digest, size: result.size, path: path, rule: rule,
-                                  device: result.source.device, inode: result.source.inode,
-                                  mtimeNanos: result.source.mtimeNanos, media: media,
-                                  newObject: result.newObject, actor: actor,
-                                  jobsForNewItem: lifecycle?.jobsForNewItem ?? [], jobsForNewSource: lifecycle?.jobsForNewSource ?? [],
-                                  jobsForKnownItem: lifecycle?.jobsForKnownItem ?? [])
-        do {
-            return .ingested(try home.catalog.recordIngest(record))
-        } catch {
-            return .failed(reason: "\(path): stored as \(result.digest.hex) but not recorded: \(error.description)")
+        let media: MediaInfo?
+        switch content {
+        case .local(let object): media = prober(object.stagedPath, name)
+        case .stored(let result): media = (try? home.store.withLocalCopy(of: result.digest) { prober($0, name) }) ?? nil
         }
+        return .staged(Staged(content: content, path: path, rule: rule, lifecycle: lifecycle, media: media))
+    }
+
+    /// Queues a staged file for the next batch and returns at once; `done` is called (on the
+    /// committing thread: keep it short) once the batch is durable and recorded, or failed.
+    /// Callers bound how many they leave waiting (`maxPending`).
+    public func commit(_ staged: Staged, then done: @escaping @Sendable (Outcome) -> Void) {
+        let home = self.home, actor = self.actor
+        committer.submit(GroupCommitter.Entry(staged: staged, done: done)) { batch in
+            Self.commitBatch(batch, home: home, actor: actor)
+        }
+    }
+
+    /// `commit(_:then:)` for async callers.
+    public func commit(_ staged: Staged) async -> Outcome {
+        await withCheckedContinuation { cont in commit(staged) { cont.resume(returning: $0) } }
+    }
+
+    /// One batch: the objects made durable together, then every record in one transaction, then
+    /// each caller told.
+    static func commitBatch(_ batch: [GroupCommitter.Entry], home: EvidenceHome, actor: String) {
+        var stored = [Result<ObjectStore.IngestResult, StoreError>?](repeating: nil, count: batch.count)
+        var local: [(index: Int, object: StagedObject)] = []
+        for (i, entry) in batch.enumerated() {
+            switch entry.staged.content {
+            case .stored(let r): stored[i] = .success(r)
+            case .local(let object): local.append((i, object))
+            }
+        }
+        if !local.isEmpty, let store = home.localStore {
+            for (l, result) in zip(local, store.commit(local.map(\.object))) { stored[l.index] = result }
+        }
+        var outcomes = [Outcome?](repeating: nil, count: batch.count)
+        var records: [IngestRecord] = []
+        var recorded: [Int] = []
+        for (i, result) in stored.enumerated() {
+            let s = batch[i].staged
+            switch result ?? .failure(.ioError(path: s.path, operation: "commit (the store has no group commit)", errno: EINVAL)) {
+            case .success(let r):
+                let l = s.lifecycle
+                records.append(IngestRecord(sha256: r.digest, size: r.size, path: s.path, rule: s.rule,
+                                            device: r.source.device, inode: r.source.inode,
+                                            mtimeNanos: r.source.mtimeNanos, media: s.media,
+                                            newObject: r.newObject, actor: actor,
+                                            jobsForNewItem: l?.jobsForNewItem ?? [], jobsForNewSource: l?.jobsForNewSource ?? [],
+                                            jobsForKnownItem: l?.jobsForKnownItem ?? []))
+                recorded.append(i)
+            case .failure(let error):
+                outcomes[i] = .failed(reason: error.description)
+            }
+        }
+        let notRecorded = { (i: Int, error: CatalogError) -> Outcome in
+            .failed(reason: "\(batch[i].staged.path): stored as \(records[recorded.firstIndex(of: i)!].sha256.hex) but not recorded: \(error.description)")
+        }
+        do {
+            for (i, result) in zip(recorded, try home.catalog.recordIngests(records)) {
+                switch result {
+                case .success(let o): outcomes[i] = .ingested(o)
+                case .failure(let error): outcomes[i] = notRecorded(i, error)
+                }
+            }
+        } catch {
+            for i in recorded { outcomes[i] = notRecorded(i, error) }
+        }
+        for (entry, outcome) in zip(batch, outcomes) { entry.done(outcome!) }
     }
 
     /// Records a refusal in the catalog's quarantine list (the file itself is left in place).

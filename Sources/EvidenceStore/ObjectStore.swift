@@ -124,18 +124,28 @@ public final class ObjectStore: Sendable {
 
     // MARK: Ingest
 
-    /// Reads `path` once, hashing and copying it into the store in the same pass.
+    /// Reads `path` once, hashing and copying it into the store in the same pass, and makes it
+    /// durable: `stage` then `commit` of that one object.
+    public func ingest(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
+                       progress: ((Int64) -> Void)? = nil) throws(StoreError) -> IngestResult {
+        let staged = try stage(path: path, followSymlinks: followSymlinks, beneath: root, progress: progress)
+        return try Self.check(commit([staged])[0])
+    }
+
+    /// Reads `path` once, hashing and copying it into `tmp/` in the same pass; nothing is durable
+    /// or in the store yet (`commit` does that, for many staged files at once).
     ///
     /// - Refuses symlinks unless `followSymlinks`, and anything not a regular file,
     ///   without opening it in a blocking way.
     /// - Throws `.changedDuringRead` when size, mtime or inode differ before vs after the
     ///   read (the writer was not done): nothing is stored under a possibly wrong hash.
-    /// - On any error the temp file is removed and the store is unchanged.
+    /// - On any error the temp file is removed and the store is unchanged; so is it when the
+    ///   returned `StagedObject` is dropped without being committed.
     /// - With `beneath` (a watched root), the file is reached through its folder opened below that
     ///   root without following any link (`BeneathRoot`): a folder swapped for a link cannot make
     ///   the service read (and archive) a file outside the watched folder.
-    public func ingest(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
-                       progress: ((Int64) -> Void)? = nil) throws(StoreError) -> IngestResult {
+    public func stage(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
+                      progress: ((Int64) -> Void)? = nil) throws(StoreError) -> StagedObject {
         var folder: BeneathRoot?
         if let root {
             do { folder = try BeneathRoot(path: path, root: root) } catch {
@@ -174,11 +184,11 @@ public final class ObjectStore: Sendable {
         }
 
         try checkFreeSpace(for: opened.size, path: path)
-        let tmp = try TempFile(in: tmpFolder.directory, folderPath: tmpDir, store: home, source: path)
+        let tmp = try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: path)
         var keepTemp = false
         defer { if !keepTemp { tmp.discard() } }
 
-        let (digest, copied) = try copyAndHash(from: src, to: tmp, path: path, progress: progress)
+        let (digest, copied) = try copyAndHash(from: src, to: tmp, size: opened.size, path: path, progress: progress)
 
         // The same version from start to end, by the open descriptor and by the name.
         let afterFD = try Self.check(SourceStat.fstat(src, path: path))
@@ -196,18 +206,117 @@ public final class ObjectStore: Sendable {
         guard pathTarget.device == opened.device, pathTarget.inode == opened.inode else {
             throw .changedDuringRead(path: path, detail: "replaced by another file")
         }
-
-        try tmp.sync()
-        let final = objectPath(digest)
-        if let existing = objectSize(digest) {
-            guard existing == copied else {
-                throw .objectCorrupt(path: final, detail: "size \(existing) but content of this hash has \(copied) bytes; run `evidence fsck`")
-            }
-            return IngestResult(digest: digest, size: copied, newObject: false, source: opened)
-        }
-        try publish(tmp, as: digest)
         keepTemp = true
-        return IngestResult(digest: digest, size: copied, newObject: true, source: opened)
+        return StagedObject(temp: tmp, path: path, digest: digest, size: copied, source: opened)
+    }
+
+    /// Makes staged objects durable and puts them in the store, many at once (group commit):
+    ///
+    /// 1. every temp file's writeback is started; then, 16 at a time, each object's folder is
+    ///    opened beneath the home (made where missing, its parent fsynced) and the temp file is
+    ///    fsynced, unless its content is in the store already (the fsyncs overlap: the device
+    ///    flushes asked for together are merged, so a batch costs a few instead of one each);
+    /// 2. each is renamed, still in `tmp/`, to `<hex>.<pid>.<random>.obj` ("complete and durable
+    ///    content of this hash"), and `tmp/` is fsynced once, by its descriptor: from here every
+    ///    object of the batch survives a crash;
+    /// 3. each is renamed (`renameat` from `tmp/`'s descriptor into its folder's) to its hash's
+    ///    name, or dropped if that content got there meanwhile. A rename is atomic across a
+    ///    crash, so the object is then under one of its two names; `init` moves any `.obj` left
+    ///    by a writer that died into place. No object folder is fsynced on this path: one folder
+    ///    fsync per batch, not one per object.
+    ///
+    /// Returns one result per staged object, in order: a failure (fsync, folder, rename) concerns
+    /// that object alone; every object returned as a success is durable. `.objectCorrupt` when
+    /// the store holds this hash with another size.
+    public func commit(_ batch: [StagedObject]) -> [Result<IngestResult, StoreError>] {
+        for s in batch { s.temp.startWriteback() }
+        let prepared = Self.concurrently(batch.count, width: Self.syncWidth) { i in self.prepare(batch[i]) }
+        var results = [Result<IngestResult, StoreError>?](repeating: nil, count: batch.count)
+        var durable: [(index: Int, folder: BeneathRoot)] = []
+        for (i, p) in prepared.enumerated() {
+            let s = batch[i]
+            switch p {
+            case .failure(let e): results[i] = .failure(e)
+            case .success(nil):
+                s.temp.discard()
+                results[i] = .success(IngestResult(digest: s.digest, size: s.size, newObject: false, source: s.source))
+            case .success(let folder?):
+                do throws(StoreError) {
+                    try s.temp.rename(to: "\(s.digest.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max)).obj")
+                    durable.append((i, folder))
+                } catch {
+                    results[i] = .failure(error)
+                }
+            }
+        }
+        if !durable.isEmpty, fsync(tmpFolder.directory) != 0 {
+            let e = StoreError.from(errno: errno, path: tmpDir, operation: "fsync directory")
+            for d in durable { results[d.index] = .failure(e) }
+            durable = []
+        }
+        for (i, folder) in durable {
+            let s = batch[i]
+            results[i] = Result { () throws(StoreError) in
+                hooks.beforeUse(.publish, folder.path)
+                let newObject: Bool
+                if case .success(let st) = folder.stat(), st.kind == .regular {
+                    // Put there since step 1 by another writer.
+                    try Self.sameSize(st.size, s.size, path: folder.path)
+                    s.temp.discard()
+                    newObject = false
+                } else {
+                    try s.temp.place(into: folder.directory, as: folder.name, path: folder.path)
+                    newObject = true
+                }
+                return IngestResult(digest: s.digest, size: s.size, newObject: newObject, source: s.source)
+            }
+        }
+        return results.map { $0! }
+    }
+
+    /// Step 1 of `commit` for one object: its folder, opened (made if missing) beneath the home,
+    /// once its temp file is durable; nil when the store has this content already (then no
+    /// fsync is needed: the copy is dropped).
+    private func prepare(_ s: StagedObject) -> Result<BeneathRoot?, StoreError> {
+        Result { () throws(StoreError) -> BeneathRoot? in
+            let folder: BeneathRoot
+            switch Result(catching: { () throws(StoreError) in try objectFolder(s.digest) }) {
+            case .success(let f): folder = f
+            case .failure(.notFound): folder = try objectFolder(s.digest, create: true)
+            case .failure(let e): throw e
+            }
+            if case .success(let st) = folder.stat(), st.kind == .regular {
+                try Self.sameSize(st.size, s.size, path: folder.path)
+                return nil
+            }
+            try s.temp.sync()
+            return folder
+        }
+    }
+
+    static func sameSize(_ existing: Int64, _ size: Int64, path: String) throws(StoreError) {
+        guard existing == size else {
+            throw .objectCorrupt(path: path, detail: "size \(existing) but content of this hash has \(size) bytes; run `evidence fsck`")
+        }
+    }
+
+    /// fsyncs in flight at once in a batch.
+    static let syncWidth = 16
+
+    /// `body(0..<count)`, on up to `width` threads at once (this one and helpers); the results
+    /// in order. For blocking calls (fsync) whose waits overlap, off the cooperative pool.
+    static func concurrently<T>(_ count: Int, width: Int, _ body: @escaping (Int) -> T) -> [T] {
+        let work = ParallelWork(count, body)
+        let done = DispatchGroup()
+        for _ in 0..<max(0, min(count, width) - 1) {
+            done.enter()
+            let thread = Thread { work.run(); done.leave() }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
+        work.run()
+        done.wait()
+        return work.results.map { $0! }
     }
 
     /// Stores bytes held in memory (proof receipts, certificates, manifests).
@@ -215,7 +324,7 @@ public final class ObjectStore: Sendable {
     public func put(_ data: Data) throws(StoreError) -> (digest: SHA256Digest, newObject: Bool) {
         let digest = SHA256Hasher.hash(data)
         if let existing = objectSize(digest), existing == Int64(data.count) { return (digest, false) }
-        let tmp = try TempFile(in: tmpFolder.directory, folderPath: tmpDir, store: home, source: "(data)")
+        let tmp = try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: "(data)")
         var keep = false
         defer { if !keep { tmp.discard() } }
         let failure: StoreError? = data.withUnsafeBytes { raw in
@@ -269,10 +378,10 @@ public final class ObjectStore: Sendable {
         }
     }
 
-    private func copyAndHash(from src: Int32, to tmp: TempFile, path: String,
+    private func copyAndHash(from src: Int32, to tmp: TempFile, size: Int64, path: String,
                              progress: ((Int64) -> Void)?) throws(StoreError) -> (SHA256Digest, Int64) {
         let hasher = SHA256Hasher()
-        let total = try ChunkPipeline(src: src, path: path, sink: tmp).run(hasher: hasher, progress: progress)
+        let total = try ChunkPipeline(src: src, path: path, sink: tmp, expectedSize: size).run(hasher: hasher, progress: progress)
         return (hasher.finalize(), total)
     }
 
@@ -285,14 +394,35 @@ public final class ObjectStore: Sendable {
         try tmp.publish(into: folder.directory, as: folder.name, path: folder.path)
     }
 
+    /// Removes temp files of writers that no longer run, and finishes their commits: a
+    /// `<hex>.<pid>.<random>.obj` is durable content of that hash whose writer died before
+    /// renaming it into place (see `commit`); it is moved into place if it still hashes to its
+    /// name, through `tmp/`'s descriptor and its folder's, and that folder fsynced.
     private func cleanStaleTemps() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDir) else { return }
         for name in names where !name.contains("/") {
-            // "<pid>.<random>.tmp": remove only when that pid no longer runs.
-            if let pid = Int32(name.split(separator: ".").first ?? ""), pid > 0,
+            let parts = name.split(separator: ".")
+            let isObject = parts.count == 4 && parts[3] == "obj"
+            // "<pid>.<random>.tmp" or "<hex>.<pid>.<random>.obj": left alone while that pid runs.
+            if let pid = Int32(isObject ? parts[1] : parts.first ?? ""), pid > 0,
                kill(pid, 0) == 0 || errno == EPERM { continue }
+            if isObject, let digest = SHA256Digest(hex: String(parts[0])), recover(name, as: digest) { continue }
             unlinkat(tmpFolder.directory, name, 0)
         }
+    }
+
+    /// Moves a dead writer's durable `tmp/<name>` to `digest`'s place; false when it is not
+    /// that content (or not a regular file), or the store has that content already.
+    private func recover(_ name: String, as digest: SHA256Digest) -> Bool {
+        let fd = openat(tmpFolder.directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        let hashed = try? FileHasher.hash(fd: fd, path: tmpDir + "/" + name)
+        close(fd)
+        guard hashed?.digest == digest, contains(digest) == false,
+              let folder = try? objectFolder(digest, create: true),
+              renameat(tmpFolder.directory, name, folder.directory, folder.name) == 0 else { return false }
+        fsync(folder.directory)
+        return true
     }
 
     static func check<T>(_ r: Result<T, StoreError>) throws(StoreError) -> T {
@@ -326,4 +456,29 @@ private func followingStat(_ path: String) -> Result<SourceStat, StoreError> {
     var st = stat()
     if stat(path, &st) != 0 { return .failure(.from(errno: errno, path: path, operation: "stat")) }
     return .success(SourceStat(st))
+}
+
+/// The shared state of `ObjectStore.concurrently`: the next index to take and the results.
+private final class ParallelWork<T>: @unchecked Sendable {   // `next` and `results` guarded by `lock`
+    let body: (Int) -> T
+    let count: Int
+    var results: [T?]
+    var next = 0
+    let lock = NSLock()
+    init(_ count: Int, _ body: @escaping (Int) -> T) {
+        self.count = count
+        self.body = body
+        results = Array(repeating: nil, count: count)
+    }
+    func run() {
+        while true {
+            lock.lock()
+            let i = next
+            next += 1
+            lock.unlock()
+            guard i < count else { return }
+            let r = body(i)
+            lock.lock(); results[i] = r; lock.unlock()
+        }
+    }
 }

@@ -7,21 +7,38 @@ import Glibc
 /// cannot move it elsewhere.
 final class TempFile: @unchecked Sendable {
     /// For messages only.
-    let path: String
-    /// The folder (our own duplicate of the descriptor given) and the file's name in it.
+    private(set) var path: String
+    private let folderPath: String
+    /// The folder (our own duplicate of the descriptor given, or the descriptor of `owner`,
+    /// kept open by holding it) and the file's name in it.
     let folder: Int32
-    let name: String
-    let fd: Int32
+    private let owner: BeneathRoot?
+    private(set) var name: String
     let store: String
     let source: String
+    private let fd: Int32
     private var written: Int64 = 0
     private var flushedTo: Int64 = 0
+    /// Moved to its final name: `discard` must not remove it any more.
+    private(set) var isPublished = false
     /// Start writeback every 16 MiB so the final fsync has little left to do.
     private static let writebackStep: Int64 = 16 << 20
 
     /// A new `<pid>.<random>.tmp` in the folder `folder` (a descriptor the caller keeps;
     /// `folderPath` is for messages).
-    init(in folder: Int32, folderPath: String, store: String, source: String) throws(StoreError) {
+    convenience init(in folder: Int32, folderPath: String, store: String, source: String) throws(StoreError) {
+        let own = dup(folder)
+        guard own >= 0 else { throw TempFile.error(errno, source: source, store: store, op: "create temp file in \(folderPath)") }
+        try self.init(folder: own, owner: nil, folderPath: folderPath, store: store, source: source)
+    }
+
+    /// A new `<pid>.<random>.tmp` in `folder`, which it holds (no descriptor of its own: a
+    /// burst keeps hundreds of staged files).
+    convenience init(in folder: BeneathRoot, folderPath: String, store: String, source: String) throws(StoreError) {
+        try self.init(folder: folder.directory, owner: folder, folderPath: folderPath, store: store, source: source)
+    }
+
+    private init(folder: Int32, owner: BeneathRoot?, folderPath: String, store: String, source: String) throws(StoreError) {
         self.store = store
         self.source = source
         var fd: Int32 = -1
@@ -31,28 +48,43 @@ final class TempFile: @unchecked Sendable {
             fd = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd >= 0 || errno != EEXIST { break }
         }
-        guard fd >= 0 else { throw TempFile.error(errno, source: source, store: store, op: "create temp file in \(folderPath)") }
-        let own = dup(folder)
-        guard own >= 0 else {
+        guard fd >= 0 else {
             let e = errno
-            unlinkat(folder, name, 0)
-            close(fd)
+            if owner == nil { close(folder) }
             throw TempFile.error(e, source: source, store: store, op: "create temp file in \(folderPath)")
         }
         self.fd = fd
-        self.folder = own
+        self.folder = folder
+        self.owner = owner
         self.name = name
+        self.folderPath = folderPath
         self.path = folderPath + "/" + name
     }
 
-    deinit { close(folder) }
+    deinit { if owner == nil { close(folder) } }
 
     /// Renames the (synced) file to `target` in the folder `into`, then fsyncs that folder.
     func publish(into directory: Int32, as target: String, path: String) throws(StoreError) {
+        try place(into: directory, as: target, path: path)
+        if fsync(directory) != 0 { throw StoreError.from(errno: errno, path: path, operation: "fsync directory") }
+    }
+
+    /// Renames the (synced) file to `target` in the folder `into`, without fsyncing that folder:
+    /// for a file already durable under a name of its own (see `ObjectStore.commit`).
+    func place(into directory: Int32, as target: String, path: String) throws(StoreError) {
         guard renameat(folder, name, directory, target) == 0 else {
             throw StoreError.from(errno: errno, path: path, operation: "rename")
         }
-        if fsync(directory) != 0 { throw StoreError.from(errno: errno, path: path, operation: "fsync directory") }
+        isPublished = true
+    }
+
+    /// Renames the file within its folder; it stays the caller's to place or discard.
+    func rename(to newName: String) throws(StoreError) {
+        guard renameat(folder, name, folder, newName) == 0 else {
+            throw StoreError.from(errno: errno, path: path, operation: "rename in \(folderPath)")
+        }
+        name = newName
+        path = folderPath + "/" + newName
     }
 
     static func error(_ e: Int32, source: String, store: String, op: String) -> StoreError {
@@ -71,23 +103,32 @@ final class TempFile: @unchecked Sendable {
             off += n
         }
         written += Int64(bytes.count)
-        if written - flushedTo >= Self.writebackStep {
-            _ = evidence_start_writeback(fd, off_t(flushedTo), off_t(written - flushedTo))
-            flushedTo = written
-        }
+        if written - flushedTo >= Self.writebackStep { startWriteback() }
     }
 
-    /// fsync and make read-only: after this the bytes are durable.
+    /// Starts writing what is not yet on its way to the disk, without waiting: a batch starts
+    /// every file's writeback before the first fsync, so the fsyncs overlap.
+    func startWriteback() {
+        guard !closed, written > flushedTo else { return }
+        _ = evidence_start_writeback(fd, off_t(flushedTo), off_t(written - flushedTo))
+        flushedTo = written
+    }
+
+    /// Make read-only and fsync (the mode change is then durable too): after this the bytes are
+    /// durable.
     func sync() throws(StoreError) {
-        if fsync(fd) != 0 { throw TempFile.error(errno, source: source, store: store, op: "fsync") }
         if fchmod(fd, 0o440) != 0 { throw TempFile.error(errno, source: source, store: store, op: "chmod") }
+        if fsync(fd) != 0 { throw TempFile.error(errno, source: source, store: store, op: "fsync") }
         closeFile()
     }
 
+    /// Removes the file unless it was placed (once: a second call does nothing).
     func discard() {
         closeFile()
-        unlinkat(folder, name, 0)
+        if !isPublished && !removed { unlinkat(folder, name, 0) }
+        removed = true
     }
+    private var removed = false
 
     /// Closes the file once (a synced file that is then discarded must not close a descriptor
     /// number another thread may have been given since).
@@ -98,4 +139,3 @@ final class TempFile: @unchecked Sendable {
         close(fd)
     }
 }
-

@@ -20,6 +20,37 @@ struct IngestCLITests {
         #expect((st["states"] as? [String: Int])?["ingested"] == 5)
     }
 
+    @Test("evidence does not load libavformat at start (about 27 MB of libraries): the media probe loads it, and still reads media")
+    func libavformatLoadedOnlyByTheProbe() throws {
+        let libraries = CLI.exec(["ldd", CLI.binary]).stdout
+        #expect(libraries.contains("libcurl"), "ldd said: \(libraries)")
+        #expect(!libraries.contains("libavformat") && !libraries.contains("libavcodec"), "\(libraries)")
+        let r = CLI.exec([CLI.binary, "__probe", CLI.samples + "/bodycam-2024-05-01.mp4"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("\"container\""), "\(r.stdout)")
+    }
+
+    @Test("a burst given to evidence ingest is stored and recorded file by file, each once, custody chain intact")
+    func burstIngest() throws {
+        let s = Scratch()
+        let cli = CLI(home: s.home)
+        let folder = s.home + "-burst"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for i in 0..<400 { _ = FileManager.default.createFile(atPath: folder + "/f\(i).bin", contents: Data("file \(i) \(UUID())".utf8)) }
+        _ = FileManager.default.createFile(atPath: folder + "/same.bin", contents: Data("file 0 dup".utf8))
+        _ = FileManager.default.createFile(atPath: folder + "/same2.bin", contents: Data("file 0 dup".utf8))
+        let r = cli.run(["ingest", "--json", "--jobs", "4", folder], timeout: 180)
+        #expect(r.status == 0, "\(r.stderr)")
+        let entries = try #require(r.json as? [[String: Any]])
+        #expect(entries.count == 402)
+        #expect(entries.filter { $0["status"] as? String == "stored" }.count == 401)
+        #expect(entries.filter { $0["status"] as? String == "duplicate" }.count == 1)
+        #expect((cli.run(["status", "--json"]).json as? [String: Any])?["items"] as? Int == 401)
+        #expect(cli.run(["log", "verify"]).status == 0)
+        #expect(cli.run(["fsck"]).status == 0)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: s.home + "/tmp")) ?? []).isEmpty)
+    }
+
     @Test("show by path prints media, sources and custody events as JSON")
     func show() throws {
         let s = Scratch()

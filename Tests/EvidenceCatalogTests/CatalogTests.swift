@@ -183,3 +183,36 @@ struct CustodyChainTests {
     }
 }
 
+
+@Suite("Catalog: batched ingest records")
+struct CatalogBatchTests {
+    @Test("recordIngests gives, in one transaction, the outcomes recording one by one gives: created, duplicate, already known",
+          arguments: Backend.allCases)
+    func batchMatchesOneByOne(_ backend: Backend) throws {
+        let batch = [record("a", path: "/drop/one.mp4"), record("a", path: "/drop/two.mp4", inode: 2),
+                     record("a", path: "/drop/one.mp4"), record("b", path: "/drop/three.mp4", inode: 3)]
+        let c = try backend.make()
+        let outcomes = try c.recordIngests(batch).map { try $0.get() }
+        let one = try backend.make()
+        let expected = try batch.map { try one.recordIngest($0) }
+        #expect(outcomes.map(\.label) == expected.map(\.label))
+        #expect(outcomes.map(\.item.id) == expected.map(\.item.id))
+        #expect(try c.allEvents().map(\.kind) == ["ingested", "seen-again", "ingested"])
+        #expect(try c.verifyChain().problems.isEmpty)
+        #expect(try c.recordIngests([]).isEmpty)
+    }
+
+    @Test("a record the database refuses fails alone: the others of its batch are recorded, with an unbroken chain",
+          arguments: Backend.allCases)
+    func refusedRecordFailsAlone(_ backend: Backend) throws {
+        let c = try backend.make()
+        // The same version of one path (path, device, inode, size, mtime) under another hash: the
+        // source row is refused as a duplicate key.
+        let outcomes = try c.recordIngests([record("a", path: "/drop/one.mp4"), record("b", path: "/drop/one.mp4"),
+                                            record("c", path: "/drop/two.mp4", inode: 2)])
+        #expect(outcomes.map { (try? $0.get())?.label } == ["stored", nil, "stored"])
+        #expect(try c.allItems().map(\.sha256.short) == ["aaaaaaaa", "cccccccc"])
+        #expect(try c.allEvents().map(\.kind) == ["ingested", "ingested"])
+        #expect(try c.verifyChain().problems.isEmpty)
+    }
+}

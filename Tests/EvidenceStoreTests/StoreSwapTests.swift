@@ -68,6 +68,59 @@ struct StoreSwapTests {
         #expect(Self.files(outside).isEmpty, "written outside the store: \(Self.files(outside))")
     }
 
+    @Test("a staged file whose fan-out folder is swapped for a link before its group commit is not written outside the store")
+    func batchCommitDoesNotFollowAFolderSwappedAfterStaging() throws {
+        let dir = TempDirectory("swap")
+        let home = dir.file("home"), outside = dir.file("outside")
+        let data = randomData(30_000)
+        let source = dir.write("drop/clip.bin", data)
+        let others = (0..<5).map { dir.write("drop/other\($0).bin", randomData(2_000 + $0)) }
+        let digest = SHA256Hasher.hash(data)
+        try FileManager.default.createDirectory(atPath: outside + "/" + digest.hex.dropFirst(2).prefix(2), withIntermediateDirectories: true)
+        let store = try ObjectStore(home: home)
+        let staged = try ([source] + others).map { try store.stage(path: $0) }
+        Self.swap(home, digest, to: outside)
+        let results = store.commit(staged)
+        #expect(Self.files(outside).isEmpty, "written outside the store: \(Self.files(outside))")
+        #expect(throws: StoreError.self) { try results[0].get() }
+        for (r, s) in zip(results.dropFirst(), staged.dropFirst()) where s.digest.hex.prefix(2) != digest.hex.prefix(2) {
+            #expect((try? r.get())?.newObject == true, "the rest of the batch is stored")
+        }
+    }
+
+    @Test("objects of a group commit published while a fan-out folder is swapped for a link are not written outside the store")
+    func batchPublishDoesNotFollowASwappedFolder() throws {
+        let dir = TempDirectory("swap")
+        let home = dir.file("home"), outside = dir.file("outside")
+        let sources = (0..<8).map { dir.write("drop/f\($0).bin", randomData(10_000 + $0)) }
+        let first = SHA256Hasher.hash(FileManager.default.contents(atPath: sources[0])!)
+        try FileManager.default.createDirectory(atPath: outside + "/" + first.hex.dropFirst(2).prefix(2), withIntermediateDirectories: true)
+        let swap = Once { Self.swap(home, first, to: outside) }
+        let store = try ObjectStore(home: home, hooks: .init(beforeUse: { step, _ in if step == .publish { swap.fire() } }))
+        let staged = try sources.map { try store.stage(path: $0) }
+        _ = store.commit(staged)
+        #expect(swap.fired)
+        #expect(Self.files(outside).isEmpty, "written outside the store: \(Self.files(outside))")
+    }
+
+    @Test("a group commit whose tmp/ is swapped for a link after staging moves and syncs nothing outside the store")
+    func batchCommitDoesNotFollowASwappedTmp() throws {
+        let dir = TempDirectory("swap")
+        let home = dir.file("home"), outside = dir.file("outside")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        let sources = (0..<4).map { dir.write("drop/f\($0).bin", randomData(4_000 + $0)) }
+        let store = try ObjectStore(home: home)
+        let staged = try sources.map { try store.stage(path: $0) }
+        _ = rename(home + "/tmp", home + "/tmp.real")
+        _ = symlink(outside, home + "/tmp")
+        let results = store.commit(staged)
+        #expect(Self.files(outside).isEmpty, "written outside the store: \(Self.files(outside))")
+        for (r, s) in zip(results, staged) {
+            #expect((try? r.get())?.digest == s.digest)
+            #expect(store.contains(s.digest))
+        }
+    }
+
     @Test("reading an object whose fan-out folder was swapped for a link returns nothing from outside the store")
     func readDoesNotFollowASwappedFolder() throws {
         let dir = TempDirectory("swap")

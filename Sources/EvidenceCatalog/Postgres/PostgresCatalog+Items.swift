@@ -8,44 +8,69 @@ extension PostgresCatalog {
         """
 
     public func recordIngest(_ r: IngestRecord) throws(CatalogError) -> IngestOutcome {
+        try write { tx in try Self.recordIngest(tx, r) }
+    }
+
+    public func recordIngests(_ records: [IngestRecord]) throws(CatalogError) -> [Result<IngestOutcome, CatalogError>] {
+        guard !records.isEmpty else { return [] }
+        return try write { tx in
+            // The custody lock first, outside every savepoint: the batch's events go into the
+            // chain together, and a record rolled back alone cannot give the lock up early.
+            try tx.query("SELECT pg_advisory_xact_lock(\(Self.custodyLock))")
+            return try records.map { r in
+                // One savepoint per record: a record the database refuses is rolled back alone.
+                try tx.query("SAVEPOINT ingest_record")
+                do {
+                    let outcome = try Self.recordIngest(tx, r)
+                    try tx.query("RELEASE SAVEPOINT ingest_record")
+                    return .success(outcome)
+                } catch let e as PGError where e.code?.hasPrefix("23") == true {
+                    try tx.query("ROLLBACK TO SAVEPOINT ingest_record")
+                    try tx.query("RELEASE SAVEPOINT ingest_record")
+                    return .failure(map(e))
+                }
+            }
+        }
+    }
+
+    /// `recordIngest` inside the caller's transaction.
+    static func recordIngest(_ tx: Tx, _ r: IngestRecord) throws -> IngestOutcome {
         let name = (r.path as NSString).lastPathComponent
         let mediaJSON = r.media.flatMap { try? String(decoding: CanonicalJSON.encode($0), as: UTF8.self) }
-        return try write { tx in
-            let now = Date()
-            let sourceKey = [r.path, String(Int64(bitPattern: r.device)), String(Int64(bitPattern: r.inode)), String(r.size),
-                             String(r.mtimeNanos)]
-            if let known = try tx.query(Self.itemForSourceSQL, sourceKey).first, try known.text("sha256") == r.sha256.hex {
-                return .alreadyKnown(try known.item())
-            }
-            // Two nodes taking in the same content at once: the unique sha256 decides, and the
-            // loser reads the winner's row (ON CONFLICT DO NOTHING returns nothing then).
-            let mtime = Date(timeIntervalSince1970: Double(r.mtimeNanos) / 1e9)
-            let inserted = try tx.query("""
-                INSERT INTO item (sha256, size, state, media_json, date_taken, created_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (sha256) DO NOTHING RETURNING *
-                """, [r.sha256.hex, String(r.size), ItemState.ingested.rawValue, mediaJSON, pg(r.media?.creationTime ?? mtime),
-                      pg(now)]).first
-            let created = inserted != nil
-            guard let itemRow = try inserted ?? tx.query("SELECT * FROM item WHERE sha256 = $1 FOR UPDATE", [r.sha256.hex]).first else {
-                throw CatalogError.notFound("item \(r.sha256.hex)")
-            }
-            let item = try itemRow.item()
-            guard let source = try tx.query("""
-                INSERT INTO source (item_id, path, name, rule, device, inode, size, mtime_nanos, seen_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
-                """, [String(item.id), r.path, name, r.rule] + sourceKey.dropFirst().map(Optional.some) + [pg(now)]).first else {
-                throw CatalogError.notFound("source row for \(r.path)")
-            }
-            let sourceID = try source.int64("id")
-            let event = r.sightingEvent(created: created)
-            _ = try Self.appendEvent(tx, itemID: item.id, kind: event.kind, actor: r.actor, details: event.details)
-            for job in r.sightingJobs(created: created, itemID: item.id, itemIsDone: item.state == .done,
-                                      source: SourceRef(id: sourceID, path: r.path)) {
-                _ = try Self.insertJob(tx, job.spec, itemID: item.id, dedupeKey: job.dedupeKey, now: now)
-            }
-            try tx.query("UPDATE quarantine SET resolved = true WHERE path = $1 AND NOT resolved", [r.path])
-            return created ? .created(item) : .duplicate(item)
+        let now = Date()
+        let sourceKey = [r.path, String(Int64(bitPattern: r.device)), String(Int64(bitPattern: r.inode)), String(r.size),
+                         String(r.mtimeNanos)]
+        if let known = try tx.query(Self.itemForSourceSQL, sourceKey).first, try known.text("sha256") == r.sha256.hex {
+            return .alreadyKnown(try known.item())
         }
+        // Two nodes taking in the same content at once: the unique sha256 decides, and the
+        // loser reads the winner's row (ON CONFLICT DO NOTHING returns nothing then).
+        let mtime = Date(timeIntervalSince1970: Double(r.mtimeNanos) / 1e9)
+        let inserted = try tx.query("""
+            INSERT INTO item (sha256, size, state, media_json, date_taken, created_at, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (sha256) DO NOTHING RETURNING *
+            """, [r.sha256.hex, String(r.size), ItemState.ingested.rawValue, mediaJSON, pg(r.media?.creationTime ?? mtime),
+                  pg(now)]).first
+        let created = inserted != nil
+        guard let itemRow = try inserted ?? tx.query("SELECT * FROM item WHERE sha256 = $1 FOR UPDATE", [r.sha256.hex]).first else {
+            throw CatalogError.notFound("item \(r.sha256.hex)")
+        }
+        let item = try itemRow.item()
+        guard let source = try tx.query("""
+            INSERT INTO source (item_id, path, name, rule, device, inode, size, mtime_nanos, seen_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
+            """, [String(item.id), r.path, name, r.rule] + sourceKey.dropFirst().map(Optional.some) + [pg(now)]).first else {
+            throw CatalogError.notFound("source row for \(r.path)")
+        }
+        let sourceID = try source.int64("id")
+        let event = r.sightingEvent(created: created)
+        _ = try Self.appendEvent(tx, itemID: item.id, kind: event.kind, actor: r.actor, details: event.details)
+        for job in r.sightingJobs(created: created, itemID: item.id, itemIsDone: item.state == .done,
+                                  source: SourceRef(id: sourceID, path: r.path)) {
+            _ = try Self.insertJob(tx, job.spec, itemID: item.id, dedupeKey: job.dedupeKey, now: now)
+        }
+        try tx.query("UPDATE quarantine SET resolved = true WHERE path = $1 AND NOT resolved", [r.path])
+        return created ? .created(item) : .duplicate(item)
     }
 
     public func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry {

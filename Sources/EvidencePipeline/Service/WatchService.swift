@@ -7,7 +7,9 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Watches the rules' folders and ingests each settled file with up to `workers` at once.
+/// Watches the rules' folders and ingests each settled file: up to `workers` read (hash + copy)
+/// at once, and those read wait together for their batch's commit (`Ingestor.commit`), so a
+/// burst is made durable in a few group commits rather than one per file.
 ///
 /// The folders themselves are the queue: a file detected but not yet recorded when the
 /// process dies is found again by the start-up scan, and a file already recorded at that
@@ -23,6 +25,8 @@ public final class WatchService: Service, Sendable {
     private let counters = Mutex(Counters())
     /// Rules whose folders had their initial scan (watches set up, existing files queued).
     private let scanned = Mutex(Set<String>())
+    /// Files being read at once (`workers`); files read and waiting for their commit are not counted.
+    private let reading: AsyncGate
 
     public struct Counters: Sendable, Equatable {
         public var ingested = 0
@@ -46,17 +50,20 @@ public final class WatchService: Service, Sendable {
         self.logger = logger
         self.retryDelays = retryDelays
         self.metrics = metrics
+        self.reading = AsyncGate(self.workers)
         metrics.registerWatcher()
     }
 
     public func run() async throws {
         let events = watcher.events()
         try await withThrowingTaskGroup(of: Void.self) { group in
+            // Reading is limited by `reading`; this bounds the files read and waiting for a commit.
+            let maxInFlight = workers + Ingestor.maxPending
             var inFlight = 0
             for try await event in events.cancelOnGracefulShutdown() {
                 switch event {
                 case .settled(let file):
-                    if inFlight >= workers {
+                    if inFlight >= maxInFlight {
                         try await group.next()
                         inFlight -= 1
                     }
@@ -102,7 +109,14 @@ public final class WatchService: Service, Sendable {
         var attempt = 0
         while true {
             let ingestor = self.ingestor
-            let outcome = await onIOThread { ingestor.ingest(path: file.path, rule: file.rule, lifecycle: lifecycle) }
+            await reading.acquire()
+            let staging = await onIOThread { ingestor.stage(path: file.path, rule: file.rule, lifecycle: lifecycle) }
+            reading.release()
+            let outcome: Ingestor.Outcome
+            switch staging {
+            case .finished(let o): outcome = o
+            case .staged(let staged): outcome = await ingestor.commit(staged)
+            }
             switch outcome {
             case .ingested(let o):
                 counters.withLock { if case .created = o { $0.ingested += 1 } else { $0.duplicates += 1 } }

@@ -124,25 +124,33 @@ struct AccountsPut: AsyncParsableCommand {
                 throw ArchiveError(.local, "\(file): not a regular file")
             }
             o.size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
-            // The provider's digest: first when the upload carries it, else while it goes up.
+            // The provider's digest: first when the upload carries it; else only once the server
+            // reports a hash to compare with (a plain WebDAV server reports none: reading and
+            // hashing the file a second time there would only slow the upload down).
             let kind = p.hashKind
-            let digest = Task.detached { () throws(StoreError) -> String in try kind.digest(of: file) }
-            let hash = p.checksHashOnUpload ? try await digest.value : ""
+            var computed: String?
+            func ourDigest() async throws -> String {
+                if let computed { return computed }
+                let d = try await Task.detached { () throws(StoreError) -> String in try kind.digest(of: file) }.value
+                computed = d
+                return d
+            }
+            let hash = p.checksHashOnUpload ? try await ourDigest() : ""
             if let existing = try await p.stat(remote) {
-                let hash = try await digest.value
-                if existing.size == o.size && (existing.hash == nil || existing.hash == hash) {
+                var same = existing.size == o.size
+                if same, let theirs = existing.hash { same = try await theirs == ourDigest() }
+                if same {
                     o.result = "already there"; o.verifiedBy = existing.hash.map { "\(p.hashKind.rawValue):\($0)" }
                     return o
                 }
                 throw ArchiveError(.conflict, "\(p.account): \(remote) holds a different file; not replacing it")
             }
             _ = try await p.upload(local: file, size: o.size, hash: hash, to: remote, progress: nil)
-            let ours = try await digest.value
             guard let stored = try await p.stat(remote), stored.size == o.size else {
                 throw ArchiveError(.permanent, "\(p.account): \(remote) is not there (or has another size) after the upload")
             }
             if let h = stored.hash {
-                guard h == ours else { throw ArchiveError(.permanent, "\(p.account): \(remote): the provider's \(p.hashKind.rawValue) differs from ours") }
+                guard try await h == ourDigest() else { throw ArchiveError(.permanent, "\(p.account): \(remote): the provider's \(p.hashKind.rawValue) differs from ours") }
                 o.verifiedBy = "\(p.hashKind.rawValue):\(h)"
             } else if readBack {
                 let temp = NSTemporaryDirectory() + "evidence-put-\(UUID().uuidString)"

@@ -8,7 +8,7 @@ struct HashCommand: ParsableCommand {
         commandName: "hash",
         abstract: "Print SHA-256 digests, in the format `sha256sum -c` checks.",
         discussion: """
-        Streams each file through SHA-256 with a fixed 1 MiB buffer (constant memory at any
+        Streams each file through SHA-256 with three fixed 256 KiB buffers (constant memory at any
         size). Use `-` for standard input. Names containing a backslash or newline are escaped
         as sha256sum does.
 

@@ -11,7 +11,9 @@ struct IngestCommand: ParsableCommand {
         discussion: """
         Each file is read once: hashed and copied into the store in the same pass, fsynced,
         renamed into objects/sha256/ab/cd/<hash>, and recorded in the catalog with its media
-        metadata and a custody event. Content already stored is not written twice: the new
+        metadata and a custody event. Files read while others are being made durable are
+        committed together (one folder fsync and one catalog transaction per batch); none is
+        reported before it is durable. Content already stored is not written twice: the new
         name and path are recorded on the existing item.
 
         Folders are walked recursively. Symbolic links are reported and not followed unless
@@ -72,7 +74,8 @@ struct IngestCommand: ParsableCommand {
 
         let progress = Progress(totalBytes: files.reduce(0) { $0 + $1.size }, totalFiles: files.count,
                                 quiet: global.quiet || global.json)
-        // Several files at once: one file's fsyncs overlap another's hashing.
+        // Several files read at once; those read wait together for their batch's commit (one
+        // folder fsync and one catalog transaction per batch, not per file).
         final class Board: @unchecked Sendable {   // guarded by `lock`
             var results: [Entry?]
             var next = 0
@@ -81,6 +84,32 @@ struct IngestCommand: ParsableCommand {
         let lock = NSLock()
         let board = Board(files.count)
         let workers = max(1, min(jobs ?? config.workers.ingest, files.count))
+        // Bounds the files read and not yet committed (each holds a temp file and its descriptor).
+        let room = DispatchSemaphore(value: Ingestor.maxPending)
+        let committed = DispatchGroup()
+        let listFiles = !global.json && !global.quiet
+        let report = { @Sendable (i: Int, outcome: Ingestor.Outcome, attempt: Int) in
+            let file = files[i]
+            lock.lock()
+            defer { lock.unlock() }
+            progress.finishFile(size: file.size)
+            switch outcome {
+            case .ingested(let o):
+                let item = o.item
+                board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
+                                   size: item.size, media: item.media?.summary)
+                if listFiles {
+                    Progress.clearLine()
+                    Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                }
+            case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
+                // Whoever reads this must know nothing will try again by itself.
+                let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
+                let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
+                board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
+                Output.err(told)
+            }
+        }
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             while true {
                 lock.lock()
@@ -89,36 +118,32 @@ struct IngestCommand: ParsableCommand {
                 lock.unlock()
                 guard i < files.count else { return }
                 let file = files[i]
-                var outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks) { bytes in
+                room.wait()
+                var staging = ingestor.stage(path: file.path, followSymlinks: followSymlinks) { bytes in
                     lock.lock(); progress.update(fileBytes: bytes, name: file.path); lock.unlock()
                 }
                 var attempt = 0
-                while case .retryLater = outcome, attempt < retries {
+                while case .finished(.retryLater) = staging, attempt < retries {
                     attempt += 1
                     Thread.sleep(forTimeInterval: 0.5 * Double(attempt))
-                    outcome = ingestor.ingest(path: file.path, followSymlinks: followSymlinks)
+                    staging = ingestor.stage(path: file.path, followSymlinks: followSymlinks)
                 }
-                lock.lock()
-                defer { lock.unlock() }
-                progress.finishFile(size: file.size)
-                switch outcome {
-                case .ingested(let o):
-                    let item = o.item
-                    board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
-                                       size: item.size, media: item.media?.summary)
-                    if !global.json && !global.quiet {
-                        Progress.clearLine()
-                        Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                switch staging {
+                case .finished(let outcome):
+                    report(i, outcome, attempt)
+                    room.signal()
+                case .staged(let staged):
+                    committed.enter()
+                    let attempts = attempt
+                    ingestor.commit(staged) { outcome in
+                        report(i, outcome, attempts)
+                        room.signal()
+                        committed.leave()
                     }
-                case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
-                    // Whoever reads this must know nothing will try again by itself.
-                    let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
-                    let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
-                    board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
-                    Output.err(told)
                 }
             }
         }
+        committed.wait()
         try home.catalog.flushHead()
         entries += board.results.compactMap { $0 }
         failures += board.results.filter { $0?.item == nil }.count

@@ -33,6 +33,9 @@ struct ProbeCommand: ParsableCommand {
     }
 
     func run() throws {
+        // libavformat is loaded on first use (dlopen), which needs address space and descriptors
+        // the limits below no longer leave: load it first.
+        MediaProbe.load()
         for (resource, value) in Self.limits {
             var limit = rlimit(rlim_cur: value, rlim_max: value)
             guard setrlimit(resource, &limit) == 0 else {

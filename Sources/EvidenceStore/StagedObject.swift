@@ -1,0 +1,29 @@
+import EvidenceCore
+
+/// A file read, hashed and copied into the store's `tmp/` by `ObjectStore.stage`: not durable
+/// and not in the store until `ObjectStore.commit`. Dropping it uncommitted removes the copy.
+///
+/// Handed from the thread that staged it to the one that commits it, never used by two at once.
+public final class StagedObject: @unchecked Sendable {
+    /// The source path it was read from.
+    public let path: String
+    public let digest: SHA256Digest
+    public let size: Int64
+    /// The source as it was when read (identical before and after the read).
+    public let source: SourceStat
+    let temp: TempFile
+
+    init(temp: TempFile, path: String, digest: SHA256Digest, size: Int64, source: SourceStat) {
+        self.temp = temp
+        self.path = path
+        self.digest = digest
+        self.size = size
+        self.source = source
+    }
+
+    /// Where the copy is while staged: exactly the bytes hashed, readable (the media probe
+    /// reads it before the commit).
+    public var stagedPath: String { temp.path }
+
+    deinit { if !temp.isPublished { temp.discard() } }
+}
