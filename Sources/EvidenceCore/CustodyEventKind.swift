@@ -29,6 +29,8 @@ public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
     case sourceMoved = "source-moved"
     case afterActionSkipped = "after-action-skipped"
     case ruleStagesComplete = "rule-stages-complete"
+    /// An S3 Object Lock legal hold put on or taken off the item's original (`evidence hold`).
+    case legalHold = "legal-hold"
     // The log itself
     /// An RFC 3161 anchor over the event before it was saved (`anchors/<seq>-<hash>.tsr`): later
     /// anchors cover this record, so an anchor deleted from between two others shows as a gap.

@@ -6,14 +6,16 @@ import Glibc
 import Testing
 
 /// The crash loop with several nodes: two or three `evidence run` processes on one PostgreSQL
-/// catalog and one store, each watching its own folder, all running any job; files dropped over
+/// catalog and one S3 bucket (a real S3 server, moto, with Object Lock), each node with a home of
+/// its own, watching its own folder, all running any job; files dropped over
 /// time; a node picked at random is SIGKILLed, and comes back after a random pause (while it is
 /// away the others take its jobs once its leases end). Then, from outside: every file is one
 /// done item (read with `psql`), QED got one report per hash and the provider one upload per
-/// remote path (the sandbox's counters), and `fsck` and `log verify` are clean.
+/// remote path (the sandbox's counters), every original is in the bucket (boto3), and `fsck`
+/// (which re-hashes the bucket's objects) and `log verify` are clean.
 ///
 /// `EVIDENCE_SOAK_FILES` and `EVIDENCE_SOAK_KILLS` make it longer (`make soak`).
-@Suite("Soak: crash loop across several nodes on PostgreSQL, real processes", .serialized)
+@Suite("Soak: crash loop across several nodes on PostgreSQL and S3, real processes", .serialized)
 struct MultiNodeCrashLoopCLITests {
     final class Node {
         let name: String
@@ -35,6 +37,8 @@ struct MultiNodeCrashLoopCLITests {
         guard let pg = PostgresServer.shared else {
             throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
         }
+        guard let s3 = S3Server.shared else { throw S3Server.Failure(description: "S3 test server unavailable: \(S3Server.unavailable)") }
+        let bucket = try s3.makeBucket(objectLock: true)
         let files = SoakCLITests.setting("EVIDENCE_SOAK_FILES", 36)
         let kills = SoakCLITests.setting("EVIDENCE_SOAK_KILLS", 4)
         let seed = UInt64(SoakCLITests.setting("EVIDENCE_SOAK_SEED", Int(Date().timeIntervalSince1970) % 100_000))
@@ -45,7 +49,7 @@ struct MultiNodeCrashLoopCLITests {
             let base = sandbox.baseURL.absoluteString
             let ca = scratch.path + "/tsa-ca.pem"
             #expect(CLI.exec(["curl", "-sf", "-o", ca, "\(base)/tsa/ca.pem"]).status == 0)
-            let rules = scratch.path + "/rules", home = scratch.path + "/shared-home", secrets = scratch.path + "/secrets"
+            let rules = scratch.path + "/rules", secrets = scratch.path + "/secrets"
             try FileManager.default.createDirectory(atPath: rules, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let account = ProviderCLITests.Provider.dropbox.account(base, secrets: secrets)
@@ -87,11 +91,13 @@ struct MultiNodeCrashLoopCLITests {
                     ca_file = "\(ca)"
                     [archives.vault]
                     \(account)
+
+                    \(S3CLITests.storeTable(s3, bucket: bucket, lock: true))
                     """.write(toFile: config, atomically: true, encoding: .utf8)
-                nodes.append(Node(name: name, config: config, home: home, log: scratch.path + "/\(name).log"))
+                nodes.append(Node(name: name, config: config, home: scratch.path + "/home-" + name, log: scratch.path + "/\(name).log"))
             }
-            let env = ChildProcess.environment(["EVIDENCE_TEST_DB_PASSWORD": pg.password, "EVIDENCE_TEST_QED_KEY": "sandbox-key"],
-                                               removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
+            let secretsEnv = s3.environment(["EVIDENCE_TEST_DB_PASSWORD": pg.password, "EVIDENCE_TEST_QED_KEY": "sandbox-key"])
+            let env = ChildProcess.environment(secretsEnv, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
             func start(_ node: Node) async throws {
                 node.starts += 1
                 node.process = try ChildProcess(CLI.binary, ["--config", node.config, "--home", node.home, "run", "--rules", rules,
@@ -177,14 +183,19 @@ struct MultiNodeCrashLoopCLITests {
             }
             let uploads = ProviderCLITests().uploads(sandbox)
             for (path, count) in uploads where count != 1 { duplicates.append("\(path) uploaded \(count) times") }
-            let cli = CLI(home: home, environment: ["EVIDENCE_TEST_DB_PASSWORD": pg.password, "EVIDENCE_TEST_QED_KEY": "sandbox-key"])
-            let fsck = cli.run(["--config", nodes[0].config, "fsck"], timeout: 300)
+            let keys = Set(try s3.boto3("""
+                for page in s3.get_paginator("list_objects_v2").paginate(Bucket=args[0], Prefix="sha256"):
+                    for o in page.get("Contents", []): print(o["Key"].rsplit("/", 1)[-1])
+                """, [bucket]).split(separator: "\n").map(String.init))
+            for (hash, named) in sameContent where !keys.contains(hash) { lost.append("\(named[0]): not in the bucket") }
+            let cli = CLI(home: nodes[nodeCount - 1].home, environment: secretsEnv)
+            let fsck = cli.run(["--config", nodes[nodeCount - 1].config, "fsck"], timeout: 300)
             if fsck.status != 0 { problems.append("fsck: \(fsck.stdout.suffix(500)) \(fsck.stderr.suffix(500))") }
-            let custody = cli.run(["--config", nodes[0].config, "log", "verify"], timeout: 120)
+            let custody = cli.run(["--config", nodes[nodeCount - 1].config, "log", "verify"], timeout: 120)
             if custody.status != 0 { problems.append("log verify: \(custody.stdout.suffix(500)) \(custody.stderr.suffix(500))") }
             let actors = sql("SELECT split_part(actor, ':', 2) || ' ' || kind || ' ' || count(*) FROM custody_event GROUP BY actor, kind ORDER BY 1")
 
-            SoakCLITests.report(.init(scenario: "crash loop, \(nodeCount) nodes on PostgreSQL", files: files, kills: killLog.count,
+            SoakCLITests.report(.init(scenario: "crash loop, \(nodeCount) nodes on PostgreSQL and S3", files: files, kills: killLog.count,
                                       faults: "-", lost: lost.count, duplicates: duplicates.count, early: 0,
                                       seconds: Date().timeIntervalSince(started)))
             print("multi-node crash loop (\(nodeCount) nodes): \(killLog.count) kills\n" + killLog.joined(separator: "\n") + "\nevents by node and kind:\n" + actors)

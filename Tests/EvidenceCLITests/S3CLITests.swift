@@ -105,7 +105,12 @@ struct S3CLITests {
         let status = try s3.boto3("print(s3.get_object_legal_hold(Bucket=args[0], Key=args[1])['LegalHold']['Status'])",
                                   [bucket, Self.key(itemOne)])
         #expect(status.hasPrefix("ON"))
+        #expect(run(["hold", "1", "--on"]).stdout.contains("(unchanged)"))
         #expect(run(["hold", "1", "--off"]).status == 0)
+        // Each change, and only a change, is in the item's custody log.
+        let holds = (((run(["show", "1", "--json"]).json as? [String: Any])?["custody"] as? [[String: Any]]) ?? [])
+            .filter { $0["kind"] as? String == "legal-hold" }.map { ($0["details"] as? String) ?? "" }
+        #expect(holds.count == 2 && holds[0].contains("\"on\"") && holds[1].contains("\"off\""), "\(holds)")
 
         // An attacker with write access to the bucket replaces an object: refused by name.
         try s3.boto3("s3.put_object(Bucket=args[0], Key=args[1], Body=b'forged')", [bucket, Self.key(small)])
@@ -163,7 +168,10 @@ struct S3CLITests {
         let bucket = try s3.makeBucket(objectLock: true)
         let scratch = Scratch()
         let sandbox = try await SandboxProcess.start(executable: NotarizationCLITests.sandboxBinary,
-                                                     stateDirectory: scratch.path + "/sandbox", arguments: ["--pending-seconds", "1"])
+                                                     stateDirectory: scratch.path + "/sandbox",
+                                                     // QED answers after 300 ms: station-1 holds leases most of the time
+                                                     // (see MultiNodeCLITests).
+                                                     arguments: ["--pending-seconds", "1", "--latency", "300ms"])
         defer { Task { await sandbox.stop() } }
         let base = sandbox.baseURL.absoluteString
         let ca = scratch.path + "/tsa-ca.pem"
@@ -209,7 +217,11 @@ struct S3CLITests {
             sql("SELECT count(*) FROM item") == "\(2 * perNode)"
                 && (Int(sql("SELECT count(*) FROM job WHERE state = 'running' AND lease_owner LIKE 'run@station-1:%'")) ?? 0) > 0
         }
-        #expect(holding, "station-1 never held a lease with every file taken in: \(sql("SELECT state, count(*) FROM job GROUP BY 1"))")
+        #expect(holding, """
+            station-1 never held a lease with every file taken in: items \(sql("SELECT count(*) FROM item")), \
+            jobs \(sql("SELECT kind, state, split_part(lease_owner, ':', 1), count(*) FROM job GROUP BY 1, 2, 3")); \
+            station-1: \(nodes[0].text.suffix(1500))
+            """)
         nodes[0].process?.signal(SIGKILL)
         _ = nodes[0].process?.wait()
 

@@ -12,7 +12,8 @@ struct HoldCommand: ParsableCommand {
         discussion: """
         With [store] kind = "s3" on a bucket with Object Lock, a legal hold keeps the item's
         object (its current version) from being deleted or overwritten until the hold is
-        cleared, whatever its retention date. Without --on or --off, shows the hold.
+        cleared, whatever its retention date. Without --on or --off, shows the hold. Every change
+        is a custody event (legal-hold) of the item.
 
           evidence hold 12 --on
           evidence hold 3fa9c2 --off --json
@@ -73,6 +74,10 @@ struct HoldCommand: ParsableCommand {
                 }
             }
             let answer = Answer(item: it.id, sha256: it.sha256.hex, object: s3.location(of: it.sha256), legalHold: now, changed: now != before)
+            if answer.changed {
+                // Who put or took off a hold, and when, is part of the item's custody.
+                try home.catalog.appendEvent(itemID: it.id, kind: .legalHold, details: ["hold": now ? "on" : "off", "object": answer.object])
+            }
             if global.json {
                 Output.json(answer)
             } else {
