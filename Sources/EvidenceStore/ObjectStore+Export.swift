@@ -11,20 +11,6 @@ extension ObjectStore {
         hooks.beforeUse(.export, path)
         let (src, _) = try openObject(digest)
         defer { close(src) }
-        let slash = target.lastIndex(of: "/")
-        let dir = slash.map { String(target[..<$0]) } ?? "."
-        let name = slash.map { String(target[target.index(after: $0)...]) } ?? target
-        let dirFD = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dirFD >= 0 else { throw StoreError.from(errno: errno, path: dir, operation: "open folder") }
-        defer { close(dirFD) }
-        let tmp = try TempFile(in: dirFD, folderPath: dir, store: home, source: path)
-        var keep = false
-        defer { if !keep { tmp.discard() } }
-        let hasher = SHA256Hasher()
-        let size = try ChunkPipeline(src: src, path: path, sink: tmp).run(hasher: hasher, progress: nil)
-        try tmp.sync()
-        try tmp.publish(into: dirFD, as: name, path: target)
-        keep = true
-        return (hasher.finalize(), size)
+        return try ObjectExport.copy(fd: src, label: path, storeName: home, to: target)
     }
 }
