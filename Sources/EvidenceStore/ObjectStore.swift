@@ -146,68 +146,11 @@ public final class ObjectStore: Sendable {
     ///   the service read (and archive) a file outside the watched folder.
     public func stage(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
                       progress: ((Int64) -> Void)? = nil) throws(StoreError) -> StagedObject {
-        var folder: BeneathRoot?
-        if let root {
-            do { folder = try BeneathRoot(path: path, root: root) } catch {
-                switch error {
-                case .missing: throw .notFound(path: path)
-                case .symlink: throw .symlink(path: path)
-                case .outside(let p, let r): throw .notRegularFile(path: p, kind: "outside the watched folder \(r)")
-                case .io(let p, let e): throw StoreError.from(errno: e, path: p, operation: "open folder")
-                }
-            }
+        let copy = try SourceRead.copy(path: path, followSymlinks: followSymlinks, beneath: root, progress: progress) { size throws(StoreError) in
+            try checkFreeSpace(for: size, path: path)
+            return try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: path)
         }
-        /// lstat of the source, through its folder when there is one.
-        func lstatSource() -> Result<SourceStat, StoreError> {
-            guard let folder else { return SourceStat.lstat(path) }
-            switch folder.stat() {
-            case .success(let s): return .success(s)
-            case .failure(.missing): return .failure(.notFound(path: path))
-            case .failure(.io(_, let code)): return .failure(.ioError(path: path, operation: "lstat", errno: code))
-            case .failure: return .failure(.symlink(path: path))
-            }
-        }
-        let before = try Self.check(lstatSource())
-        if before.kind == .symlink && !followSymlinks { throw .symlink(path: path) }
-        if before.kind == .directory { throw .isDirectory(path: path) }
-        if before.kind != .regular && before.kind != .symlink {
-            throw .notRegularFile(path: path, kind: before.kind.rawValue)
-        }
-        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW)
-        let src = folder.map { openat($0.directory, $0.name, flags) } ?? open(path, flags)
-        guard src >= 0 else { throw StoreError.from(errno: errno, path: path, operation: "open") }
-        defer { close(src) }
-        let opened = try Self.check(SourceStat.fstat(src, path: path))
-        guard opened.kind == .regular else { throw .notRegularFile(path: path, kind: opened.kind.rawValue) }
-        if before.kind == .regular && !opened.sameVersion(as: before) {
-            throw .changedDuringRead(path: path, detail: opened.difference(from: before))
-        }
-
-        try checkFreeSpace(for: opened.size, path: path)
-        let tmp = try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: path)
-        var keepTemp = false
-        defer { if !keepTemp { tmp.discard() } }
-
-        let (digest, copied) = try copyAndHash(from: src, to: tmp, size: opened.size, path: path, progress: progress)
-
-        // The same version from start to end, by the open descriptor and by the name.
-        let afterFD = try Self.check(SourceStat.fstat(src, path: path))
-        let afterPath: SourceStat
-        switch lstatSource() {
-        case .success(let s): afterPath = s
-        case .failure(.notFound): throw .vanished(path: path)
-        case .failure(let e): throw e
-        }
-        guard afterFD.sameVersion(as: opened), copied == opened.size else {
-            throw .changedDuringRead(path: path, detail: copied != opened.size && afterFD.sameVersion(as: opened)
-                                     ? "read \(copied) bytes of \(opened.size)" : afterFD.difference(from: opened))
-        }
-        let pathTarget = followSymlinks ? (try? Self.check(SourceStat.statFollowing(path))) ?? afterPath : afterPath
-        guard pathTarget.device == opened.device, pathTarget.inode == opened.inode else {
-            throw .changedDuringRead(path: path, detail: "replaced by another file")
-        }
-        keepTemp = true
-        return StagedObject(temp: tmp, path: path, digest: digest, size: copied, source: opened)
+        return StagedObject(temp: copy.temp, path: path, digest: copy.digest, size: copy.size, source: copy.source)
     }
 
     /// Makes staged objects durable and puts them in the store, many at once (group commit):
@@ -365,24 +308,10 @@ public final class ObjectStore: Sendable {
     /// `tmp/`, counted as an unprivileged writer sees them (`f_bavail`).
     func checkFreeSpace(for size: Int64, path: String) throws(StoreError) {
         guard size > 0 else { return }
-        var fs = statvfs()
         let fd = open(tmpDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }   // the temp file's creation reports the real problem
         defer { close(fd) }
-        guard fstatvfs(fd, &fs) == 0 else { return }
-        let unit = Int64(fs.f_frsize > 0 ? fs.f_frsize : fs.f_bsize)
-        let free = Int64(fs.f_bavail) * unit
-        let margin = min(Int64(64) << 20, Int64(fs.f_blocks) * unit / 50)
-        if size > free - margin {
-            throw .insufficientSpace(path: path, store: home, needed: size, free: free, margin: margin)
-        }
-    }
-
-    private func copyAndHash(from src: Int32, to tmp: TempFile, size: Int64, path: String,
-                             progress: ((Int64) -> Void)?) throws(StoreError) -> (SHA256Digest, Int64) {
-        let hasher = SHA256Hasher()
-        let total = try ChunkPipeline(src: src, path: path, sink: tmp, expectedSize: size).run(hasher: hasher, progress: progress)
-        return (hasher.finalize(), total)
+        try SourceSpool.checkFreeSpace(scratch: fd, for: size, path: path, storeName: home)
     }
 
     /// Renames the synced temp file to its hash's path: the fan-out folders are opened (made

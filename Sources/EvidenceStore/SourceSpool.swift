@@ -5,12 +5,9 @@ import Glibc
 /// A source file read once into a local spool (a temp file in a store's `tmp/`) while it is
 /// hashed, for stores whose key needs the digest before the upload starts (S3).
 ///
-/// The source is read under exactly the rules of `ObjectStore.ingest`: a symbolic link refused
-/// unless `followSymlinks`, anything but a regular file refused without a blocking open, the
-/// file reached through its folder opened beneath `root` without following links when given,
-/// and `.changedDuringRead` when size, mtime or inode differ before vs after the read, by the
-/// open descriptor and by the name. (Those rules are written again here, not shared, because
-/// `ObjectStore.swift` is being reworked for group commit at the same time; keep them alike.)
+/// The source is read by `SourceRead.copy`, the same code as `ObjectStore.stage`: the rules on
+/// symbolic links, non-regular files, the watched root and a file changed during the read are
+/// one implementation for every store kind.
 ///
 /// The spool is not fsynced: it is a copy for the upload, and nothing is acknowledged before
 /// the remote store has the whole object. It is named `<pid>.<random>.tmp`, so a crashed
@@ -58,68 +55,11 @@ public final class SourceSpool: @unchecked Sendable {
     public static func read(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
                             scratch: Int32, scratchPath: String, storeName: String,
                             progress: ((Int64) -> Void)? = nil) throws(StoreError) -> SourceSpool {
-        var folder: BeneathRoot?
-        if let root {
-            do { folder = try BeneathRoot(path: path, root: root) } catch {
-                switch error {
-                case .missing: throw .notFound(path: path)
-                case .symlink: throw .symlink(path: path)
-                case .outside(let p, let r): throw .notRegularFile(path: p, kind: "outside the watched folder \(r)")
-                case .io(let p, let e): throw StoreError.from(errno: e, path: p, operation: "open folder")
-                }
-            }
+        let copy = try SourceRead.copy(path: path, followSymlinks: followSymlinks, beneath: root, progress: progress) { size throws(StoreError) in
+            try checkFreeSpace(scratch: scratch, for: size, path: path, storeName: storeName)
+            return try TempFile(in: scratch, folderPath: scratchPath, store: storeName, source: path)
         }
-        func lstatSource() -> Result<SourceStat, StoreError> {
-            guard let folder else { return SourceStat.lstat(path) }
-            switch folder.stat() {
-            case .success(let s): return .success(s)
-            case .failure(.missing): return .failure(.notFound(path: path))
-            case .failure(.io(_, let code)): return .failure(.ioError(path: path, operation: "lstat", errno: code))
-            case .failure: return .failure(.symlink(path: path))
-            }
-        }
-        let before = try ObjectStore.check(lstatSource())
-        if before.kind == .symlink && !followSymlinks { throw .symlink(path: path) }
-        if before.kind == .directory { throw .isDirectory(path: path) }
-        if before.kind != .regular && before.kind != .symlink {
-            throw .notRegularFile(path: path, kind: before.kind.rawValue)
-        }
-        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW)
-        let src = folder.map { openat($0.directory, $0.name, flags) } ?? open(path, flags)
-        guard src >= 0 else { throw StoreError.from(errno: errno, path: path, operation: "open") }
-        defer { close(src) }
-        let opened = try ObjectStore.check(SourceStat.fstat(src, path: path))
-        guard opened.kind == .regular else { throw .notRegularFile(path: path, kind: opened.kind.rawValue) }
-        if before.kind == .regular && !opened.sameVersion(as: before) {
-            throw .changedDuringRead(path: path, detail: opened.difference(from: before))
-        }
-        _ = fcntl(src, F_SETFL, fcntl(src, F_GETFL) & ~O_NONBLOCK)
-
-        try checkFreeSpace(scratch: scratch, for: opened.size, path: path, storeName: storeName)
-        let tmp = try TempFile(in: scratch, folderPath: scratchPath, store: storeName, source: path)
-        var keep = false
-        defer { if !keep { tmp.discard() } }
-        let hasher = SHA256Hasher()
-        let copied = try ChunkPipeline(src: src, path: path, sink: tmp).run(hasher: hasher, progress: progress)
-        let digest = hasher.finalize()
-
-        let afterFD = try ObjectStore.check(SourceStat.fstat(src, path: path))
-        let afterPath: SourceStat
-        switch lstatSource() {
-        case .success(let s): afterPath = s
-        case .failure(.notFound): throw .vanished(path: path)
-        case .failure(let e): throw e
-        }
-        guard afterFD.sameVersion(as: opened), copied == opened.size else {
-            throw .changedDuringRead(path: path, detail: copied != opened.size && afterFD.sameVersion(as: opened)
-                                     ? "read \(copied) bytes of \(opened.size)" : afterFD.difference(from: opened))
-        }
-        let pathTarget = followSymlinks ? (try? ObjectStore.check(SourceStat.statFollowing(path))) ?? afterPath : afterPath
-        guard pathTarget.device == opened.device, pathTarget.inode == opened.inode else {
-            throw .changedDuringRead(path: path, detail: "replaced by another file")
-        }
-        keep = true
-        return SourceSpool(digest: digest, size: copied, source: opened, temp: tmp, folderPath: scratchPath)
+        return SourceSpool(digest: copy.digest, size: copy.size, source: copy.source, temp: copy.temp, folderPath: scratchPath)
     }
 
     /// Bytes held in memory as a spool (for `put`).
@@ -136,8 +76,10 @@ public final class SourceSpool: @unchecked Sendable {
         return SourceSpool(digest: SHA256Hasher.hash(data), size: Int64(data.count), source: st, temp: tmp, folderPath: scratchPath)
     }
 
-    /// The same free-space rule as the local store's (`ObjectStore.checkFreeSpace`), for a spool
-    /// or a download of `size` bytes into the folder `scratch`.
+    /// The free-space rule of every store (`ObjectStore.checkFreeSpace` comes here too), for a
+    /// copy, spool or download of `size` bytes into the folder `scratch`: refuses what would
+    /// leave less than the margin (2% of the file system, at most 64 MiB) free, counted as an
+    /// unprivileged writer sees it (`f_bavail`).
     public static func checkFreeSpace(scratch: Int32, for size: Int64, path: String, storeName: String) throws(StoreError) {
         guard size > 0 else { return }
         var fs = statvfs()
