@@ -478,7 +478,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
 
     private func makeTemp() throws(StoreError) -> (Int32, String) {
         for _ in 0..<8 {
-            let name = "\(getpid()).\(UInt64.random(in: 0...UInt64.max)).tmp"
+            let name = "\(TempWriter.tag).\(UInt64.random(in: 0...UInt64.max)).tmp"
             let fd = openat(tmpFolder.directory, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd >= 0 { return (fd, name) }
             if errno != EEXIST { break }
@@ -502,12 +502,13 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
         }
     }
 
-    /// Removes temp files of writers that no longer run (`<pid>.<random>.tmp`), as the local store does.
+    /// Removes temp files of writers that no longer run (`<pid>@<host>.<random>.tmp`, judged by
+    /// `TempWriter`), as the local store does.
     private func cleanStaleTemps() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDir) else { return }
         for name in names where !name.contains("/") {
-            if let pid = Int32(name.split(separator: ".").first ?? ""), pid > 0,
-               kill(pid, 0) == 0 || errno == EPERM { continue }
+            if let tag = name.split(separator: ".").first,
+               TempWriter.mayBeAlive(tag, name: name, in: tmpFolder.directory) { continue }
             unlinkat(tmpFolder.directory, name, 0)
         }
     }

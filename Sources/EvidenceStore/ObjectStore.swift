@@ -185,7 +185,7 @@ public final class ObjectStore: Sendable {
                 results[i] = .success(IngestResult(digest: s.digest, size: s.size, newObject: false, source: s.source))
             case .success(let folder?):
                 do throws(StoreError) {
-                    try s.temp.rename(to: "\(s.digest.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max)).obj")
+                    try s.temp.rename(to: "\(s.digest.hex).\(TempWriter.tag).\(UInt64.random(in: 0...UInt64.max)).obj")
                     durable.append((i, folder))
                 } catch {
                     results[i] = .failure(error)
@@ -332,9 +332,10 @@ public final class ObjectStore: Sendable {
         for name in names where !name.contains("/") {
             let parts = name.split(separator: ".")
             let isObject = parts.count == 4 && parts[3] == "obj"
-            // "<pid>.<random>.tmp" or "<hex>.<pid>.<random>.obj": left alone while that pid runs.
-            if let pid = Int32(isObject ? parts[1] : parts.first ?? ""), pid > 0,
-               kill(pid, 0) == 0 || errno == EPERM { continue }
+            // "<pid>@<host>.<random>.tmp" or "<hex>.<pid>@<host>.<random>.obj": left alone while
+            // that writer may run (`TempWriter`: its pid on this host, a day on another host).
+            if let tag = isObject ? parts[1] : parts.first,
+               TempWriter.mayBeAlive(tag, name: name, in: tmpFolder.directory) { continue }
             if isObject, let digest = SHA256Digest(hex: String(parts[0])), recover(name, as: digest) { continue }
             unlinkat(tmpFolder.directory, name, 0)
         }

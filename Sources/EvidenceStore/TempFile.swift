@@ -24,7 +24,7 @@ final class TempFile: @unchecked Sendable {
     /// Start writeback every 16 MiB so the final fsync has little left to do.
     private static let writebackStep: Int64 = 16 << 20
 
-    /// A new `<pid>.<random>.tmp` in the folder `folder` (a descriptor the caller keeps;
+    /// A new `<pid>@<host>.<random>.tmp` in the folder `folder` (a descriptor the caller keeps;
     /// `folderPath` is for messages).
     convenience init(in folder: Int32, folderPath: String, store: String, source: String) throws(StoreError) {
         let own = dup(folder)
@@ -32,7 +32,7 @@ final class TempFile: @unchecked Sendable {
         try self.init(folder: own, owner: nil, folderPath: folderPath, store: store, source: source)
     }
 
-    /// A new `<pid>.<random>.tmp` in `folder`, which it holds (no descriptor of its own: a
+    /// A new `<pid>@<host>.<random>.tmp` in `folder`, which it holds (no descriptor of its own: a
     /// burst keeps hundreds of staged files).
     convenience init(in folder: BeneathRoot, folderPath: String, store: String, source: String) throws(StoreError) {
         try self.init(folder: folder.directory, owner: folder, folderPath: folderPath, store: store, source: source)
@@ -44,7 +44,7 @@ final class TempFile: @unchecked Sendable {
         var fd: Int32 = -1
         var name = ""
         for _ in 0..<8 {
-            name = "\(getpid()).\(UInt64.random(in: 0...UInt64.max)).tmp"
+            name = "\(TempWriter.tag).\(UInt64.random(in: 0...UInt64.max)).tmp"
             fd = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd >= 0 || errno != EEXIST { break }
         }

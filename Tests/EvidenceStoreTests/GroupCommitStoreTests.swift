@@ -63,6 +63,41 @@ struct GroupCommitStoreTests {
         #expect(store.check().problems.isEmpty)
     }
 
+    @Test("a store folder shared by several hosts: another host's temp files and durable objects are left to it (a pid means nothing across hosts) until a day old; this host's dead writers' are cleaned")
+    func anotherHostsTempFilesAreItsOwn() throws {
+        let dir = TempDir()
+        let home = dir.path + "/home"
+        _ = try ObjectStore(home: home)
+        let data = randomData(4000)
+        let hex = sha256sum(dir.file("src", data))
+        // pid 2^22+1 is no live process here, but may well be one on host-b.
+        let otherTemp = home + "/tmp/4194305@host-b.11.tmp"
+        let otherObject = home + "/tmp/\(hex).4194305@host-b.12.obj"
+        let oldTemp = home + "/tmp/4194305@host-c.13.tmp"
+        let mineDead = home + "/tmp/4194305@\(TempWriter.host).14.tmp"
+        let mineLive = home + "/tmp/\(TempWriter.tag).15.tmp"
+        for p in [otherTemp, oldTemp, mineDead, mineLive] { #expect(FileManager.default.createFile(atPath: p, contents: Data("in flight".utf8))) }
+        #expect(FileManager.default.createFile(atPath: otherObject, contents: data, attributes: [.posixPermissions: 0o440]))
+        var old = [timespec(tv_sec: time(nil) - 2 * 86_400, tv_nsec: 0), timespec(tv_sec: time(nil) - 2 * 86_400, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, oldTemp, &old, 0) == 0)
+
+        var store = try ObjectStore(home: home)
+        #expect(FileManager.default.fileExists(atPath: otherTemp), "host-b's temp file removed while host-b may be writing it")
+        #expect(FileManager.default.fileExists(atPath: otherObject), "host-b's durable object taken from under its rename")
+        #expect(!store.contains(SHA256Digest(hex: hex)!))
+        #expect(!FileManager.default.fileExists(atPath: oldTemp), "a temp file two days old is a dead writer's on any host")
+        #expect(!FileManager.default.fileExists(atPath: mineDead))
+        #expect(FileManager.default.fileExists(atPath: mineLive))
+
+        // A day later host-b's object is a dead writer's: it is put in place, checked by its hash.
+        #expect(utimensat(AT_FDCWD, otherObject, &old, 0) == 0)
+        store = try ObjectStore(home: home)
+        #expect(FileManager.default.contents(atPath: store.objectPath(SHA256Digest(hex: hex)!)) == data)
+        #expect(!FileManager.default.fileExists(atPath: otherObject))
+        #expect(TempWriter.mayBeAlive("4194305", modified: nil) == false, "a name from before the host was in it is this host's")
+        #expect(TempWriter.mayBeAlive("not-a-pid@host-b", modified: nil) == false)
+    }
+
     @Test("a dead writer's tmp/ object whose content is not its name is removed, not put in place")
     func doesNotRecoverAMisnamedObject() throws {
         let dir = TempDir()

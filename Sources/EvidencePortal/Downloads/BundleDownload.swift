@@ -40,7 +40,7 @@ public struct BundleDownload: Sendable {
 
     public static func make(home: EvidenceHome, item: Item, format: Format, tsaCAFiles: [String: String]) throws -> BundleDownload {
         let fm = FileManager.default
-        let work = home.store.tmpDir + "/\(getpid()).\(UInt64.random(in: 0...UInt64.max)).portal"
+        let work = home.store.tmpDir + "/\(TempWriter.tag).\(UInt64.random(in: 0...UInt64.max)).portal"
         guard mkdir(work, 0o700) == 0 else {
             throw BundleError.io(work, "cannot create work folder: \(String(cString: strerror(errno)))")
         }
@@ -113,8 +113,10 @@ public struct BundleDownload: Sendable {
     public static func removeStaleWorkFolders(home: EvidenceHome) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: home.store.tmpDir) else { return }
         for name in names where name.hasSuffix(".portal") {
-            guard let pid = Int32(name.split(separator: ".").first ?? ""), pid > 0 else { continue }
-            if kill(pid, 0) == 0 || errno == EPERM { continue }
+            guard let tag = name.split(separator: ".").first, tag.split(separator: "@").first.flatMap({ Int32($0) }) != nil else { continue }
+            var st = stat()
+            let modified = lstat(home.store.tmpDir + "/" + name, &st) == 0 ? Int(st.st_mtim.tv_sec) : nil
+            if TempWriter.mayBeAlive(tag, modified: modified) { continue }
             try? FileManager.default.removeItem(atPath: home.store.tmpDir + "/" + name)
         }
     }
