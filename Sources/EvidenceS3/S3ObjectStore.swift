@@ -296,7 +296,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
         try putRetention(key, until: lock.retainUntil())
     }
 
-    public func objectSize(_ d: SHA256Digest) -> Int64? { (try? remoteSize(Self.key(d))) ?? nil }
+    public func objectSize(_ d: SHA256Digest) throws(StoreError) -> Int64? { try remoteSize(Self.key(d)) }
 
     /// Streams the object in ranged GETs to `sink`, hashing; refuses (naming the key) bytes that
     /// do not hash to the key, after the last range.

@@ -32,8 +32,10 @@ public protocol ContentStore: AnyObject, Sendable {
     func openObject(_ d: SHA256Digest) throws(StoreError) -> (fd: Int32, stat: SourceStat)
     /// Re-reads the object and hashes it.
     func hashObject(_ d: SHA256Digest) throws(StoreError) -> FileHasher.Result
-    /// Size of the stored object, or nil if it is missing (or cannot be reached).
-    func objectSize(_ d: SHA256Digest) -> Int64?
+    /// Size of the stored object, or nil when the store answered that it does not hold it.
+    /// Throws when the store cannot say (a bucket out of reach): "missing" is never a guess,
+    /// since a caller acts on it (fsck reports damage; archiving must not leave a proof out).
+    func objectSize(_ d: SHA256Digest) throws(StoreError) -> Int64?
     /// Copies the object to `target` (temp beside it, fsync, rename), returning what was read.
     func copyObject(_ d: SHA256Digest, to target: String) throws(StoreError) -> (digest: SHA256Digest, size: Int64)
     /// Lists every object and checks its name, place and (with `rehash`) content.
@@ -52,7 +54,8 @@ extension ContentStore {
 
     public func check(rehash: Bool = true) -> ObjectStore.CheckReport { check(rehash: rehash, progress: nil) }
 
-    public func contains(_ d: SHA256Digest) -> Bool { objectSize(d) != nil }
+    /// Whether the store answered that it holds the object (a store out of reach: false).
+    public func contains(_ d: SHA256Digest) -> Bool { ((try? objectSize(d)) ?? nil) != nil }
 }
 
 // Public initializers for other store kinds (the memberwise ones are internal).

@@ -52,7 +52,7 @@ import Testing
         let second = try s.ingest(path: path)
         #expect(!second.newObject)
         #expect(try s.read(first.digest) == data)
-        #expect(s.objectSize(first.digest) == 300_000)
+        #expect(try s.objectSize(first.digest) == 300_000)
         let listed = try server.boto3("print(s3.get_object(Bucket=args[0], Key=args[1])['Body'].read() == open(args[2], 'rb').read())",
                                       [bucket, S3ObjectStore.key(first.digest), path])
         #expect(listed.trimmingCharacters(in: .whitespacesAndNewlines) == "True")
@@ -289,6 +289,21 @@ import Testing
             #expect(!error.description.contains("very-secret-key"))
             #expect(!error.description.contains("AKIDSECRETACCESS"))
         }
+    }
+
+    @Test func aBucketOutOfReachIsNeverTakenForAMissingObject() throws {
+        // objectSize said nil ("missing") for any failure: fsck reported objects missing while
+        // the server was down, and the archive plan left out a proof receipt it could not HEAD.
+        let s = try store(bucket: try server.makeBucket(objectLock: false))
+        let stored = try s.put(Data("receipt".utf8)).digest
+        #expect(try s.objectSize(stored) == 7)
+        #expect(try s.objectSize(SHA256Hasher.hash(Data("never stored".utf8))) == nil)
+        var settings = S3StoreSettings(endpoint: S3Endpoint(url: "http://127.0.0.1:1", bucket: "nowhere", region: "us-east-1",
+                                                            accessKey: "AKIDSECRETACCESS", secretKey: "very-secret-key"))
+        settings.rangeSize = 1 << 20
+        let down = try S3ObjectStore(home: dir.path + "/home-down", settings: settings)
+        #expect(throws: StoreError.self) { _ = try down.objectSize(stored) }
+        #expect(!down.contains(stored))
     }
 }
 

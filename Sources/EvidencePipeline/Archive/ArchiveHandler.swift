@@ -65,7 +65,12 @@ public struct ArchiveHandler: JobHandler {
         var uploads = [Upload(role: .original, object: item.sha256, size: item.size, remotePath: base)]
         let proofs = try home.catalog.proofs(itemID: itemID).filter { $0.state == .confirmed }
         for p in proofs {
-            guard let r = p.receipt, let size = home.store.objectSize(r) else { continue }
+            guard let r = p.receipt else { continue }
+            // A receipt the store cannot find (or cannot be asked about now) fails the job: an
+            // archive without it would count as complete, and `after` could then act on it.
+            guard let size = try home.store.objectSize(r) else {
+                throw StoreError.objectCorrupt(path: home.store.location(of: r), detail: "the \(p.notary) receipt of item \(itemID) is missing from the store: run `evidence fsck`")
+            }
             uploads.append(Upload(role: .receipt, object: r, size: size,
                                   remotePath: RemotePath.sanitized(base + ".\(p.notary)." + (p.kind == .rfc3161 ? "tsr" : "json"), for: provider)))
         }

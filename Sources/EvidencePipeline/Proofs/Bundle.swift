@@ -113,7 +113,7 @@ public enum BundleWriter {
             files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: copied.size))
         case .streamedByCaller:
             // The caller re-hashes it while streaming and fails the transfer on a mismatch.
-            guard let size = home.store.objectSize(item.sha256), size == item.size else {
+            guard let size = try home.store.objectSize(item.sha256), size == item.size else {
                 throw BundleError.io(home.store.location(of: item.sha256), "store object is missing or not \(item.size) bytes: run `evidence fsck`")
             }
             files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: size))

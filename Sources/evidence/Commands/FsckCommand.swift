@@ -50,7 +50,12 @@ struct FsckCommand: ParsableCommand {
         var referenced = Set<SHA256Digest>()
         for item in items {
             referenced.insert(item.sha256)
-            guard let size = home.store.objectSize(item.sha256) else {
+            let found: Int64?
+            do { found = try home.store.objectSize(item.sha256) } catch {
+                problems.append("item #\(item.id) \(item.sha256.hex): store object not checked: \(error)")
+                continue
+            }
+            guard let size = found else {
                 problems.append("item #\(item.id) \(item.sha256.hex): store object missing (\(home.store.location(of: item.sha256)))")
                 continue
             }
