@@ -71,6 +71,48 @@ struct PostgresCatalogTests {
         #expect(try nodes[2].jobCounts() == ["done": jobs])
     }
 
+    @Test("a node's batch of ingests and another node's transitions of the same item never deadlock: one lock order, the custody lock first")
+    func batchAndTransitionShareOneLockOrder() async throws {
+        guard let server = PostgresServer.shared else {
+            throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
+        }
+        let db = try server.makeDatabase()
+        let a = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
+        let b = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
+        let item = try a.recordIngest(record("a", path: "/drop/first.mp4")).item
+        func deadlocks() throws -> Int {
+            Int(try server.psql("SELECT deadlocks FROM pg_stat_database WHERE datname = '\(db)'", database: db)
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        let before = try deadlocks()
+        let rounds = 150
+        // The batch locks the custody head, then the item's row (its content again, from a new
+        // path); the transition locked the item's row, then the custody head: before both took
+        // the custody lock first, PostgreSQL aborted one of the two as a deadlock now and then.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for i in 0..<rounds {
+                    let results = try a.recordIngests([record("a", path: "/drop/again-\(i).mp4", inode: UInt64(10 + i)),
+                                                       record("b", path: "/drop/other-\(i).mp4", inode: UInt64(1000 + i))])
+                    for r in results { _ = try r.get() }
+                }
+            }
+            group.addTask {
+                for i in 0..<rounds {
+                    _ = try b.transition(itemID: item.id, to: i % 2 == 0 ? .submitted : .ingested, reason: "round \(i)",
+                                         event: .retry, details: ["round": "\(i)"])
+                }
+            }
+            try await group.waitForAll()
+        }
+        // The statistics reach pg_stat_database within a second or so of each transaction.
+        var after = try deadlocks()
+        for _ in 0..<20 where after == before { try await Task.sleep(for: .milliseconds(100)); after = try deadlocks() }
+        #expect(after == before, "\(after - before) deadlock(s) between a batch of ingests and a transition")
+        #expect(try a.verifyChain().ok)
+        #expect(try a.allEvents().count == 1 + 3 * rounds, "every ingest and every transition is one event")
+    }
+
     @Test("a node that stops renewing its lease loses its job to another node once the lease ends (no pid check across hosts)")
     func deadNodesLeaseIsTaken() throws {
         let nodes = try nodes(2)

@@ -31,14 +31,14 @@ extension PostgresCatalog {
                      archived: try ArchivedFileRow.fetchAll(db), links: try SharedLinkRow.fetchAll(db))
         }
         var report = CatalogImport()
-        try write { tx in
+        try write(custody: true) { tx in
             let present = try tx.query("SELECT (SELECT count(*) FROM item) + (SELECT count(*) FROM custody_event) + (SELECT count(*) FROM job) AS n")
                 .first?.int("n") ?? 0
             guard present == 0 else {
                 throw CatalogError.database(path: target.label, detail: "it already holds items, events or jobs: a catalog is copied only into an empty database")
             }
-            // The same lock as every append: no node can add an event while the log is copied.
-            try tx.query("SELECT pg_advisory_xact_lock(\(Self.custodyLock))")
+            // The custody lock, as every append takes it (`custody: true`): no node can add an
+            // event while the log is copied.
             for r in rows.items {
                 try tx.query("""
                     INSERT INTO item (id, sha256, size, state, state_reason, media_json, date_taken, created_at, updated_at)

@@ -8,15 +8,15 @@ extension PostgresCatalog {
         """
 
     public func recordIngest(_ r: IngestRecord) throws(CatalogError) -> IngestOutcome {
-        try write { tx in try Self.recordIngest(tx, r) }
+        try write(custody: true) { tx in try Self.recordIngest(tx, r) }
     }
 
     public func recordIngests(_ records: [IngestRecord]) throws(CatalogError) -> [Result<IngestOutcome, CatalogError>] {
         guard !records.isEmpty else { return [] }
-        return try write { tx in
-            // The custody lock first, outside every savepoint: the batch's events go into the
-            // chain together, and a record rolled back alone cannot give the lock up early.
-            try tx.query("SELECT pg_advisory_xact_lock(\(Self.custodyLock))")
+        return try write(custody: true) { tx in
+            // The custody lock is taken first (`write(custody:)`), outside every savepoint: the
+            // batch's events go into the chain together, and a record rolled back alone cannot
+            // give the lock up early.
             return try records.map { r in
                 // One savepoint per record: a record the database refuses is rolled back alone.
                 try tx.query("SAVEPOINT ingest_record")
@@ -74,7 +74,7 @@ extension PostgresCatalog {
     }
 
     public func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry {
-        try write { tx in
+        try write(custody: true) { tx in
             guard let row = try tx.query("""
                 INSERT INTO quarantine (path, rule, reason, at, resolved) VALUES ($1, $2, $3, $4, false) RETURNING *
                 """, [path, rule, reason, pg(Date())]).first else { throw CatalogError.notFound("quarantine row") }
@@ -87,7 +87,7 @@ extension PostgresCatalog {
 
     public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
                            details: [String: String], wake: [JobKind] = []) throws(CatalogError) -> Item {
-        try write { tx in
+        try write(custody: true) { tx in
             try Self.applyTransition(tx, itemID: itemID, JobTransition(state: state, event: kind, reason: reason, details: details, wake: wake))
             return try Self.item(tx, itemID)
         }
@@ -95,7 +95,7 @@ extension PostgresCatalog {
 
     @discardableResult
     public func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent {
-        try write { tx in try Self.appendEvent(tx, itemID: itemID, kind: kind, actor: "evidence", details: details) }
+        try write(custody: true) { tx in try Self.appendEvent(tx, itemID: itemID, kind: kind, actor: "evidence", details: details) }
     }
 
     static func item(_ tx: Tx, _ id: Int64, forUpdate: Bool = false) throws -> Item {

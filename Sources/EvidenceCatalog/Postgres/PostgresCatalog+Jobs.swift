@@ -58,7 +58,7 @@ extension PostgresCatalog {
     }
 
     public func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError) {
-        try write { tx in
+        try write(custody: transition != nil) { tx in
             let row = try Self.leasedJob(tx, id, owner)
             try tx.query("""
                 UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = $2 WHERE id = $1
@@ -69,7 +69,7 @@ extension PostgresCatalog {
 
     @discardableResult
     public func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob {
-        try write { tx in
+        try write(custody: onGiveUp != nil) { tx in
             let row = try Self.leasedJob(tx, id, owner)
             let retry = retryAt != nil && row.attempts < row.maxAttempts
             let updated = try tx.query("""
@@ -162,7 +162,7 @@ extension PostgresCatalog {
     }
 
     public func retryFailed(itemID: Int64?) throws(CatalogError) -> Int {
-        try write { tx in
+        try write(custody: true) { tx in
             let now = Date()
             let rows = try tx.query("""
                 UPDATE job SET state = 'queued', attempts = 0, next_run_at = $1, updated_at = $1

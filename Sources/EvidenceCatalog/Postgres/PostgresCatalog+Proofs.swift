@@ -16,7 +16,7 @@ extension PostgresCatalog {
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item
     {
-        try write { tx in
+        try write(custody: true) { tx in
             // The item row locked first: two nodes saving two notaries' proofs of one item decide in turn.
             let before = try Self.item(tx, proof.itemID, forUpdate: true)
             try tx.query("""
@@ -61,7 +61,7 @@ extension PostgresCatalog {
     }
 
     public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {
-        try write { tx in
+        try write(custody: true) { tx in
             try tx.query("""
                 INSERT INTO certificate (item_id, origin, sha256, size, created_at) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (item_id, origin) DO UPDATE SET sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
@@ -82,7 +82,7 @@ extension PostgresCatalog {
     }
 
     public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) {
-        try write { tx in
+        try write(custody: true) { tx in
             try tx.query("""
                 INSERT INTO archived_file (item_id, account, remote_path, role, sha256, size, verified_by, remote_id, verified_at)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -108,7 +108,7 @@ extension PostgresCatalog {
 
     /// As in SQLite: the URL stays in `shared_link`; the custody event names it by `link_id`.
     public func saveSharedLink(_ link: SharedLink) throws(CatalogError) {
-        try write { tx in
+        try write(custody: true) { tx in
             try tx.query("""
                 INSERT INTO shared_link (item_id, account, remote_path, url, expires, password_protected, fallback, created_at)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)

@@ -85,7 +85,12 @@ public final class PostgresCatalog: Catalog {
     /// One READ COMMITTED transaction; run again (up to five times) when PostgreSQL aborts it as
     /// a deadlock or serialization conflict. `durable: false` commits without waiting for the
     /// WAL flush (job leases only, as in SQLite).
-    func write<T>(durable: Bool = true, _ body: (Tx) throws -> T) throws(CatalogError) -> T {
+    ///
+    /// `custody: true` for every transaction that may append a custody event: the custody lock
+    /// is then its first statement, before any row lock. One lock order everywhere: a batch of
+    /// ingests (custody lock, then item rows) and a job's transition (item row, then custody
+    /// lock) could otherwise deadlock, each holding what the other waits for.
+    func write<T>(durable: Bool = true, custody: Bool = false, _ body: (Tx) throws -> T) throws(CatalogError) -> T {
         var attempt = 0
         while true {
             attempt += 1
@@ -94,6 +99,7 @@ public final class PostgresCatalog: Catalog {
             do {
                 try c.query("BEGIN")
                 if !durable { try c.query("SET LOCAL synchronous_commit = off") }
+                if custody { try c.query("SELECT pg_advisory_xact_lock(\(Self.custodyLock))") }
                 let out = try body(tx)
                 try c.query("COMMIT")
                 pool.checkin(c)
@@ -152,8 +158,9 @@ public final class PostgresCatalog: Catalog {
 
     // MARK: Custody log
 
-    /// Appends one event inside the transaction, after taking the custody lock: every node's
-    /// events go into the one chain, one at a time.
+    /// Appends one event inside the transaction, after taking the custody lock (taken already
+    /// when the transaction began with `write(custody: true)`; taking it again is a no-op):
+    /// every node's events go into the one chain, one at a time.
     static func appendEvent(_ tx: Tx, itemID: Int64?, kind: CustodyEventKind, actor: String,
                             details: [String: String]) throws -> CustodyEvent {
         try tx.query("SELECT pg_advisory_xact_lock(\(custodyLock))")
