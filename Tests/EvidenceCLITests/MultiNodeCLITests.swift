@@ -20,6 +20,14 @@ struct MultiNodeCLITests {
         deinit { if let p = process, p.isRunning { p.signal(SIGKILL); p.wait() } }
     }
 
+    /// One query: `t` once every file of `folder` is an item's source and `node` runs a job.
+    static func holdingSQL(node: String, folder: String, files: Int) -> String {
+        """
+        SELECT (SELECT count(DISTINCT path) FROM source WHERE path LIKE '\(folder)/%') = \(files)
+           AND EXISTS (SELECT 1 FROM job WHERE state = 'running' AND lease_owner LIKE 'run@\(node):%')
+        """
+    }
+
     @Test("two nodes take in their own folders into one catalog; one is killed with SIGKILL and the other finishes every job: nothing lost, nothing notarized twice, one custody chain")
     func twoNodesOneDies() async throws {
         guard let pg = PostgresServer.shared else {
@@ -96,10 +104,11 @@ struct MultiNodeCLITests {
             }
         }
         func sql(_ q: String) -> String { ((try? pg.psql(q, database: database)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
-        // Kill station-1 while it holds job leases, once both folders are taken in.
-        let holding = await waitUntil(timeout: 90) {
-            sql("SELECT count(*) FROM item") == "\(2 * perNode)"
-                && (Int(sql("SELECT count(*) FROM job WHERE state = 'running' AND lease_owner LIKE 'run@station-1:%'")) ?? 0) > 0
+        // Kill station-1 while it holds job leases, once its own folder is taken in (station-2
+        // goes on taking in its own). One query per look: waiting for both folders first missed
+        // the moment when the last file came in after station-1 had finished all its jobs.
+        let holding = await waitUntil(timeout: 90, every: 0.05) {
+            sql(Self.holdingSQL(node: "station-1", folder: drops["station-1"]!, files: perNode)) == "t"
         }
         #expect(holding, """
             station-1 never held a lease with every file taken in: items \(sql("SELECT count(*) FROM item")), \

@@ -213,9 +213,11 @@ struct S3CLITests {
             }
         }
         func sql(_ q: String) -> String { ((try? pg.psql(q, database: database)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
-        let holding = await waitUntil(timeout: 90) {
-            sql("SELECT count(*) FROM item") == "\(2 * perNode)"
-                && (Int(sql("SELECT count(*) FROM job WHERE state = 'running' AND lease_owner LIKE 'run@station-1:%'")) ?? 0) > 0
+        // Killed holding a lease once its own folder is taken in (station-2 goes on taking in its
+        // own). One query per look: waiting for every file of both folders first missed the
+        // moment when the last one came in after station-1 had finished all its jobs.
+        let holding = await waitUntil(timeout: 90, every: 0.05) {
+            sql(MultiNodeCLITests.holdingSQL(node: "station-1", folder: drops["station-1"]!, files: perNode)) == "t"
         }
         #expect(holding, """
             station-1 never held a lease with every file taken in: items \(sql("SELECT count(*) FROM item")), \
