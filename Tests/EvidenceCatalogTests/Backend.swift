@@ -21,10 +21,16 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     }
 
     static func postgres() throws -> PostgresCatalog {
+        try nodes(1).catalogs[0]
+    }
+
+    /// `count` catalogs on one fresh database, each with its own connections: several nodes.
+    static func nodes(_ count: Int) throws -> (server: PostgresServer, database: String, catalogs: [PostgresCatalog]) {
         guard let server = PostgresServer.shared else {
             throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
         }
-        return try PostgresCatalog(target(server, database: try server.makeDatabase()), headPath: nil)
+        let database = try server.makeDatabase()
+        return (server, database, try (0..<count).map { _ in try PostgresCatalog(target(server, database: database), headPath: nil) })
     }
 
     static func target(_ server: PostgresServer, database: String) -> PostgresTarget {

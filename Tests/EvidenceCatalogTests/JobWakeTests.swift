@@ -42,12 +42,8 @@ struct JobWakeTests {
 
     @Test("on PostgreSQL a job queued by another node wakes this node's idle worker at once (LISTEN/NOTIFY), not at its next poll")
     func otherNodesJobWakes() async throws {
-        guard let server = PostgresServer.shared else {
-            throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
-        }
-        let db = try server.makeDatabase()
-        let here = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
-        let there = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
+        let catalogs = try Backend.nodes(2).catalogs
+        let (here, there) = (catalogs[0], catalogs[1])
         let signal = try #require(here.jobSignal)
         // The listener's first connection wakes the waiters once: wait for that to pass.
         let deadline = Date().addingTimeInterval(60)

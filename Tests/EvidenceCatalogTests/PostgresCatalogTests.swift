@@ -10,13 +10,7 @@ import Testing
 /// queue at once, a schema that refuses edits of the log, and secrets kept out of messages.
 @Suite("PostgreSQL catalog: several nodes, one chain, one queue")
 struct PostgresCatalogTests {
-    func nodes(_ n: Int) throws -> [PostgresCatalog] {
-        guard let server = PostgresServer.shared else {
-            throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
-        }
-        let db = try server.makeDatabase()
-        return try (0..<n).map { _ in try PostgresCatalog(Backend.target(server, database: db), headPath: nil) }
-    }
+    func nodes(_ n: Int) throws -> [PostgresCatalog] { try Backend.nodes(n).catalogs }
 
     @Test("three nodes appending at once make one unbroken chain: every event once, in one sequence")
     func threeWritersOneChain() async throws {
@@ -73,12 +67,8 @@ struct PostgresCatalogTests {
 
     @Test("a node's batch of ingests and another node's transitions of the same item never deadlock: one lock order, the custody lock first")
     func batchAndTransitionShareOneLockOrder() async throws {
-        guard let server = PostgresServer.shared else {
-            throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
-        }
-        let db = try server.makeDatabase()
-        let a = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
-        let b = try PostgresCatalog(Backend.target(server, database: db), headPath: nil)
+        let (server, db, catalogs) = try Backend.nodes(2)
+        let (a, b) = (catalogs[0], catalogs[1])
         let item = try a.recordIngest(record("a", path: "/drop/first.mp4")).item
         func deadlocks() throws -> Int {
             Int(try server.psql("SELECT deadlocks FROM pg_stat_database WHERE datname = '\(db)'", database: db)

@@ -43,13 +43,19 @@ struct GroupCommitStoreTests {
         #expect(!store.contains(digest))
     }
 
-    @Test("an object made durable in tmp/ by a writer that died before moving it is put in place when the store opens")
-    func recoversDurableObjectOfDeadWriter() throws {
-        let dir = TempDir()
+    /// A home in `dir` whose store was opened once (its `tmp/` made), and 4,000 random bytes
+    /// with their SHA-256 in hex.
+    static func homeAndContent(in dir: TempDir) throws -> (home: String, data: Data, hex: String) {
         let home = dir.path + "/home"
         _ = try ObjectStore(home: home)
         let data = randomData(4000)
-        let hex = sha256sum(dir.file("src", data))
+        return (home, data, sha256sum(dir.file("src", data)))
+    }
+
+    @Test("an object made durable in tmp/ by a writer that died before moving it is put in place when the store opens")
+    func recoversDurableObjectOfDeadWriter() throws {
+        let dir = TempDir()
+        let (home, data, hex) = try Self.homeAndContent(in: dir)
         // pid 2^22+1 is above Linux's pid_max default range of live processes here.
         let left = home + "/tmp/\(hex).4194305.77.obj"
         #expect(FileManager.default.createFile(atPath: left, contents: data, attributes: [.posixPermissions: 0o440]))
@@ -66,10 +72,7 @@ struct GroupCommitStoreTests {
     @Test("a store folder shared by several hosts: another host's temp files and durable objects are left to it (a pid means nothing across hosts) until a day old; this host's dead writers' are cleaned")
     func anotherHostsTempFilesAreItsOwn() throws {
         let dir = TempDir()
-        let home = dir.path + "/home"
-        _ = try ObjectStore(home: home)
-        let data = randomData(4000)
-        let hex = sha256sum(dir.file("src", data))
+        let (home, data, hex) = try Self.homeAndContent(in: dir)
         // pid 2^22+1 is no live process here, but may well be one on host-b.
         let otherTemp = home + "/tmp/4194305@host-b.11.tmp"
         let otherObject = home + "/tmp/\(hex).4194305@host-b.12.obj"
