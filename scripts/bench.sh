@@ -124,26 +124,32 @@ TOML
   obscured=$(rclone obscure bench-pass)
   rc_copy() { rclone copy "$1" ":webdav:$2" --webdav-url "http://127.0.0.1:$dav_port/" --webdav-user bench --webdav-pass "$obscured" --config /dev/null --transfers 4; }
   ev_put() { local dest=$1; shift; "$bin" --config "$work/dav.toml" --home "$work/put-home" accounts put dav "$@" --to "$dest" --jobs 4 --quiet; }
-  # $runs timed uploads (after one warm-up) into a fresh remote folder (removed after each run,
-  # untimed), picked
-  best_remote() {
-    local t0 t1 dest
+  # $runs timed uploads of each of two commands, taken in turns (a warm-up of each, then A, B,
+  # A, B, ...), each into a fresh remote folder, removed after the run and the disk synced,
+  # untimed: every upload starts from the same state. (All of one tool's runs, then all of the
+  # other's, let the writeback of one run's 1 GiB slow the next, whichever tool that was.)
+  # Prints "A B", each picked.
+  remote_pair() {
+    local t0 t1 dest k which cmd
+    : > "$work/pair.a"; : > "$work/pair.b"
     for k in $(seq 0 "$runs"); do
-      dest="u$RANDOM$RANDOM"
-      t0=$(now); "$@" "$dest" >/dev/null 2>&1; t1=$(now)
-      [ -n "$(ls -A "$dav/$dest" 2>/dev/null)" ] || { echo "bench: upload into $dest left nothing" >&2; }
-      rm -rf "${dav:?}/$dest"
-      [ "$k" = 0 ] || echo "$t1 - $t0" | bc -l
-    done | pick
+      for which in a b; do
+        if [ "$which" = a ]; then cmd=$1; else cmd=$2; fi
+        dest="u$RANDOM$RANDOM"
+        t0=$(now); "$cmd" "$dest" >/dev/null 2>&1; t1=$(now)
+        [ -n "$(ls -A "$dav/$dest" 2>/dev/null)" ] || { echo "bench: upload into $dest left nothing" >&2; }
+        rm -rf "${dav:?}/$dest"; sync
+        [ "$k" = 0 ] || echo "$t1 - $t0" | bc -l >> "$work/pair.$which"
+      done
+    done
+    echo "$(pick < "$work/pair.a") $(pick < "$work/pair.b")"
   }
   up_big_ev() { ev_put "$1" "$big"; }
   up_big_rc() { rc_copy "$big" "$1"; }
   up_small_ev() { ev_put "$1" "$small"/*; }
   up_small_rc() { rc_copy "$small" "$1"; }
-  t_up_big_ev=$(best_remote up_big_ev)
-  t_up_big_rc=$(best_remote up_big_rc)
-  t_up_small_ev=$(best_remote up_small_ev)
-  t_up_small_rc=$(best_remote up_small_rc)
+  read -r t_up_big_ev t_up_big_rc < <(remote_pair up_big_ev up_big_rc)
+  read -r t_up_small_ev t_up_small_rc < <(remote_pair up_small_ev up_small_rc)
   kill -TERM "$davpid" 2>/dev/null; wait "$davpid" 2>/dev/null || true
   r_up_big=$(echo "$t_up_big_rc / $t_up_big_ev" | bc -l)
   r_up_small=$(echo "$t_up_small_rc / $t_up_small_ev" | bc -l)
