@@ -47,7 +47,6 @@ enum CurlCode {
 
     static let timedOut = 28
     static let abortedByCallback = 42
-    static let gotNothing = 52
     static let readError = 26
     static let writeError = 23
     static let badArgument = 43

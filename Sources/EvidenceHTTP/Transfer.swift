@@ -33,9 +33,6 @@ final class Transfer {
 
     /// A failure on our side of the transfer (file I/O); reported instead of curl's code.
     var localError: (code: Int, message: String)?
-    /// How many times curl was about to send the request (its PREREQ callback). More than once
-    /// is curl resending on its own (see `configure`), which is refused.
-    var sends = 0
     var lastProgress: (Int64, Int64) = (-1, -1)
 
     /// An error body of a download request is kept in memory only up to this size.
@@ -164,18 +161,6 @@ final class Transfer {
             return Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue().reportProgress(sent: sent, received: received)
         })
         pointer(CURLOPT_XFERINFODATA, me)
-        // curl sends a request again by itself, on a fresh connection, when a kept-alive one
-        // closes before any answer: the server may have acted on it (a POST twice), and the
-        // resend skips `OriginPause` (a fault soak saw one go inside a Retry-After window). The
-        // second send is refused here, so the transfer fails like a dropped connection and the
-        // retry policy decides: only `execute` retries, and only what may be sent twice.
-        results.append(evidence_curl_setopt_prereq_cb(h) { user, _, _, _, _ in
-            guard let user else { return 1 }   // CURL_PREREQFUNC_ABORT
-            let transfer = Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue()
-            transfer.sends += 1
-            return transfer.sends == 1 ? 0 : 1   // CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
-        })
-        pointer(CURLOPT_PREREQDATA, me)
 
         // Method and body. Bodies always go through the read callback, so file and memory
         // sources behave the same and curl can rewind them (seek callback).
@@ -477,12 +462,6 @@ final class Transfer {
         }
         if let localError {
             return localFailure(localError.code, localError.message)
-        }
-        if sends > 1 {
-            // What curl met before its own resend was refused: a connection closed with no answer.
-            return error(.transport(code: CurlCode.gotNothing, name: CurlCode.name(CurlCode.gotNothing)),
-                         "the server closed a kept-alive connection without answering (not resent by curl)",
-                         retryable: true)
         }
         var text = String(cString: errorBuffer)
         if text.isEmpty { text = String(cString: curl_easy_strerror(CURLcode(UInt32(code)))) }

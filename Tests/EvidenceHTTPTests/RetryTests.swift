@@ -41,31 +41,6 @@ extension Loopback {
             #expect(error?.isRetryable == true)
         }
 
-        @Test func aRequestDroppedOnAKeptAliveConnectionIsNotResentByCurlItself() async throws {
-            // curl sends a request again on a fresh connection when a reused one closes before
-            // any answer: a POST the server may have acted on went twice, and outside the
-            // Retry-After pause. Only the retry policy may send again.
-            let server = try TestServer(keepAlive: true, routes: [
-                "/a": { _, _ in .respond(200) },
-                "/b": { _, _ in .drop },
-            ])
-            defer { server.stop() }
-            let client = makeClient { $0.maxConcurrentTransfers = 1 }   // one handle: /b goes on /a's connection
-            #expect(try await client.send(HTTPRequest(url: server.url("/a"))).status == 200)
-            let error = await httpError {
-                try await client.send(HTTPRequest(method: "POST", url: server.url("/b"), body: .data(Data("once".utf8))))
-            }
-            #expect(error?.kind == .transport(code: 52, name: "CURLE_GOT_NOTHING"), "\(String(describing: error))")
-            #expect(error?.isRetryable == true)
-            #expect(server.hits("/b") == 1, "curl sent the POST \(server.hits("/b")) times")
-            #expect(Set(server.requests.map(\.connection)).count == 1, "/b was not sent on /a's connection: \(server.requests.map(\.connection))")
-            // Through the retry policy it is sent again, once per attempt it allows.
-            _ = await httpError {
-                try await client.execute(HTTPRequest(method: "POST", url: server.url("/b"), body: .data(Data("again".utf8))))
-            }
-            #expect(server.hits("/b") == 1 + 5)
-        }
-
         @Test func tooManyRequestsWaitsForRetryAfter() async throws {
             let server = try TestServer(routes: ["/limited": { _, hit in
                 hit == 1 ? .respond(429, headers: [("Retry-After", "1")]) : .respond(200)
