@@ -48,4 +48,9 @@ public enum TempWriter {
         let modified = fstatat(folder, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? Int(st.st_mtim.tv_sec) : nil
         return mayBeAlive(tag, modified: modified)
     }
+
+    /// `mayBeAlive` for the file or folder at `path`, by its mtime.
+    public static func mayBeAlive(_ tag: Substring, path: String) -> Bool {
+        mayBeAlive(tag, name: path, in: AT_FDCWD)
+    }
 }

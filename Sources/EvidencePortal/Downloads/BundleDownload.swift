@@ -114,9 +114,7 @@ public struct BundleDownload: Sendable {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: home.store.tmpDir) else { return }
         for name in names where name.hasSuffix(".portal") {
             guard let tag = name.split(separator: ".").first, tag.split(separator: "@").first.flatMap({ Int32($0) }) != nil else { continue }
-            var st = stat()
-            let modified = lstat(home.store.tmpDir + "/" + name, &st) == 0 ? Int(st.st_mtim.tv_sec) : nil
-            if TempWriter.mayBeAlive(tag, modified: modified) { continue }
+            if TempWriter.mayBeAlive(tag, path: home.store.tmpDir + "/" + name) { continue }
             try? FileManager.default.removeItem(atPath: home.store.tmpDir + "/" + name)
         }
     }
