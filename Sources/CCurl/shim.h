@@ -16,4 +16,6 @@ static inline CURLcode evidence_curl_getinfo_double(CURL *h, CURLINFO i, double 
 // EvidenceHTTP: rewinding streamed uploads (a request resent on a fresh connection) and string info.
 static inline CURLcode evidence_curl_setopt_seek_cb(CURL *h, int (*cb)(void *, curl_off_t, int)) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, cb); }
 static inline CURLcode evidence_curl_getinfo_string(CURL *h, CURLINFO i, const char **v) { return curl_easy_getinfo(h, i, v); }
+// Called before each time curl sends the request, its own resends included (curl >= 7.80).
+static inline CURLcode evidence_curl_setopt_prereq_cb(CURL *h, int (*cb)(void *, char *, char *, int, int)) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, cb); }
 #endif

@@ -45,18 +45,32 @@ public final class HTTPClient: Sendable {
                     // `waitForOrigin` ran before the queue, and the queue can be seconds long.
                     // The job stays queued while it waits, so cancelling it still answers at once.
                     // Checked again after each wait: another answer may have extended it meanwhile.
-                    var left = OriginPause.shared.remaining(for: request.url)
-                    while left > 0 {
-                        if left > configuration.retry.maxRetryAfter {
-                            guard job.start() else { return }
-                            job.finish(.failure(Self.pausedError(request, left: left)))
-                            return
+                    // A transfer curl was about to send while the origin was paused sent nothing
+                    // (see `Transfer.configure`): it waits like a queued one, then runs again.
+                    var outcome: TransferJob.Outcome?
+                    var running = false
+                    while outcome == nil {
+                        var left = OriginPause.shared.remaining(for: request.url)
+                        while left > 0 {
+                            if left > configuration.retry.maxRetryAfter {
+                                guard running || job.start() else { return }
+                                job.finish(.failure(Self.pausedError(request, left: left)))
+                                return
+                            }
+                            if running {
+                                // Running jobs are not answered by `cancel`: look while waiting.
+                                if job.isCancelled { break }
+                                Thread.sleep(forTimeInterval: min(0.1, left))
+                            } else {
+                                Thread.sleep(forTimeInterval: Self.jittered(left))
+                            }
+                            left = OriginPause.shared.remaining(for: request.url)
                         }
-                        Thread.sleep(forTimeInterval: Self.jittered(left))
-                        left = OriginPause.shared.remaining(for: request.url)
+                        guard running || job.start() else { return }
+                        running = true
+                        if case .finished(let finished) = Transfer.run(job, on: easy) { outcome = finished }
                     }
-                    guard job.start() else { return }
-                    let outcome = Transfer.run(job, on: easy)
+                    guard let outcome else { return }
                     // Noted here, on the transfer thread, before it takes the next queued job
                     // (noting it after `send` resumes would be too late for that one).
                     if case .success(let response) = outcome { OriginPause.shared.note(response, url: request.url) }

@@ -34,6 +34,9 @@ final class Transfer {
     /// A failure on our side of the transfer (file I/O); reported instead of curl's code.
     var localError: (code: Int, message: String)?
     var lastProgress: (Int64, Int64) = (-1, -1)
+    /// Set when curl was about to send the request while its origin was paused (seconds left):
+    /// the send was stopped before a byte went (see `configure`).
+    var heldByPause: Double?
 
     /// An error body of a download request is kept in memory only up to this size.
     static let errorBodyLimit = 64 << 10
@@ -45,9 +48,19 @@ final class Transfer {
         self.secrets = Redact.secrets(of: job.request)
     }
 
-    static func run(_ job: TransferJob, on easy: CurlEasy) -> TransferJob.Outcome {
+    /// What one run of the transfer came to.
+    enum Run {
+        case finished(TransferJob.Outcome)
+        /// Nothing was sent on this run: the origin was paused when curl was about to send.
+        /// Run it again once the pause is over.
+        case heldByPause
+    }
+
+    static func run(_ job: TransferJob, on easy: CurlEasy) -> Run {
         let transfer = Transfer(job: job)
-        return withExtendedLifetime(transfer) { transfer.perform(easy) }
+        let outcome = withExtendedLifetime(transfer) { transfer.perform(easy) }
+        if transfer.heldByPause != nil, case .failure = outcome, !job.isCancelled { return .heldByPause }
+        return .finished(outcome)
     }
 
     // MARK: - Perform
@@ -161,6 +174,22 @@ final class Transfer {
             return Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue().reportProgress(sent: sent, received: received)
         })
         pointer(CURLOPT_XFERINFODATA, me)
+        // No byte goes to a paused origin (`OriginPause`). `HTTPClient` waits out a pause before
+        // it hands the request to curl, but curl may send later than that: after a slow connect,
+        // or again by itself on a fresh connection when a kept-alive one closed before any
+        // answer. That resend is how curl recovers from a connection the server closed while
+        // idle, so it is kept; only while the origin is paused is it stopped here, before the
+        // request goes, and `HTTPClient` runs the transfer again once the pause is over (a
+        // fault soak saw curl's immediate resend land inside a Retry-After window).
+        results.append(evidence_curl_setopt_prereq_cb(h) { user, _, _, _, _ in
+            guard let user else { return 1 }   // CURL_PREREQFUNC_ABORT
+            let transfer = Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue()
+            let left = OriginPause.shared.remaining(for: transfer.request.url)
+            guard left > 0 else { return 0 }   // CURL_PREREQFUNC_OK
+            transfer.heldByPause = left
+            return 1
+        })
+        pointer(CURLOPT_PREREQDATA, me)
 
         // Method and body. Bodies always go through the read callback, so file and memory
         // sources behave the same and curl can rewind them (seek callback).

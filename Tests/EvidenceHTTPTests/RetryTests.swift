@@ -84,6 +84,51 @@ extension Loopback {
             #expect(server.hits("/limited") == 2)
         }
 
+        @Test func curlStillResendsARequestTheServerDroppedOnAKeptAliveConnection() async throws {
+            // A kept-alive connection the server closed before answering: curl sends the
+            // request again on a fresh connection, within the same attempt. That is how a
+            // client survives a server that closes idle connections; it must keep working.
+            let server = try TestServer(keepAlive: true, routes: [
+                "/a": { _, _ in .respond(200) },
+                "/b": { _, hit in hit == 1 ? .drop : .respond(200) },
+            ])
+            defer { server.stop() }
+            let client = makeClient { $0.maxConcurrentTransfers = 1 }   // one handle: /b goes on /a's connection
+            #expect(try await client.send(HTTPRequest(url: server.url("/a"))).status == 200)
+            let response = try await client.send(HTTPRequest(method: "POST", url: server.url("/b"), body: .data(Data("x".utf8))))
+            #expect(response.status == 200)
+            #expect(server.hits("/b") == 2)
+            #expect(server.requests.map(\.connection) == [1, 1, 2], "\(server.requests.map(\.connection))")
+        }
+
+        @Test func curlsOwnResendWaitsOutAPauseNotedWhileTheFirstSendWasDropped() async throws {
+            // The fault soak's one early request: curl resent a dropped request at once, while
+            // a 429 + Retry-After to another request had paused the origin. Here the pause is
+            // noted by the server itself as it drops the first send; the resend must come after it.
+            let arrivals = ArrivalTimes()
+            let server = try TestServer(keepAlive: true, routes: [
+                "/a": { _, _ in .respond(200) },
+            ])
+            defer { server.stop() }
+            let origin = server.url("/")
+            defer { OriginPause.shared.reset(origin: origin) }
+            server.route("/b") { _, hit in
+                arrivals.note()
+                guard hit == 1 else { return .respond(200) }
+                OriginPause.shared.note(HTTPResponse(status: 429, headers: ["retry-after": "1"]), url: origin)
+                return .drop
+            }
+            let client = makeClient { $0.maxConcurrentTransfers = 1 }
+            #expect(try await client.send(HTTPRequest(url: server.url("/a"))).status == 200)
+            let response = try await client.send(HTTPRequest(method: "POST", url: server.url("/b"), body: .data(Data("x".utf8))))
+            #expect(response.status == 200)
+            #expect(server.hits("/b") == 2, "sent \(server.hits("/b")) times")
+            let times = arrivals.all
+            if times.count == 2 {
+                #expect(times[1].timeIntervalSince(times[0]) >= 0.95, "resent \(times[1].timeIntervalSince(times[0])) s after the drop, inside the 1 s pause")
+            }
+        }
+
         @Test func aRequestQueuedForATransferSlotWaitsOutAPauseNotedMeanwhile() async throws {
             // One transfer slot: /other passes the pause check (none yet) and queues behind
             // /limited, whose 429 + Retry-After: 2 arrives while /other waits for the slot.
@@ -275,4 +320,5 @@ final class ArrivalTimes: @unchecked Sendable {
     private var times: [Date] = []
     func note() { lock.lock(); times.append(Date()); lock.unlock() }
     var first: Date? { lock.lock(); defer { lock.unlock() }; return times.first }
+    var all: [Date] { lock.lock(); defer { lock.unlock() }; return times }
 }
