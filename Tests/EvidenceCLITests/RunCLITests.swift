@@ -98,22 +98,36 @@ struct RunCLITests {
         let h = RunHarness()
         try h.start()
         let n = 1500
-        // Written outside, then renamed in all at once: the burst lands faster than it is ingested.
+        // Written outside, then renamed in all at once: the burst lands faster than it is
+        // ingested. The kill goes when the log shows 50 stored; the log is read in-process
+        // (`evidence status` is a process start per look, and with group commit a whole burst
+        // was once stored, 1,500 of 1,500, before that look came back). On a machine so
+        // loaded that the burst still ends first, the round is repeated with a new burst, up
+        // to three times: the check below needs one kill that landed in the middle.
         let staging = h.scratch.path + "/staging"
         try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: h.drop + "/k", withIntermediateDirectories: true)
-        for i in 0..<n { _ = FileManager.default.createFile(atPath: staging + "/f\(i).bin", contents: randomBytes(20_000)) }
-        for i in 0..<n { #expect(rename(staging + "/f\(i).bin", h.drop + "/k/f\(i).bin") == 0) }
-        _ = waitUntil(timeout: 20) { h.items() >= 50 }
-        #expect(h.stop(SIGKILL) == -9)
-        let partial = h.items()
-        #expect(partial >= 50 && partial < n, "the kill must land in the middle of the burst (\(partial) of \(n) done)")
+        var total = 0
+        var partial = 0
+        for round in 1...3 {
+            let folder = h.drop + "/k\(round)"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for i in 0..<n { _ = FileManager.default.createFile(atPath: staging + "/f\(i).bin", contents: randomBytes(20_000)) }
+            for i in 0..<n { #expect(rename(staging + "/f\(i).bin", folder + "/f\(i).bin") == 0) }
+            total += n
+            _ = waitUntil(timeout: 20, every: 0.005) { h.storedInLog() >= 50 }
+            #expect(h.stop(SIGKILL) == -9)
+            partial = h.items()
+            if partial < total { break }
+            // Missed: the whole burst was in before the kill. Restart and try a new one.
+            try h.start(timeout: 90)
+        }
+        #expect(partial >= 50 && partial < total, "the kill must land in the middle of a burst (\(partial) of \(total) done)")
         // The restart's initial scan meets the rest of the burst: give it room on a loaded machine.
         try h.start(timeout: 90)
-        #expect(waitUntil(timeout: 90) { h.items() == n })
+        #expect(waitUntil(timeout: 90) { h.items() == total })
         usleep(1_000_000)
-        #expect(h.items() == n)
-        #expect(h.sources() == n, "a file recorded twice")
+        #expect(h.items() == total)
+        #expect(h.sources() == total, "a file recorded twice")
         #expect(h.stop() == 0)
         let fsck = h.cli.run(["fsck", "--json"])
         #expect(fsck.status == 0, "\(fsck.stdout)")

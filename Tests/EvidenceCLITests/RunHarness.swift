@@ -40,6 +40,12 @@ final class RunHarness {
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// Files this start of the service logged as stored (`--log-format json`), read from its log
+    /// file without starting a process.
+    func storedInLog() -> Int {
+        log.split(separator: "\n").count { $0.contains("\"msg\":\"stored\"") }
+    }
+
     /// Sends a signal and waits for the exit status (nil if it did not exit in time).
     func stop(_ sig: Int32 = SIGTERM, timeout: Double = 20) -> Int32? {
         guard let p = process else { return nil }
