@@ -306,7 +306,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
         let key = Self.key(d)
         guard let size = try remoteSize(key) else { throw .notFound(path: client.location(key)) }
         if toDisk {
-            try SourceSpool.checkFreeSpace(scratch: tmpFolder.directory, for: size, path: client.location(key), storeName: tmpDir)
+            try FreeSpace.check(in: tmpFolder.directory, for: size, path: client.location(key), storeName: tmpDir)
         }
         let hasher = SHA256Hasher()
         var offset: Int64 = 0
@@ -477,13 +477,10 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     }
 
     private func makeTemp() throws(StoreError) -> (Int32, String) {
-        for _ in 0..<8 {
-            let name = "\(TempWriter.tag).\(UInt64.random(in: 0...UInt64.max)).tmp"
-            let fd = openat(tmpFolder.directory, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if fd >= 0 { return (fd, name) }
-            if errno != EEXIST { break }
+        guard let made = TempWriter.create(in: tmpFolder.directory, access: O_RDWR) else {
+            throw StoreError.from(errno: errno, path: tmpDir, operation: "create temp file")
         }
-        throw StoreError.from(errno: errno, path: tmpDir, operation: "create temp file")
+        return made
     }
 
     static func write(_ fd: Int32, _ data: Data, path: String) throws(StoreError) {

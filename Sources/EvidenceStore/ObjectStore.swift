@@ -301,17 +301,14 @@ public final class ObjectStore: Sendable {
 
     // MARK: Internals
 
-    /// Refuses a file the store's file system cannot hold, before a byte is copied: a sparse
-    /// or huge file would otherwise fill the disk the catalog and every other item share.
-    /// Keeps a margin free (2% of the file system, at most 64 MiB) for the catalog's WAL and
-    /// the proofs, certificates and manifests still to come. Sizes come from `fstatvfs` of
-    /// `tmp/`, counted as an unprivileged writer sees them (`f_bavail`).
+    /// Refuses a file the store's file system cannot hold, before a byte is copied
+    /// (`FreeSpace`, measured on `tmp/`).
     func checkFreeSpace(for size: Int64, path: String) throws(StoreError) {
         guard size > 0 else { return }
         let fd = open(tmpDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }   // the temp file's creation reports the real problem
         defer { close(fd) }
-        try SourceSpool.checkFreeSpace(scratch: fd, for: size, path: path, storeName: home)
+        try FreeSpace.check(in: fd, for: size, path: path, storeName: home)
     }
 
     /// Renames the synced temp file to its hash's path: the fan-out folders are opened (made

@@ -56,7 +56,7 @@ public final class SourceSpool: @unchecked Sendable {
                             scratch: Int32, scratchPath: String, storeName: String,
                             progress: ((Int64) -> Void)? = nil) throws(StoreError) -> SourceSpool {
         let copy = try SourceRead.copy(path: path, followSymlinks: followSymlinks, beneath: root, progress: progress) { size throws(StoreError) in
-            try checkFreeSpace(scratch: scratch, for: size, path: path, storeName: storeName)
+            try FreeSpace.check(in: scratch, for: size, path: path, storeName: storeName)
             return try TempFile(in: scratch, folderPath: scratchPath, store: storeName, source: path)
         }
         return SourceSpool(digest: copy.digest, size: copy.size, source: copy.source, temp: copy.temp, folderPath: scratchPath)
@@ -74,21 +74,5 @@ public final class SourceSpool: @unchecked Sendable {
         keep = true
         let st = SourceStat(stat())
         return SourceSpool(digest: SHA256Hasher.hash(data), size: Int64(data.count), source: st, temp: tmp, folderPath: scratchPath)
-    }
-
-    /// The free-space rule of every store (`ObjectStore.checkFreeSpace` comes here too), for a
-    /// copy, spool or download of `size` bytes into the folder `scratch`: refuses what would
-    /// leave less than the margin (2% of the file system, at most 64 MiB) free, counted as an
-    /// unprivileged writer sees it (`f_bavail`).
-    public static func checkFreeSpace(scratch: Int32, for size: Int64, path: String, storeName: String) throws(StoreError) {
-        guard size > 0 else { return }
-        var fs = statvfs()
-        guard fstatvfs(scratch, &fs) == 0 else { return }
-        let unit = Int64(fs.f_frsize > 0 ? fs.f_frsize : fs.f_bsize)
-        let free = Int64(fs.f_bavail) * unit
-        let margin = min(Int64(64) << 20, Int64(fs.f_blocks) * unit / 50)
-        if size > free - margin {
-            throw .insufficientSpace(path: path, store: storeName, needed: size, free: free, margin: margin)
-        }
     }
 }

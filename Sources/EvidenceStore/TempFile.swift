@@ -41,14 +41,7 @@ final class TempFile: @unchecked Sendable {
     private init(folder: Int32, owner: BeneathRoot?, folderPath: String, store: String, source: String) throws(StoreError) {
         self.store = store
         self.source = source
-        var fd: Int32 = -1
-        var name = ""
-        for _ in 0..<8 {
-            name = "\(TempWriter.tag).\(UInt64.random(in: 0...UInt64.max)).tmp"
-            fd = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if fd >= 0 || errno != EEXIST { break }
-        }
-        guard fd >= 0 else {
+        guard let (fd, name) = TempWriter.create(in: folder) else {
             let e = errno
             if owner == nil { close(folder) }
             throw TempFile.error(e, source: source, store: store, op: "create temp file in \(folderPath)")

@@ -49,6 +49,19 @@ public enum TempWriter {
         return mayBeAlive(tag, modified: modified)
     }
 
+    /// Creates a new temp file `<tag>.<random>.tmp` in the folder `folder` (a descriptor):
+    /// exclusive, never through a link, mode 0600, open with `access` (`O_WRONLY` or `O_RDWR`).
+    /// Returns its descriptor and name, or nil with `errno` set.
+    public static func create(in folder: Int32, access: Int32 = O_WRONLY) -> (fd: Int32, name: String)? {
+        for _ in 0..<8 {
+            let name = "\(tag).\(UInt64.random(in: 0...UInt64.max)).tmp"
+            let fd = openat(folder, name, access | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { return (fd, name) }
+            if errno != EEXIST { return nil }
+        }
+        return nil
+    }
+
     /// `mayBeAlive` for the file or folder at `path`, by its mtime.
     public static func mayBeAlive(_ tag: Substring, path: String) -> Bool {
         mayBeAlive(tag, name: path, in: AT_FDCWD)
