@@ -34,9 +34,9 @@ final class Transfer {
     /// A failure on our side of the transfer (file I/O); reported instead of curl's code.
     var localError: (code: Int, message: String)?
     var lastProgress: (Int64, Int64) = (-1, -1)
-    /// Set when curl was about to send the request while its origin was paused (seconds left):
-    /// the send was stopped before a byte went (see `configure`).
-    var heldByPause: Double?
+    /// Set when curl was about to send the request while its origin was paused: the send was
+    /// stopped before a byte went (see `configure`).
+    var heldByPause = false
 
     /// An error body of a download request is kept in memory only up to this size.
     static let errorBodyLimit = 64 << 10
@@ -59,7 +59,7 @@ final class Transfer {
     static func run(_ job: TransferJob, on easy: CurlEasy) -> Run {
         let transfer = Transfer(job: job)
         let outcome = withExtendedLifetime(transfer) { transfer.perform(easy) }
-        if transfer.heldByPause != nil, case .failure = outcome, !job.isCancelled { return .heldByPause }
+        if transfer.heldByPause, case .failure = outcome, !job.isCancelled { return .heldByPause }
         return .finished(outcome)
     }
 
@@ -184,9 +184,8 @@ final class Transfer {
         results.append(evidence_curl_setopt_prereq_cb(h) { user, _, _, _, _ in
             guard let user else { return 1 }   // CURL_PREREQFUNC_ABORT
             let transfer = Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue()
-            let left = OriginPause.shared.remaining(for: transfer.request.url)
-            guard left > 0 else { return 0 }   // CURL_PREREQFUNC_OK
-            transfer.heldByPause = left
+            guard OriginPause.shared.remaining(for: transfer.request.url) > 0 else { return 0 }   // CURL_PREREQFUNC_OK
+            transfer.heldByPause = true
             return 1
         })
         pointer(CURLOPT_PREREQDATA, me)
