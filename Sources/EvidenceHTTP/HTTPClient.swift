@@ -43,30 +43,13 @@ public final class HTTPClient: Sendable {
                 pool.submit { [configuration] easy in
                     // A pause noted while this request waited for a transfer slot holds it too:
                     // `waitForOrigin` ran before the queue, and the queue can be seconds long.
-                    // The job stays queued while it waits, so cancelling it still answers at once.
-                    // Checked again after each wait: another answer may have extended it meanwhile.
                     // A transfer curl was about to send while the origin was paused sent nothing
                     // (see `Transfer.configure`): it waits like a queued one, then runs again.
                     var outcome: TransferJob.Outcome?
                     var running = false
                     while outcome == nil {
-                        var left = OriginPause.shared.remaining(for: request.url)
-                        while left > 0 {
-                            if left > configuration.retry.maxRetryAfter {
-                                guard running || job.start() else { return }
-                                job.finish(.failure(Self.pausedError(request, left: left)))
-                                return
-                            }
-                            if running {
-                                // Running jobs are not answered by `cancel`: look while waiting.
-                                if job.isCancelled { break }
-                                Thread.sleep(forTimeInterval: min(0.1, left))
-                            } else {
-                                Thread.sleep(forTimeInterval: Self.jittered(left))
-                            }
-                            left = OriginPause.shared.remaining(for: request.url)
-                        }
-                        guard running || job.start() else { return }
+                        guard Self.waitOutPause(job, running: running, maxWait: configuration.retry.maxRetryAfter),
+                              running || job.start() else { return }
                         running = true
                         if case .finished(let finished) = Transfer.run(job, on: easy) { outcome = finished }
                     }
@@ -104,6 +87,31 @@ public final class HTTPClient: Sendable {
             // Another answer may have extended the pause meanwhile.
             left = OriginPause.shared.remaining(for: request.url)
         }
+    }
+
+    /// The transfer thread's side of `waitForOrigin`: holds `job` while its origin is paused,
+    /// looking again after each wait (another answer may have extended the pause). A queued job
+    /// sleeps, since cancelling it answers it at once; a running one, which `cancel` does not
+    /// answer, looks for cancellation every 0.1 s and stops waiting when it sees it, so that its
+    /// transfer reports it. Returns false once the job is answered: cancelled while queued, or
+    /// paused longer than the retry policy waits (finished with `.paused`).
+    private static func waitOutPause(_ job: TransferJob, running: Bool, maxWait: Double) -> Bool {
+        let request = job.request
+        var left = OriginPause.shared.remaining(for: request.url)
+        while left > 0 {
+            if left > maxWait {
+                if running || job.start() { job.finish(.failure(pausedError(request, left: left))) }
+                return false
+            }
+            if running {
+                if job.isCancelled { return true }
+                Thread.sleep(forTimeInterval: min(0.1, left))
+            } else {
+                Thread.sleep(forTimeInterval: jittered(left))
+            }
+            left = OriginPause.shared.remaining(for: request.url)
+        }
+        return true
     }
 
     /// `left` seconds of pause plus up to a tenth of it (at most 1 s), so held requests spread out.
