@@ -28,6 +28,31 @@ struct MultiNodeCLITests {
         """
     }
 
+    /// Waits until `node` holds a job lease with every file of `folder` taken in: the moment the
+    /// multi-node tests kill it. One query per look: waiting for every file of both folders first
+    /// missed the moment when the last one came in after the node had finished all its jobs. A look
+    /// is a psql process, and on a loaded machine a node once finished all its jobs between two
+    /// looks (fresh-clone run 6 of loop 24), so a round that misses drops `batch` new files into
+    /// the folder, which gives the node new jobs: three rounds in all. Returns whether a look saw
+    /// the lease, and the contents of every file it dropped (the totals count them).
+    static func awaitHoldingLease(node: String, folder: String, files: Int, batch: Int,
+                                  sql: (String) -> String) async -> (holding: Bool, dropped: [Data]) {
+        var dropped: [Data] = []
+        for round in 1...3 {
+            let expected = files + dropped.count
+            if await waitUntil(timeout: round == 1 ? 60 : 30, every: 0.05, {
+                sql(holdingSQL(node: node, folder: folder, files: expected)) == "t"
+            }) { return (true, dropped) }
+            guard round < 3 else { break }
+            for i in 0..<batch {
+                let data = randomBytes(40_000 + round * 1_000 + i)
+                _ = FileManager.default.createFile(atPath: folder + "/more-\(round)-\(i).bin", contents: data)
+                dropped.append(data)
+            }
+        }
+        return (false, dropped)
+    }
+
     @Test("two nodes take in their own folders into one catalog; one is killed with SIGKILL and the other finishes every job: nothing lost, nothing notarized twice, one custody chain")
     func twoNodesOneDies() async throws {
         guard let pg = PostgresServer.shared else {
@@ -105,11 +130,10 @@ struct MultiNodeCLITests {
         }
         func sql(_ q: String) -> String { ((try? pg.psql(q, database: database)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
         // Kill station-1 while it holds job leases, once its own folder is taken in (station-2
-        // goes on taking in its own). One query per look: waiting for both folders first missed
-        // the moment when the last file came in after station-1 had finished all its jobs.
-        let holding = await waitUntil(timeout: 90, every: 0.05) {
-            sql(Self.holdingSQL(node: "station-1", folder: drops["station-1"]!, files: perNode)) == "t"
-        }
+        // goes on taking in its own).
+        let (holding, dropped) = await Self.awaitHoldingLease(node: "station-1", folder: drops["station-1"]!,
+                                                               files: perNode, batch: perNode, sql: sql)
+        for data in dropped { hashes.append(S3CLITests.sha256(data, in: scratch.path)) }
         #expect(holding, """
             station-1 never held a lease with every file taken in: items \(sql("SELECT count(*) FROM item")), \
             jobs \(sql("SELECT kind, state, split_part(lease_owner, ':', 1), count(*) FROM job GROUP BY 1, 2, 3")); \
@@ -121,7 +145,7 @@ struct MultiNodeCLITests {
         print("multi-node: station-1 killed holding \(orphaned) lease(s)")
 
         // station-2 alone: every item done once station-1's leases run out (10 s).
-        let done = await waitUntil(timeout: 120, every: 0.5) { sql("SELECT count(*) FROM item WHERE state = 'done'") == "\(2 * perNode)" }
+        let done = await waitUntil(timeout: 120, every: 0.5) { sql("SELECT count(*) FROM item WHERE state = 'done'") == "\(hashes.count)" }
         #expect(done, "not every item done: \(sql("SELECT state, count(*) FROM item GROUP BY 1")); jobs: \(sql("SELECT kind, state, lease_owner FROM job WHERE state <> 'done'"))")
         #expect(orphaned == 0 || sql("SELECT count(*) FROM job WHERE lease_owner LIKE 'run@station-1:%'") == "0",
                 "station-1's leases were never taken over")
@@ -136,9 +160,9 @@ struct MultiNodeCLITests {
         let verify = cli.run(["--config", nodes[1].config, "log", "verify"])
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
         let status = cli.run(["--config", nodes[1].config, "status", "--json"])
-        #expect((status.json as? [String: Any])?["items"] as? Int == 2 * perNode, "\(status.stdout) \(status.stderr)")
+        #expect((status.json as? [String: Any])?["items"] as? Int == hashes.count, "\(status.stdout) \(status.stderr)")
         let perNodeRows = ((status.json as? [String: Any])?["nodes"] as? [[String: Any]]) ?? []
-        #expect(perNodeRows.map { "\($0["node"] ?? "")=\($0["takenIn"] ?? "")" } == ["station-1=\(perNode)", "station-2=\(perNode)"],
+        #expect(perNodeRows.map { "\($0["node"] ?? "")=\($0["takenIn"] ?? "")" } == ["station-1=\(perNode + dropped.count)", "station-2=\(perNode)"],
                 "\(perNodeRows)")
         nodes[1].process?.signal(SIGTERM)
         #expect(nodes[1].process?.wait(seconds: 30)?.status == 0, "\(nodes[1].text)")

@@ -213,26 +213,10 @@ struct S3CLITests {
             }
         }
         func sql(_ q: String) -> String { ((try? pg.psql(q, database: database)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
-        // Killed holding a lease once its own folder is taken in (station-2 goes on taking in its
-        // own). One query per look: waiting for every file of both folders first missed the
-        // moment when the last one came in after station-1 had finished all its jobs. A look is
-        // a psql process; on a loaded machine station-1 once finished all its jobs between two
-        // looks (fresh-clone run 6 of loop 24), so a round that misses drops a new batch into
-        // its folder, which gives it new jobs, up to three rounds in all.
-        var takenIn = perNode
-        var holding = false
-        for round in 1...3 {
-            holding = await waitUntil(timeout: round == 1 ? 60 : 30, every: 0.05) {
-                sql(MultiNodeCLITests.holdingSQL(node: "station-1", folder: drops["station-1"]!, files: takenIn)) == "t"
-            }
-            if holding || round == 3 { break }
-            for i in 0..<perNode {
-                let data = randomBytes(40_000 + round * 1_000 + i)
-                _ = FileManager.default.createFile(atPath: drops["station-1"]! + "/more-\(round)-\(i).bin", contents: data)
-                hashes.append(Self.sha256(data, in: scratch.path))
-            }
-            takenIn += perNode
-        }
+        // Killed holding a lease once its own folder is taken in (station-2 goes on taking in its own).
+        let (holding, dropped) = await MultiNodeCLITests.awaitHoldingLease(node: "station-1", folder: drops["station-1"]!,
+                                                                            files: perNode, batch: perNode, sql: sql)
+        for data in dropped { hashes.append(Self.sha256(data, in: scratch.path)) }
         #expect(holding, """
             station-1 never held a lease with every file taken in: items \(sql("SELECT count(*) FROM item")), \
             jobs \(sql("SELECT kind, state, split_part(lease_owner, ':', 1), count(*) FROM job GROUP BY 1, 2, 3")); \
