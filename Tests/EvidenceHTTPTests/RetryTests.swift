@@ -150,6 +150,26 @@ extension Loopback {
             #expect(sent.timeIntervalSince(answered) >= 1.5, "the queued request went \(sent.timeIntervalSince(answered)) s after the 429, inside its 2 s")
         }
 
+        @Test func aRequestQueuedForATransferSlotIsThrownPausedWhenAPauseLongerThanAllowedIsNotedMeanwhile() async throws {
+            // As above, but the 429 asks for 3 s and the policy waits at most 1 s: the queued
+            // request is answered `.paused` at its slot and never sent. (The send-time guard in
+            // `Transfer` alone would hold it for the 3 s and then send it.)
+            let server = try TestServer(routes: [
+                "/limited": { _, _ in .delay(0.5, .respond(429, headers: [("Retry-After", "3")])) },
+                "/other": { _, _ in .respond(200) },
+            ])
+            defer { server.stop() }
+            let client = makeClient { $0.maxConcurrentTransfers = 1; $0.retry.maxRetryAfter = 1 }
+            let first = Task { try await client.send(HTTPRequest(url: server.url("/limited"))) }
+            #expect(await waitUntil(timeout: 5) { server.hits("/limited") == 1 })
+            let second = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/other"))) } }
+            #expect(try await first.value.status == 429)
+            let error = await second.value
+            #expect(error?.kind == .paused, "\(String(describing: error))")
+            #expect((error?.retryAfter ?? 0) > 1)
+            #expect(server.hits("/other") == 0, "sent \(server.hits("/other")) times")
+        }
+
         @Test func aRequestWaitingOutAPauseAtItsSlotAlsoWaitsOutAnExtensionNotedMeanwhile() async throws {
             // Two slots. /first answers 429 + Retry-After: 1 after 0.3 s; /queued, third in line,
             // then takes that slot and waits out the pause there. While it waits, /second answers
