@@ -11,8 +11,10 @@ deps:
 build: deps
 	$(SWIFT) build $(SWIFTFLAGS)
 
+# The Swift runtime and Foundation linked statically: a smaller process (Package.swift says how much).
+RELEASEFLAGS = -c release --static-swift-stdlib
 release: deps
-	$(SWIFT) build -c release $(SWIFTFLAGS)
+	$(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS)
 
 # Swift Testing only: --disable-xctest keeps XCTest from printing "Executed 0 tests".
 # Four passes, one after another (scripts/test.sh says why): local (store, catalog, config,
@@ -48,8 +50,8 @@ demo: build
 # bench.sh: one host (hash, ingest, RSS, run, WebDAV upload); bench-cluster.sh: job claims on
 # SQLite vs PostgreSQL and the whole pipeline on one and two nodes.
 bench: release
-	@./scripts/bench.sh "$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)/evidence"
-	@./scripts/bench-cluster.sh "$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)"
+	@./scripts/bench.sh "$$($(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS) --show-bin-path)/evidence"
+	@./scripts/bench-cluster.sh "$$($(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS) --show-bin-path)"
 
 samples: deps
 	./scripts/make-samples.sh samples

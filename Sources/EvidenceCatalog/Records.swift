@@ -9,6 +9,7 @@ struct ItemRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
     static let databaseTableName = "item"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var id: Int64?
     var sha256: String
     var size: Int64
@@ -38,6 +39,7 @@ struct SourceRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
     static let databaseTableName = "source"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var id: Int64?
     var itemId: Int64
     var path: String
@@ -63,6 +65,7 @@ struct QuarantineRow: Codable, FetchableRecord, MutablePersistableRecord, Sendab
     static let databaseTableName = "quarantine"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var id: Int64?
     var path: String
     var rule: String?
@@ -81,6 +84,7 @@ struct CustodyRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "custody_event"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var seq: Int64
     var itemId: Int64?
     var at: String
@@ -105,6 +109,7 @@ struct JobRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
     static let databaseTableName = "job"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var id: Int64?
     var kind: String
     var itemId: Int64?
@@ -144,6 +149,7 @@ struct ProofRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "proof"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var itemId: Int64
     var notary: String
     var kind: String
@@ -180,6 +186,7 @@ struct CertificateRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "certificate"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var itemId: Int64
     var origin: String
     var sha256: String
@@ -199,6 +206,7 @@ struct ArchivedFileRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "archived_file"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var itemId: Int64
     var account: String
     var remotePath: String
@@ -227,6 +235,7 @@ struct SharedLinkRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "shared_link"
     static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
     var itemId: Int64
     var account: String
     var remotePath: String

@@ -172,7 +172,7 @@ extension SQLiteCatalog {
             try ItemRow.fetchAll(db, sql: """
                 SELECT * FROM item WHERE state NOT IN ('done', 'failed', 'quarantined') AND created_at <= ?
                 ORDER BY created_at
-                """, arguments: [cutoff ?? Date.distantFuture]).map { try $0.model() }
+                """, arguments: [StoredDate.text(cutoff ?? Date.distantFuture)]).map { try $0.model() }
         }
     }
 

@@ -24,7 +24,7 @@ extension SQLiteCatalog {
         return try write(durable: false) { db in
             let marks = kinds.map { _ in "?" }.joined(separator: ",")
             var args: [any DatabaseValueConvertible] = kinds.map(\.rawValue)
-            args += [now, now]
+            args += [StoredDate.text(now), StoredDate.text(now)]
             while var row = try JobRow.fetchOne(db.cachedStatement(sql: """
                 SELECT * FROM job WHERE kind IN (\(marks)) AND
                   ((state = 'queued' AND next_run_at <= ?) OR (state = 'running' AND lease_expires_at < ?))
@@ -144,7 +144,7 @@ extension SQLiteCatalog {
         guard !owners.isEmpty else { return 0 }
         return try write { db in
             let marks = owners.map { _ in "?" }.joined(separator: ",")
-            var args: [any DatabaseValueConvertible] = [Date()]
+            var args: [any DatabaseValueConvertible] = [StoredDate.text(Date())]
             args += owners
             try db.execute(sql: """
                 UPDATE job SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
@@ -158,7 +158,7 @@ extension SQLiteCatalog {
         try write(durable: false) { db in
             try db.execute(sql: """
                 UPDATE job SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND state = 'running' AND lease_owner = ?
-                """, arguments: [now.addingTimeInterval(lease), now, id, owner])
+                """, arguments: [StoredDate.text(now.addingTimeInterval(lease)), StoredDate.text(now), id, owner])
             return db.changesCount == 1
         }
     }
@@ -269,9 +269,9 @@ extension SQLiteCatalog {
         if !t.wake.isEmpty {
             let now = Date()
             let marks = t.wake.map { _ in "?" }.joined(separator: ",")
-            var args: [any DatabaseValueConvertible] = [now, now, itemID]
+            var args: [any DatabaseValueConvertible] = [StoredDate.text(now), StoredDate.text(now), itemID]
             args += t.wake.map(\.rawValue)
-            args.append(now)
+            args.append(StoredDate.text(now))
             try db.execute(sql: """
                 UPDATE job SET next_run_at = ?, updated_at = ?
                 WHERE item_id = ? AND kind IN (\(marks)) AND state = 'queued' AND next_run_at > ?

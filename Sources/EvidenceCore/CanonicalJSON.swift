@@ -35,17 +35,25 @@ public enum CanonicalJSON {
 /// ISO 8601 timestamps in UTC with milliseconds: `2026-11-22T22:22:08.123Z`.
 public enum Timestamp {
     public static func string(_ date: Date) -> String {
+        utc(date, dateTimeSeparator: "T", suffix: "Z", milliseconds: .down)
+    }
+
+    /// `yyyy-MM-dd<separator>HH:mm:ss.SSS<suffix>` in UTC, from the C library's calendar: no
+    /// DateFormatter, whose locale, calendar and zone come from ICU data. `milliseconds` says
+    /// how the fraction is cut: `.down` (ours), `.toNearestOrAwayFromZero` (a DateFormatter's).
+    public static func utc(_ date: Date, dateTimeSeparator: String, suffix: String,
+                           milliseconds: FloatingPointRoundingRule) -> String {
         // Whole milliseconds so that a value written and read back is the same Date.
-        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        let ms = (date.timeIntervalSince1970 * 1000).rounded(milliseconds)
         let secs = ms / 1000
         let t = time_t(secs.rounded(.down))
         var tmv = tm()
         var tt = t
         gmtime_r(&tt, &tmv)
         let milli = Int(ms) - Int(secs.rounded(.down)) * 1000
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday),
-                      Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec), milli)
+        return String(format: "%04d-%02d-%02d%@%02d:%02d:%02d.%03d%@",
+                      Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday), dateTimeSeparator,
+                      Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec), milli, suffix)
     }
 
     /// Rounds to whole milliseconds, as stored.
