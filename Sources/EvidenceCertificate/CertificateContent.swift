@@ -37,6 +37,8 @@ public struct CertificateContent: Sendable, Equatable {
     public var proofs: [Proof]
     /// Shown verbatim, one per line, in a monospace box.
     public var verifyCommands: [String]
+    /// Paragraphs after the commands: where the anchors come from, fingerprints to compare.
+    public var verifyNotes: [String] = []
     /// Hash of the last custody event, shown small.
     public var custodyHead: String?
     public var generatedAt: Date

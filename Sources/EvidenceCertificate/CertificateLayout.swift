@@ -132,6 +132,10 @@ struct CertificateLayout {
         }
         blocks[blocks.count - 1].lines.append(Line(height: pad - 3, boxID: box))
         spacer(12)
+        for note in content.verifyNotes where !note.allSatisfy(\.isWhitespace) {
+            paragraph(CertificateFormat.clean(note), color: Palette.body)
+            spacer(4)
+        }
     }
 
     private mutating func custodyLine() {

@@ -59,6 +59,11 @@ struct Forger {
         let newHash = sha256(bundle + "/original/" + name)
 
         // 2. A new time-stamp from the forger's TSA; the forger's CA and TSA certificate in proofs/.
+        //    VERIFY.md names the certificates by fingerprint: note the old ones for step 6.
+        let oldFingerprints = [Self.fingerprint(bundle + "/proofs/tsa-tsa.crt"), Self.fingerprint(bundle + "/proofs/tsa-ca.pem")]
+        let oldSubjects = [Self.subject(bundle + "/proofs/tsa-tsa.crt"), Self.subject(bundle + "/proofs/tsa-ca.pem")]
+        let oldSerial = (manifest["proofs"] as? [[String: Any]])?.first { $0["kind"] as? String == "rfc3161" }?["remoteID"] as? String
+        let oldSize = item["size"] as? Int ?? -1
         let serial = try timestamp(bundle + "/original/" + name, to: bundle + "/proofs/tsa.tsr")
         try FileManager.default.removeItem(atPath: bundle + "/proofs/tsa-ca.pem")
         try FileManager.default.copyItem(atPath: caPath, toPath: bundle + "/proofs/tsa-ca.pem")
@@ -123,10 +128,34 @@ struct Forger {
         manifest["files"] = files
         try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: manifestPath))
 
-        // 6. SHA256SUMS over everything, with sha256sum.
+        // 6. VERIFY.md, edited with the new hash, size, serial and fingerprints (sed would do).
+        var verify = try String(contentsOfFile: bundle + "/VERIFY.md", encoding: .utf8)
+        let newFingerprints = [Self.fingerprint(tsaCertPath), Self.fingerprint(caPath)]
+        let newSubjects = [Self.subject(tsaCertPath), Self.subject(caPath)]
+        for (old, new) in zip(oldFingerprints + oldSubjects, newFingerprints + newSubjects) where !old.isEmpty {
+            verify = verify.replacingOccurrences(of: old, with: new)
+        }
+        verify = verify.replacingOccurrences(of: oldHash, with: newHash)
+            .replacingOccurrences(of: "— \(oldSize) bytes", with: "— \(newContent.count) bytes")
+        if let oldSerial { verify = verify.replacingOccurrences(of: "serial \(oldSerial)", with: "serial \(serial)") }
+        try verify.write(toFile: bundle + "/VERIFY.md", atomically: true, encoding: .utf8)
+
+        // 7. SHA256SUMS over everything, with sha256sum.
         let sums = CLI.exec(["sh", "-c", "find . -type f ! -name SHA256SUMS | sed 's|^\\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS"],
                             cwd: bundle)
         guard sums.status == 0 else { throw ForgeryError.failed("sha256sum: \(sums.stderr)") }
+    }
+
+    /// A certificate's SHA-256 fingerprint as `openssl x509 -fingerprint` prints it ("AB:CD:…").
+    static func fingerprint(_ pem: String) -> String {
+        let out = CLI.exec(["openssl", "x509", "-in", pem, "-noout", "-fingerprint", "-sha256"]).stdout
+        return out.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+    }
+
+    /// A certificate's subject in RFC 2253 form, as VERIFY.md prints it.
+    static func subject(_ pem: String) -> String {
+        let out = CLI.exec(["openssl", "x509", "-in", pem, "-noout", "-subject", "-nameopt", "RFC2253"]).stdout
+        return out.hasPrefix("subject=") ? String(out.dropFirst("subject=".count)).trimmingCharacters(in: .whitespacesAndNewlines) : ""
     }
 
     func sha256(_ file: String) -> String {
@@ -202,8 +231,9 @@ struct AttackCLITests {
 
             let bare = h.cli.run(["verify", bundle])
             #expect(bare.status == 1, "\(bare.stdout)")
-            #expect(!bare.stdout.contains("bundle verified") && bare.stdout.contains("BUNDLE VERIFICATION FAILED"), "\(bare.stdout)")
-            #expect(bare.stdout.contains("✗ RFC 3161 token tsa: not verified"), "\(bare.stdout)")
+            // With no anchor nothing contradicts the forgery, and nothing proves it either.
+            #expect(!bare.stdout.contains("bundle verified") && bare.stdout.contains("BUNDLE NOT PROVEN"), "\(bare.stdout)")
+            #expect(bare.stdout.contains("? RFC 3161 token tsa: not verified"), "\(bare.stdout)")
             #expect(bare.stdout.contains("--trust FILE"), "\(bare.stdout)")
 
             let realCA = h.scratch.path + "/tsa-ca.pem"

@@ -15,14 +15,45 @@ public enum BundleVerifier {
         public var check: String
         public var ok: Bool
         public var detail: String
+        /// Failed only for want of a trust anchor: the bundle is unproven, not shown forged.
+        public var unproven: Bool?
+
+        public init(check: String, ok: Bool, detail: String, unproven: Bool? = nil) {
+            self.check = check; self.ok = ok; self.detail = detail; self.unproven = unproven
+        }
+    }
+
+    /// What the checks add up to. Only `.verified` exits 0.
+    public enum Verdict: String, Codable, Sendable {
+        /// Every check passed and a time-stamp over the original verified against an anchor
+        /// from outside the bundle.
+        case verified
+        /// Nothing contradicts the bundle, but nothing proves it either: no time-stamp verified
+        /// (none in the bundle, no anchor given, or QED reports only, which corroborate but
+        /// cannot prove: the bundle's copy of a report is the operator's word).
+        case notProven = "not-proven"
+        /// A check failed: the bundle was changed, or its proofs do not hold.
+        case failed
     }
 
     public struct Report: Sendable {
         public var checks: [Check] = []
         /// Facts for the auditor that are neither pass nor fail (fingerprints to compare).
         public var notes: [String] = []
-        /// Every check passed (and there was at least one).
-        public var ok: Bool { !checks.isEmpty && checks.allSatisfy(\.ok) }
+        /// The earliest time-stamp over the original that verified against the anchors: the
+        /// latest moment the content is proven to have existed.
+        public var provenAt: Date?
+        /// Which time-stamp gave `provenAt`.
+        public var provenBy: String?
+        /// Custody events dated before `provenAt`: their times are the catalog's claim only.
+        public var uncoveredEvents: [String] = []
+
+        public var verdict: Verdict {
+            if checks.isEmpty || checks.contains(where: { !$0.ok && $0.unproven != true }) { return .failed }
+            return provenAt != nil && checks.allSatisfy(\.ok) ? .verified : .notProven
+        }
+        /// Verified: every check passed and a time-stamp proves the content.
+        public var ok: Bool { verdict == .verified }
     }
 
     /// What to pass when no anchor is known; shared by `verify DIR` and `verify ITEM`.
@@ -30,119 +61,251 @@ public enum BundleVerifier {
         "pass --trust FILE (the TSA's CA certificate, obtained from the TSA, not from the bundle) "
         + "or --config with an evidence.toml whose [notaries.NAME] has the TSA's ca_file"
 
+    /// The files a bundle has besides those the manifest lists (the manifest cannot list itself,
+    /// nor VERIFY.md, which is made from it).
+    static let unlistedInManifest: Set<[UInt8]> = [Array("manifest.json".utf8), Array("VERIFY.md".utf8)]
+    static let folders: Set<[UInt8]> = [Array("original".utf8), Array("proofs".utf8), Array("certificates".utf8)]
+
     public static func isBundle(_ dir: String) -> Bool {
         FileManager.default.fileExists(atPath: dir + "/manifest.json") && FileManager.default.fileExists(atPath: dir + "/SHA256SUMS")
     }
 
+    /// A path from the bundle, shown safely: no control character reaches a terminal.
+    static func shown(_ bytes: [UInt8]) -> String { TerminalText.escape(String(decoding: bytes, as: UTF8.self)) }
+    static func shown(_ s: String) -> String { TerminalText.escape(s) }
+
     public static func verify(_ dir: String, trust: TSATrust) -> Report {
         var report = Report()
-        func check(_ name: String, _ ok: Bool, _ detail: String) { report.checks.append(Check(check: name, ok: ok, detail: detail)) }
-
-        // 1. SHA256SUMS: every listed file matches, and every file present is listed.
-        guard let sumsText = try? String(contentsOfFile: dir + "/SHA256SUMS", encoding: .utf8) else {
-            check("SHA256SUMS", false, "\(dir)/SHA256SUMS: missing or not UTF-8"); return report
+        func check(_ name: String, _ ok: Bool, _ detail: String, unproven: Bool? = nil) {
+            report.checks.append(Check(check: name, ok: ok, detail: detail, unproven: unproven))
         }
-        var listed: [String: String] = [:]
-        for line in sumsText.split(separator: "\n") {
-            let parts = line.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, parts[0].count == 64, parts[1].hasPrefix(" ") else {
-                check("SHA256SUMS", false, "malformed line: \(line.prefix(100))"); continue
+
+        // 1. What is in the folder, as bytes: every name UTF-8, NFC, and a regular file or one of
+        //    the three folders. Names are compared as bytes from here on: Swift compares Strings by
+        //    Unicode equivalence, so an NFD twin of a listed NFC name would pass as "listed".
+        let walked = BundleFiles.walk(dir)
+        for problem in walked.problems { check("bundle layout", false, problem) }
+
+        // 2. SHA256SUMS: every listed file matches; listed and present are the same set.
+        guard let sumsData = FileManager.default.contents(atPath: dir + "/SHA256SUMS") else {
+            check("SHA256SUMS", false, "\(shown(dir))/SHA256SUMS: missing or unreadable"); return report
+        }
+        var listed: [[UInt8]: String] = [:]
+        var sizes: [[UInt8]: Int64] = [:]
+        for (n, line) in sumsData.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+            let bytes = Array(line)
+            guard bytes.count > 66, bytes[64] == 0x20, bytes[65] == 0x20,
+                  let hex = String(validating: bytes[0..<64], as: UTF8.self), SHA256Digest(hex: hex) != nil, hex == hex.lowercased() else {
+                check("SHA256SUMS", false, "line \(n + 1) is not \"<sha256 hex>  <path>\": \(shown(Array(bytes.prefix(100))))"); continue
             }
-            let rel = String(parts[1].dropFirst())
-            listed[rel] = String(parts[0])
-            if rel.contains("..") || rel.hasPrefix("/") { check("SHA256SUMS", false, "\(rel): path leaves the bundle"); continue }
-            switch Result(catching: { try FileHasher.hash(path: dir + "/" + rel) }) {
+            let rel = Array(bytes[66...])
+            if let problem = BundleFiles.pathProblem(rel) {
+                check("SHA256SUMS", false, "line \(n + 1): \(shown(rel)): \(problem)"); continue
+            }
+            guard listed[rel] == nil else { check("SHA256SUMS", false, "\(shown(rel)) is listed twice"); continue }
+            listed[rel] = hex
+            let path = dir + "/" + String(decoding: rel, as: UTF8.self)
+            switch Result(catching: { try FileHasher.hash(path: path) }) {
             case .success(let r):
-                check("file intact", r.digest.hex == parts[0], r.digest.hex == parts[0] ? rel : "\(rel): hashes to \(r.digest.hex), SHA256SUMS says \(parts[0])")
+                sizes[rel] = r.size
+                check("file intact", r.digest.hex == hex, r.digest.hex == hex ? shown(rel) : "\(shown(rel)): hashes to \(r.digest.hex), SHA256SUMS says \(hex)")
             case .failure(let e):
-                check("file intact", false, "\(rel): \(e)")
+                check("file intact", false, "\(shown(rel)): \(shown(String(describing: e)))")
             }
         }
-        let present = allFiles(dir).filter { $0 != "SHA256SUMS" }
-        for extra in present.subtracting(listed.keys).sorted() { check("no unlisted files", false, "\(extra): not in SHA256SUMS") }
+        if sumsData.last != 0x0A { check("SHA256SUMS", false, "does not end with a newline") }
+        let present = walked.files.subtracting([Array("SHA256SUMS".utf8)])
+        for extra in present.subtracting(listed.keys).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            check("no unlisted files", false, "\(shown(extra)): present but not in SHA256SUMS")
+        }
 
-        // 2. The manifest agrees with the files.
-        guard let data = FileManager.default.contents(atPath: dir + "/manifest.json"),
-              let m = try? CanonicalJSON.decoder().decode(BundleManifest.self, from: data) else {
-            check("manifest", false, "\(dir)/manifest.json: missing or not a valid \(BundleManifest.formatName) manifest"); return report
+        // 3. The manifest: one meaning for every reader (no repeated key), and listing exactly the
+        //    files SHA256SUMS lists, with the same hashes and sizes.
+        guard let data = FileManager.default.contents(atPath: dir + "/manifest.json") else {
+            check("manifest", false, "\(shown(dir))/manifest.json: missing"); return report
         }
-        check("manifest", m.format == BundleManifest.formatName, "format \(m.format), item #\(m.item.id)")
-        for f in m.files where listed[f.path] != f.sha256 {
-            check("manifest matches SHA256SUMS", false, "\(f.path): manifest \(f.sha256.prefix(16))…, SHA256SUMS \(listed[f.path]?.prefix(16) ?? "missing")")
+        do { try StrictJSON.check(data) } catch {
+            check("manifest", false, "manifest.json: \(error.description)"); return report
         }
-        guard let digest = SHA256Digest(hex: m.item.sha256) else {
+        let m: BundleManifest
+        do { m = try CanonicalJSON.decoder().decode(BundleManifest.self, from: data) } catch {
+            check("manifest", false, "manifest.json: not a valid \(BundleManifest.formatName) manifest: \(shown(decodingProblem(error)))")
+            return report
+        }
+        check("manifest", m.format == BundleManifest.formatName, "format \(shown(m.format)), item #\(m.item.id)")
+        var inManifest: Set<[UInt8]> = []
+        for f in m.files {
+            let rel = Array(f.path.utf8)
+            if let problem = BundleFiles.pathProblem(rel) { check("manifest matches SHA256SUMS", false, "\(shown(rel)): \(problem)"); continue }
+            guard inManifest.insert(rel).inserted else { check("manifest matches SHA256SUMS", false, "\(shown(rel)) is listed twice in the manifest"); continue }
+            if listed[rel] != f.sha256 || (sizes[rel].map { $0 != f.size } ?? false) {
+                check("manifest matches SHA256SUMS", false, "\(shown(rel)): manifest \(shown(String(f.sha256.prefix(16))))… \(f.size) bytes, "
+                      + "SHA256SUMS \(listed[rel]?.prefix(16) ?? "missing")… \(sizes[rel].map(String.init) ?? "-") bytes")
+            }
+        }
+        for rel in Set(listed.keys).subtracting(inManifest).subtracting(unlistedInManifest).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            check("manifest matches SHA256SUMS", false, "\(shown(rel)): in SHA256SUMS but not in the manifest")
+        }
+        for rel in unlistedInManifest where listed[rel] == nil {
+            check("manifest matches SHA256SUMS", false, "\(shown(rel)): not in SHA256SUMS")
+        }
+        guard let digest = SHA256Digest(hex: m.item.sha256), m.item.sha256 == m.item.sha256.lowercased() else {
             check("manifest", false, "item sha256 is not a SHA-256 hex digest"); return report
         }
-        let original = "original/" + m.item.fileName
-        check("original is the notarized content", listed[original] == m.item.sha256,
-              listed[original] == m.item.sha256 ? "\(original): sha256 \(m.item.sha256)" : "\(original): \(listed[original] ?? "missing") ≠ \(m.item.sha256)")
 
-        // 3. Proofs: every one the manifest lists must be confirmed, present and verify.
+        // 4. The original: exactly one, named by the manifest, the only file in original/.
+        let fileNameProblem = BundleFiles.nameProblem(Array(m.item.fileName.utf8))
+            ?? (BundleNames.safe(m.item.fileName) == m.item.fileName ? nil : "not a name this software writes")
+        let originalRel = Array(("original/" + m.item.fileName).utf8)
+        let originals = m.files.filter { $0.role == "original" }
+        let inOriginal = walked.files.filter { $0.starts(with: Array("original/".utf8)) }
+        var originalProblems: [String] = []
+        if let p = fileNameProblem { originalProblems.append("the manifest's file name \(shown(m.item.fileName)): \(p)") }
+        if originals.count != 1 || originals.first.map({ Array($0.path.utf8) != originalRel }) ?? true {
+            originalProblems.append("the manifest must list one original, original/\(shown(m.item.fileName)); it lists "
+                                    + (originals.isEmpty ? "none" : originals.map { shown($0.path) }.joined(separator: ", ")))
+        }
+        for other in inOriginal where other != originalRel { originalProblems.append("\(shown(other)): a second file in original/") }
+        if listed[originalRel] != m.item.sha256 {
+            originalProblems.append("original/\(shown(m.item.fileName)): \(listed[originalRel] ?? "missing") ≠ \(m.item.sha256)")
+        }
+        if let size = sizes[originalRel], size != m.item.size { originalProblems.append("original/\(shown(m.item.fileName)): \(size) bytes, the item has \(m.item.size)") }
+        check("original is the item's content", originalProblems.isEmpty,
+              originalProblems.isEmpty ? "original/\(shown(m.item.fileName)): sha256 \(m.item.sha256), \(m.item.size) bytes" : originalProblems.joined(separator: "; "))
+
+        // 5. Proofs: every one the manifest lists must be confirmed, present and verify. Only an
+        //    RFC 3161 token verified against an outside anchor proves anything.
+        var listedStrings: [String: String] = [:]
+        for (k, v) in listed { listedStrings[String(decoding: k, as: UTF8.self)] = v }
+        var certificateCopies: [String: BundleWriter.TSACertificateCopies] = [:]
         for p in m.proofs {
             let n = BundleNames.safe(p.notary)
             let file = "proofs/\(n)." + (p.kind == .rfc3161 ? "tsr" : "json")
             guard p.state == .confirmed else {
                 check(ProofCheck.name(p), false, "\(p.state.rawValue), not confirmed: the bundle does not prove this notary"
-                      + (p.error.map { " (\($0))" } ?? ""))
+                      + (p.error.map { " (\(shown($0)))" } ?? ""))
                 continue
             }
-            guard let receipt = FileManager.default.contents(atPath: "\(dir)/\(file)") else {
-                check(ProofCheck.name(p), false, "\(file) missing"); continue
+            guard listed[Array(file.utf8)] != nil, let receipt = FileManager.default.contents(atPath: "\(dir)/\(file)") else {
+                check(ProofCheck.name(p), false, "\(shown(file)) missing"); continue
             }
-            if let recorded = p.receipt?.hex, recorded != listed[file] {
-                check(ProofCheck.name(p), false, "\(file): hashes to \(listed[file]?.prefix(16) ?? "-")…, the manifest's receipt is \(recorded.prefix(16))…")
+            if let recorded = p.receipt?.hex, recorded != listed[Array(file.utf8)] {
+                check(ProofCheck.name(p), false, "\(shown(file)): hashes to \(listed[Array(file.utf8)]?.prefix(16) ?? "-")…, the manifest's receipt is \(recorded.prefix(16))…")
                 continue
+            }
+            if p.kind == .qed {
+                do { try StrictJSON.check(receipt) } catch {
+                    check(ProofCheck.name(p), false, "\(shown(file)): \(error.description)"); continue
+                }
             }
             let c = ProofCheck.check(p, receipt: receipt, digest: digest, trust: trust, label: file)
-            check(c.check, c.ok, c.detail)
+            report.checks.append(c)
             if p.kind == .rfc3161 {
+                if c.ok, let token = try? TimestampVerifier.verify(response: receipt, digest: digest, trust: trust) {
+                    if report.provenAt.map({ token.genTime < $0 }) ?? true {
+                        report.provenAt = token.genTime
+                        report.provenBy = "RFC 3161 token \(shown(p.notary)) (\(shown(file)), serial \(token.serial))"
+                    }
+                }
                 report.notes += certificateNotes(dir: dir, notary: n, receipt: receipt)
+                var copies = BundleWriter.TSACertificateCopies()
+                copies.signer = TSACertificates.signerPEM(response: receipt).flatMap { TSACertificates.infos(pem: $0).first }
+                if let pem = FileManager.default.contents(atPath: "\(dir)/proofs/\(n)-ca.pem") { copies.ca = TSACertificates.infos(pem: pem) }
+                certificateCopies[p.notary] = copies
             } else {
-                report.notes.append("QED report \(p.notary): checked against the bundle's own copy only; confirm transaction "
-                                    + "\(p.txHash ?? "-") on \(p.network ?? "-") at \(p.link ?? "the notary's explorer")")
+                report.notes.append("QED report \(shown(p.notary)) corroborates only: the bundle's copy of a report is the operator's word. "
+                                    + "Confirm transaction \(shown(p.txHash ?? "-")) on \(shown(p.network ?? "-")) at "
+                                    + "\(shown(p.link ?? "the notary's explorer")), or run `evidence verify --online`")
             }
         }
-        if m.proofs.isEmpty {
-            report.notes.append("no notary proof in this bundle: the checks show only that its files agree with each other")
+        if !m.proofs.contains(where: { $0.kind == .rfc3161 && $0.state == .confirmed }) {
+            report.notes.append("no RFC 3161 time-stamp in this bundle: nothing in it can prove when the content existed")
         }
 
-        // 4. Custody events recompute, chain where consecutive, end at the manifest's head, and
+        // 6. VERIFY.md is made from the manifest: any other text is not ours, and its advice
+        //    (which CA to trust, above all) must not be followed.
+        let expected = Data(BundleWriter.verifyText(m, tsaCertificates: certificateCopies).utf8)
+        if let actual = FileManager.default.contents(atPath: dir + "/VERIFY.md") {
+            if actual == expected {
+                check("VERIFY.md", true, "the text this manifest produces, byte for byte")
+            } else {
+                check("VERIFY.md", false, "differs from the text this manifest produces (\(firstDifference(actual, expected))): "
+                      + "it was edited; do not follow its instructions")
+            }
+        } else {
+            check("VERIFY.md", false, "missing")
+        }
+
+        // 7. Custody events recompute, chain where consecutive, end at the manifest's head, and
         //    record what the manifest claims: the item's hash and name, each proof's receipt, each certificate.
-        if let text = try? String(contentsOfFile: dir + "/custody.jsonl", encoding: .utf8) {
+        if let text = FileManager.default.contents(atPath: dir + "/custody.jsonl") {
             var events: [CustodyEvent] = []
             var bad: [String] = []
-            for (i, line) in text.split(separator: "\n").enumerated() {
-                guard let e = try? CanonicalJSON.decoder().decode(CustodyEvent.self, from: Data(line.utf8)) else {
+            for (i, line) in text.split(separator: 0x0A).enumerated() {
+                do { try StrictJSON.check(line) } catch { bad.append("line \(i + 1): \(error.description)"); continue }
+                guard let e = try? CanonicalJSON.decoder().decode(CustodyEvent.self, from: Data(line)) else {
                     bad.append("line \(i + 1) is not a custody event"); continue
                 }
+                do { try StrictJSON.check(Array(e.details.utf8)) } catch { bad.append("event #\(e.seq) details: \(error.description)") }
                 let h = SHA256Hasher.hash(CustodyEvent.chainInput(prevHash: e.prevHash, body: e.canonicalBody)).hex
-                if h != e.hash { bad.append("event #\(e.seq) hashes to \(h.prefix(16))…, says \(e.hash.prefix(16))…") }
+                if h != e.hash { bad.append("event #\(e.seq) hashes to \(h.prefix(16))…, says \(shown(String(e.hash.prefix(16))))…") }
                 if let prev = events.last {
                     if e.seq <= prev.seq { bad.append("event #\(e.seq) follows #\(prev.seq)") }
                     if e.seq == prev.seq + 1 && e.prevHash != prev.hash { bad.append("event #\(e.seq) does not chain to #\(prev.seq)") }
                 }
+                if Timestamp.parse(e.at) == nil { bad.append("event #\(e.seq): time \(shown(e.at)) is not an ISO 8601 date") }
                 events.append(e)
             }
             let last = events.last?.hash
             if m.custodyHead == nil || last != m.custodyHead {
-                bad.append("last event \(last?.prefix(16) ?? "-") is not the manifest's head \(m.custodyHead?.prefix(16) ?? "-")")
+                bad.append("last event \(shown(String(last?.prefix(16) ?? "-"))) is not the manifest's head \(shown(String(m.custodyHead?.prefix(16) ?? "-")))")
             }
             check("custody events", bad.isEmpty, bad.isEmpty ? "\(events.count) events, each hash recomputed" : bad.joined(separator: "; "))
-            let problems = custodyDisagreements(events, manifest: m, listed: listed)
+            let problems = custodyDisagreements(events, manifest: m, listed: listedStrings)
             check("custody agrees with the manifest", problems.isEmpty,
                   problems.isEmpty ? "item #\(m.item.id), its hash and name, \(m.proofs.count) proof receipt(s), \(m.certificates.count) certificate(s) recorded"
-                                   : problems.joined(separator: "; "))
+                                   : problems.map(shown).joined(separator: "; "))
+            // A time-stamp bounds when the content existed; nothing bounds the times of events
+            // before it, which anyone who can write the catalog could have back-dated.
+            for e in events {
+                let at = Timestamp.parse(e.at)
+                if let proven = report.provenAt, let at, at >= proven { continue }
+                report.uncoveredEvents.append("#\(e.seq) \(shown(e.kind)) at \(shown(e.at))")
+            }
         } else {
             check("custody events", false, "custody.jsonl missing")
         }
 
-        // 5. Certificates are PDFs.
+        // 8. Certificates are PDFs.
         for origin in m.certificates {
             let rel = "certificates/\(BundleNames.safe(origin)).pdf"
-            let head = FileManager.default.contents(atPath: dir + "/" + rel)?.prefix(5)
-            check("certificate \(origin)", head == Data("%PDF-".utf8), head == Data("%PDF-".utf8) ? rel : "\(rel): missing or not a PDF")
+            let head = listed[Array(rel.utf8)] == nil ? nil : FileManager.default.contents(atPath: dir + "/" + rel)?.prefix(5)
+            check("certificate \(shown(origin))", head == Data("%PDF-".utf8), head == Data("%PDF-".utf8) ? shown(rel) : "\(shown(rel)): missing or not a PDF")
         }
         return report
+    }
+
+    /// A decoding error as one line naming the field.
+    static func decodingProblem(_ error: any Error) -> String {
+        func path(_ c: DecodingError.Context) -> String { c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined() }
+        switch error as? DecodingError {
+        case .keyNotFound(let key, let c)?: return "\(path(c)).\(key.stringValue) is missing"
+        case .typeMismatch(_, let c)?, .valueNotFound(_, let c)?, .dataCorrupted(let c)?: return "\(path(c)): \(c.debugDescription)"
+        default: return "\(error)"
+        }
+    }
+
+    /// Where the bundle's text first differs from the expected one: the line and both versions.
+    static func firstDifference(_ actual: Data, _ expected: Data) -> String {
+        let la = actual.split(separator: 0x0A, omittingEmptySubsequences: false)
+        let lb = expected.split(separator: 0x0A, omittingEmptySubsequences: false)
+        func text(_ lines: [Data.SubSequence], _ i: Int) -> String {
+            i < lines.count ? "«" + shown(Array(lines[i].prefix(100))) + "»" : "(no line)"
+        }
+        for i in 0..<max(la.count, lb.count) where i >= la.count || i >= lb.count || la[i] != lb[i] {
+            return "line \(i + 1) is \(text(la, i)), the manifest gives \(text(lb, i))"
+        }
+        return "length"
     }
 
     /// What the manifest claims that the custody events do not record.
@@ -197,16 +360,6 @@ public enum BundleVerifier {
         }
         return notes
     }
-
-    static func allFiles(_ dir: String) -> Set<String> {
-        var out = Set<String>()
-        guard let e = FileManager.default.enumerator(atPath: dir) else { return out }
-        while let rel = e.nextObject() as? String {
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: dir + "/" + rel, isDirectory: &isDir), !isDir.boolValue { out.insert(rel) }
-        }
-        return out
-    }
 }
 
 /// Checks one confirmed proof's receipt against the content digest: the same code for bundles
@@ -226,7 +379,7 @@ public enum ProofCheck {
                     .map { "it claims serial \($0.serial), time \(Timestamp.string($0.genTime)), but " } ?? ""
                 return .init(check: name(p), ok: false,
                              detail: "not verified: no trust anchor from outside the bundle; \(claim)anyone can make such a token "
-                                 + "with a CA of their own: \(BundleVerifier.noAnchorAdvice)")
+                                 + "with a CA of their own: \(BundleVerifier.noAnchorAdvice)", unproven: true)
             }
             do {
                 let token = try TimestampVerifier.verify(response: receipt, digest: digest, trust: trust)

@@ -1,14 +1,17 @@
 import EvidenceCatalog
 import EvidenceCertificate
 import EvidenceCore
+import EvidenceNotary
 import EvidenceStore
 import Foundation
 
 /// Our own certificate PDF for an item: file, hash, media summary, every proof, and the
 /// commands an auditor runs on a bundle (`evidence bundle`) to check it without us.
 public enum EvidenceCertificateMaker {
+    /// `tsaSigners` maps an rfc3161 notary's name to the certificate that signed its token (read
+    /// from the token: `signers(home:proofs:)`), whose fingerprint the certificate prints.
     public static func content(item: Item, sources: [SourceSighting], proofs: [Proof], custodyHead: String?,
-                               now: Date = Date()) -> CertificateContent {
+                               tsaSigners: [String: TSACertificates.Info] = [:], now: Date = Date()) -> CertificateContent {
         let fileName = sources.first?.name ?? item.sha256.hex
         let shown = proofs.map { p -> CertificateContent.Proof in
             switch p.kind {
@@ -24,15 +27,46 @@ public enum EvidenceCertificateMaker {
                              reference: "serial \(p.remoteID ?? "-")", detail: p.network ?? p.link, link: nil)
             }
         }
+        // No file of the bundle is named as a trust anchor: the CA comes from the TSA, and the
+        // signer's fingerprint is printed here, on paper, to compare with the TSA's.
         var commands = ["sha256sum -c SHA256SUMS"]
-        for p in proofs where p.kind == .rfc3161 && p.state == .confirmed {
-            commands.append("openssl ts -verify -data 'original/\(BundleNames.safe(fileName))' -in proofs/\(BundleNames.safe(p.notary)).tsr -CAfile proofs/\(BundleNames.safe(p.notary))-ca.pem")
+        var notes: [String] = []
+        let timestamps = proofs.filter { $0.kind == .rfc3161 && $0.state == .confirmed }
+        for p in timestamps {
+            let n = BundleNames.safe(p.notary)
+            commands.append("openssl ts -verify -data 'original/\(BundleNames.safe(fileName))' -in proofs/\(n).tsr "
+                            + "-CAfile \(n.uppercased())-CA-FROM-THE-TSA.pem -untrusted proofs/\(n)-tsa.crt")
+            var note = "\(n.uppercased())-CA-FROM-THE-TSA.pem is the CA certificate of the time-stamping authority \(p.notary)"
+                + (p.link.map { " (\($0))" } ?? "")
+                + ", obtained from the TSA itself (its operator or its published certificates), never from the bundle:"
+                + " anyone can put a CA of their own in a folder."
+            if let signer = tsaSigners[p.notary] {
+                note += " The token was signed by \(signer.subject), certificate SHA-256 \(signer.sha256):"
+                    + " compare it with the fingerprint the TSA publishes."
+            }
+            notes.append(note)
         }
-        commands.append("evidence verify .   (optional: every check at once)")
-        return CertificateContent(fileName: fileName, size: item.size, sha256: item.sha256,
-                                  mediaSummary: item.media?.summary, dateTaken: item.dateTaken,
-                                  ingestedAt: item.createdAt, itemID: item.id, proofs: shown,
-                                  verifyCommands: commands, custodyHead: custodyHead, generatedAt: now)
+        commands.append("evidence verify . --trust \(timestamps.first.map { BundleNames.safe($0.notary).uppercased() } ?? "TSA")-CA-FROM-THE-TSA.pem   (optional: every check at once)")
+        if timestamps.isEmpty {
+            notes.append("No RFC 3161 time-stamp is recorded: until one is, these checks show only that the files agree with each other.")
+        }
+        var content = CertificateContent(fileName: fileName, size: item.size, sha256: item.sha256,
+                                         mediaSummary: item.media?.summary, dateTaken: item.dateTaken,
+                                         ingestedAt: item.createdAt, itemID: item.id, proofs: shown,
+                                         verifyCommands: commands, custodyHead: custodyHead, generatedAt: now)
+        content.verifyNotes = notes
+        return content
+    }
+
+    /// The certificate that signed each confirmed rfc3161 proof's token, as the token carries it.
+    public static func signers(home: EvidenceHome, proofs: [Proof]) -> [String: TSACertificates.Info] {
+        var out: [String: TSACertificates.Info] = [:]
+        for p in proofs where p.kind == .rfc3161 && p.state == .confirmed {
+            guard let r = p.receipt, let token = try? home.store.read(r),
+                  let info = TSACertificates.signerPEM(response: token).flatMap({ TSACertificates.infos(pem: $0).first }) else { continue }
+            out[p.notary] = info
+        }
+        return out
     }
 
     /// Renders and stores the certificate; returns its record (not yet saved in the catalog).
@@ -40,7 +74,8 @@ public enum EvidenceCertificateMaker {
         let sources = try home.catalog.sources(itemID: item.id)
         let proofs = try home.catalog.proofs(itemID: item.id)
         let head = try home.catalog.events(itemID: item.id).last?.hash
-        let pdf = try CertificateRenderer.render(content(item: item, sources: sources, proofs: proofs, custodyHead: head))
+        let pdf = try CertificateRenderer.render(content(item: item, sources: sources, proofs: proofs, custodyHead: head,
+                                                         tsaSigners: signers(home: home, proofs: proofs)))
         let stored = try home.store.put(pdf)
         return Certificate(itemID: item.id, origin: "evidence", sha256: stored.digest, size: Int64(pdf.count))
     }

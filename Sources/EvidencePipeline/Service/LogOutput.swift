@@ -1,8 +1,11 @@
+import EvidenceCore
 import Foundation
 import Logging
 
 /// swift-log handler writing one line per message to stderr, as text or JSON. Secrets never
-/// reach it: callers log paths, hashes and remote answers, never credentials.
+/// reach it: callers log paths, hashes and remote answers, never credentials. In text lines every
+/// control character of the message and metadata (file names, server answers) is escaped, so a
+/// name holding a newline or ESC cannot forge a log line or drive the terminal of whoever reads it.
 public struct StderrLogHandler: LogHandler {
     public enum Format: String, Sendable { case text, json }
 
@@ -23,6 +26,14 @@ public struct StderrLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
+    /// One text log line, newline included, with every control character of the message and
+    /// the metadata escaped.
+    public static func textLine(ts: String, level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
+        let meta = metadata.isEmpty ? "" : " " + metadata.sorted { $0.key < $1.key }
+            .map { "\(TerminalText.escape($0.key))=\(TerminalText.escape("\($0.value)"))" }.joined(separator: " ")
+        return "\(ts) \(level.rawValue.uppercased()) \(TerminalText.escape(message))\(meta)\n"
+    }
+
     public func log(event: LogEvent) {
         var all = metadata
         if let m = event.metadata { all.merge(m) { _, new in new } }
@@ -30,8 +41,7 @@ public struct StderrLogHandler: LogHandler {
         let line: String
         switch format {
         case .text:
-            let meta = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "\(ts) \(event.level.rawValue.uppercased()) \(event.message)\(meta)\n"
+            line = Self.textLine(ts: ts, level: event.level, message: "\(event.message)", metadata: all)
         case .json:
             var obj: [String: String] = ["ts": ts, "level": event.level.rawValue, "msg": "\(event.message)", "logger": label]
             for (k, v) in all { obj[k] = "\(v)" }

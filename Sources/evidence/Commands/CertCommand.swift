@@ -47,9 +47,11 @@ struct CertCommand: AsyncParsableCommand {
         if let c = stored.first(where: { $0.origin == origin }) {
             pdf = try home.store.read(c.sha256)
         } else if origin == "evidence" {
+            let proofs = try home.catalog.proofs(itemID: it.id)
             let content = EvidenceCertificateMaker.content(
-                item: it, sources: try home.catalog.sources(itemID: it.id), proofs: try home.catalog.proofs(itemID: it.id),
-                custodyHead: try home.catalog.events(itemID: it.id).last?.hash)
+                item: it, sources: try home.catalog.sources(itemID: it.id), proofs: proofs,
+                custodyHead: try home.catalog.events(itemID: it.id).last?.hash,
+                tsaSigners: EvidenceCertificateMaker.signers(home: home, proofs: proofs))
             pdf = try CertificateRenderer.render(content)
             note = "rendered now: item is \(it.state.rawValue)"
         } else if let proof = try home.catalog.proofs(itemID: it.id).first(where: { $0.notary == origin && $0.kind == .qed }) {

@@ -52,12 +52,12 @@ struct ShowCommand: ParsableCommand {
         Output.line("item      #\(it.id)")
         Output.line("sha256    \(it.sha256.hex)")
         Output.line("size      \(it.size) bytes (\(Output.bytes(it.size)))")
-        Output.line("state     \(it.state.rawValue)" + (it.stateReason.map { " — \($0)" } ?? ""))
+        Output.line("state     \(it.state.rawValue)" + (it.stateReason.map { " — \(TerminalText.escape($0))" } ?? ""))
         Output.line("taken     \(Output.date(it.dateTaken))" + (it.media?.creationTime != nil ? " (media creation_time)" : " (file mtime)"))
         Output.line("created   \(Output.date(it.createdAt))")
         Output.line("object    \(objectPath)")
         if let m = it.media {
-            Output.line("media     \(m.summary)")
+            Output.line("media     \(TerminalText.escape(m.summary))")
             if m.probeError == nil, let br = m.bitRate { Output.line("          bit rate \(br / 1000) kb/s") }
         } else {
             Output.line("media     (not media)")
@@ -94,8 +94,8 @@ struct ShowCommand: ParsableCommand {
         }
         for l in links {
             Output.line()
-            Output.line("link      \(l.url)" + (l.expires.map { "  (expires \(Output.date($0)))" } ?? "") + (l.passwordProtected ? "  (password)" : ""))
-            if let f = l.fallback { Output.line("          note: \(f)") }
+            Output.line("link      \(TerminalText.escape(l.url))" + (l.expires.map { "  (expires \(Output.date($0)))" } ?? "") + (l.passwordProtected ? "  (password)" : ""))
+            if let f = l.fallback { Output.line("          note: \(TerminalText.escape(f))") }
         }
         if !jobs.isEmpty {
             Output.line()
@@ -118,11 +118,11 @@ enum ItemResolver {
     static func resolve(_ reference: String, in home: EvidenceHome) throws -> Item {
         let matches = try home.catalog.items(matching: reference)
         if matches.isEmpty {
-            Output.err("no item matches \"\(reference)\" (by id, hash prefix of 4+ hex digits, or source path)")
+            Output.err("no item matches \"\(TerminalText.escape(reference))\" (by id, hash prefix of 4+ hex digits, or source path)")
             throw ExitCode(1)
         }
         if matches.count > 1 {
-            Output.err("\"\(reference)\" is ambiguous: \(matches.count) items match: " +
+            Output.err("\"\(TerminalText.escape(reference))\" is ambiguous: \(matches.count) items match: " +
                        matches.prefix(10).map { "#\($0.id) \($0.sha256.short)" }.joined(separator: ", "))
             throw ExitCode(1)
         }

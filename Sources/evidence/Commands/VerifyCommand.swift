@@ -6,8 +6,9 @@ import EvidenceNotary
 import EvidencePipeline
 import EvidenceStore
 import Foundation
+import Logging
 
-struct VerifyCommand: ParsableCommand {
+struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check a bundle folder offline, or re-hash a file or an item against the catalog and store.",
@@ -20,10 +21,24 @@ struct VerifyCommand: ParsableCommand {
         name and each proof's receipt, and the certificates.
 
         Trust anchors come only from outside the bundle: --trust FILE (the TSA's CA certificate,
-        obtained from the TSA; repeatable) and the config's rfc3161 notaries (`ca_file`,
-        `tsa_cert_sha256`). A CA file inside the bundle is never trusted: its SHA-256 fingerprint
-        is printed for comparison with the one the TSA publishes. With no anchor, an RFC 3161
-        token is "not verified" and the bundle is not reported verified.
+        obtained from the TSA; repeatable), and the rfc3161 notaries (`ca_file`,
+        `tsa_cert_sha256`) of a config named with --config on purpose: for a bundle, neither
+        $EVIDENCE_CONFIG nor ./evidence.toml is read, so the host's config (which its service
+        user may be able to edit) never widens what --trust names. A CA file inside the bundle is
+        never trusted: its SHA-256 fingerprint is printed for comparison with the one the TSA
+        publishes.
+
+        "verified" means proven: at least one RFC 3161 time-stamp over the original verified
+        against an anchor from outside the bundle, and every other check passed. The earliest
+        such time-stamp is the proven time, printed first; custody events dated before it are
+        marked as the catalog's claim only. With no time-stamp verified (none in the bundle, no
+        anchor given, or QED reports only, which corroborate but never prove alone) the verdict
+        is NOT PROVEN. The manifest and SHA256SUMS must list exactly the same files (names
+        compared as bytes, in Unicode NFC, each once), no JSON document may repeat a key, and
+        VERIFY.md must be the text the manifest produces, byte for byte.
+
+        --online: also asks each QED notary of the config for its report (slug, hash, status,
+        transaction) instead of trusting the bundle's or the store's copy.
 
         FILE: hashes the file and looks its SHA-256 up in the catalog; then re-hashes the store
         object of that item.
@@ -32,8 +47,9 @@ struct VerifyCommand: ParsableCommand {
         signature and chain with the TSA's `ca_file` or --trust; QED report: hash, confirmed, transaction)
         and each certificate; reports whether each recorded source still matches.
 
-        Each check is printed on its own line with ✓ or ✗.
-        Exit codes: 0 every check passed · 1 a check failed · 2 usage error.
+        Each check is printed on its own line with ✓ or ✗; text from the bundle or the catalog is
+        printed with control characters escaped.
+        Exit codes: 0 verified (proven) · 1 NOT PROVEN or a check failed · 2 usage error.
         """
     )
 
@@ -47,6 +63,9 @@ struct VerifyCommand: ParsableCommand {
         valueName: "file"))
     var trust: [String] = []
 
+    @Flag(name: .customLong("online"), help: "Also look each QED report up at the notary (needs the config's QED key).")
+    var online = false
+
     func validate() throws {
         for file in trust {
             do { _ = try TSACertificates.read(pemFile: file) } catch {
@@ -55,35 +74,43 @@ struct VerifyCommand: ParsableCommand {
         }
     }
 
-    /// The config's rfc3161 anchors plus --trust: everything this run trusts, none of it from a bundle.
-    func anchors(_ config: EvidenceConfig) -> TSATrust {
-        config.tsaTrust.merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
+    /// --trust, plus the rfc3161 anchors of a config given with --config: everything a bundle
+    /// is checked against, none of it from the bundle, none of it from a config found by default.
+    func bundleAnchors() throws -> (TSATrust, EvidenceConfig?) {
+        let named = TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+        guard global.config != nil else { return (named, nil) }
+        let config = try global.loadConfig()
+        return (config.tsaTrust.merging(named), config)
     }
 
-    struct Check: Encodable {
-        var check: String
-        var ok: Bool
-        var detail: String
-    }
+    typealias Check = BundleVerifier.Check
 
     struct Report: Encodable {
         var target: String
         var item: Int64?
         var sha256: String?
+        /// verified | not-proven | failed
+        var verdict: BundleVerifier.Verdict
         var ok: Bool
+        /// The earliest verified time-stamp over the content, and which one.
+        var provenAt: Date?
+        var provenBy: String?
         var checks: [Check]
-        /// Bundles only: fingerprints to compare, and what the tokens were checked against.
         var notes: [String]? = nil
+        /// Custody events dated before the proven time: the catalog's claim only.
+        var uncoveredEvents: [String]? = nil
         var trustAnchors: [String]? = nil
     }
 
-    func run() throws {
+    func run() async throws {
         if BundleVerifier.isBundle(target) {
-            return try verifyBundle()
+            return try await verifyBundle()
         }
         let home = try global.openHome(mustExist: true)
         var checks: [Check] = []
         var item: Item?
+        var provenAt: Date?
+        var provenBy: String?
         var st = stat()
         let isFile = lstat(target, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
 
@@ -126,7 +153,13 @@ struct VerifyCommand: ParsableCommand {
                     let anchors = (config.notaries[p.notary]?.tsaTrust ?? TSATrust())
                         .merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
                     let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.location(of: r))
-                    checks.append(Check(check: c.check, ok: c.ok, detail: c.detail))
+                    checks.append(c)
+                    if p.kind == .rfc3161, c.ok, let token = try? TimestampVerifier.verify(response: data, digest: i.sha256, trust: anchors),
+                       provenAt.map({ token.genTime < $0 }) ?? true {
+                        provenAt = token.genTime
+                        provenBy = "RFC 3161 token \(p.notary) (serial \(token.serial))"
+                    }
+                    if p.kind == .qed, online { checks.append(await onlineCheck(p, digest: i.sha256, config: config)) }
                 }
             }
             for c in try home.catalog.certificates(itemID: i.id) {
@@ -146,33 +179,104 @@ struct VerifyCommand: ParsableCommand {
             }
         }
 
-        let ok = checks.allSatisfy(\.ok)
-        if global.json {
-            Output.json(Report(target: target, item: item?.id, sha256: item?.sha256.hex, ok: ok, checks: checks))
-        } else {
-            for c in checks { Output.line("\(c.ok ? "✓" : "✗") \(c.check): \(c.detail)") }
-            Output.line(ok ? "verified" : "VERIFICATION FAILED")
+        let failed = checks.contains { !$0.ok && $0.unproven != true }
+        let verdict: BundleVerifier.Verdict = failed ? .failed : (provenAt != nil && checks.allSatisfy(\.ok) ? .verified : .notProven)
+        var notes: [String] = []
+        if item != nil, provenAt == nil {
+            notes.append("no RFC 3161 time-stamp over this content verified against a trust anchor: "
+                         + "QED reports corroborate, they do not prove alone; \(BundleVerifier.noAnchorAdvice)")
         }
-        if !ok { throw ExitCode(1) }
+        if global.json {
+            Output.json(Report(target: target, item: item?.id, sha256: item?.sha256.hex, verdict: verdict, ok: verdict == .verified,
+                               provenAt: provenAt, provenBy: provenBy, checks: checks, notes: notes))
+        } else {
+            for c in checks { Output.line(Self.line(c)) }
+            for n in notes { Output.line("• \(TerminalText.escape(n))") }
+            switch verdict {
+            case .verified:
+                Output.line("verified: the content existed no later than \(Output.date(provenAt)), proven by \(TerminalText.escape(provenBy ?? "-"))")
+            case .notProven:
+                Output.line("NOT PROVEN: nothing contradicts the item, but no time-stamp over its content verified")
+            case .failed:
+                Output.line("VERIFICATION FAILED")
+            }
+        }
+        if verdict != .verified { throw ExitCode(1) }
     }
 
-    private func verifyBundle() throws {
-        let anchors = anchors(try global.loadConfig())
-        let report = BundleVerifier.verify(target, trust: anchors)
-        let checks = report.checks.map { Check(check: $0.check, ok: $0.ok, detail: $0.detail) }
-        let ok = report.ok
+    /// One check, its detail escaped: bundle and catalog text cannot start lines or move the cursor.
+    static func line(_ c: Check) -> String {
+        "\(c.ok ? "✓" : (c.unproven == true ? "?" : "✗")) \(TerminalText.escape(c.check)): \(TerminalText.escape(c.detail))"
+    }
+
+    /// A QED report looked up at the notary itself, not in a copy the operator kept.
+    private func onlineCheck(_ p: Proof, digest: SHA256Digest, config: EvidenceConfig?) async -> Check {
+        let name = "QED report \(p.notary) at the notary"
+        guard let config else {
+            return Check(check: name, ok: false, detail: "--online needs --config naming the [notaries.\(p.notary)] table and its key")
+        }
+        guard let slug = p.remoteID else { return Check(check: name, ok: false, detail: "no report slug recorded") }
+        let logger = Logger(label: "evidence")
+        let notaries: Notaries
+        do { notaries = try Notaries.build(config: config, logger: logger) } catch {
+            return Check(check: name, ok: false, detail: error.description)
+        }
+        guard case .qed(let client)? = notaries.entries[p.notary]?.client else {
+            return Check(check: name, ok: false, detail: "the config has no QED notary named \(p.notary)")
+        }
+        do {
+            let r = try await client.report(slug: slug)
+            let ok = r.hash == digest.hex && r.status == .confirmed && r.txHash != nil && r.txHash == p.txHash
+            return Check(check: name, ok: ok,
+                         detail: "report \(slug): hash \(r.hash.prefix(16))…, \(r.status.rawValue), tx \(r.txHash ?? "-")"
+                            + (ok ? " (the notary's own answer; it corroborates, it does not prove a time alone)" : " (recorded tx \(p.txHash ?? "-"))"))
+        } catch {
+            return Check(check: name, ok: false, detail: "report \(slug): \(error)")
+        }
+    }
+
+    private func verifyBundle() async throws {
+        let (anchors, config) = try bundleAnchors()
+        var report = BundleVerifier.verify(target, trust: anchors)
+        if online, let data = FileManager.default.contents(atPath: target + "/manifest.json"),
+           (try? StrictJSON.check(data)) != nil,
+           let m = try? CanonicalJSON.decoder().decode(BundleManifest.self, from: data), let digest = SHA256Digest(hex: m.item.sha256) {
+            for p in m.proofs where p.kind == .qed && p.state == .confirmed {
+                report.checks.append(await onlineCheck(p, digest: digest, config: config))
+            }
+        }
+        let verdict = report.verdict
         if global.json {
-            Output.json(Report(target: target, item: nil, sha256: nil, ok: ok, checks: checks, notes: report.notes,
-                               trustAnchors: anchors.caFiles + anchors.pinnedSigners))
+            Output.json(Report(target: target, item: nil, sha256: nil, verdict: verdict, ok: verdict == .verified,
+                               provenAt: report.provenAt, provenBy: report.provenBy, checks: report.checks, notes: report.notes,
+                               uncoveredEvents: report.uncoveredEvents, trustAnchors: anchors.caFiles + anchors.pinnedSigners))
         } else {
-            for c in checks { Output.line("\(c.ok ? "✓" : "✗") \(c.check): \(c.detail)") }
-            for n in report.notes { Output.line("• \(n)") }
+            // The verdict first: what is proven, and since when.
+            switch verdict {
+            case .verified:
+                Output.line("PROVEN: the original existed no later than \(Output.date(report.provenAt)) "
+                            + "(\(report.provenBy ?? "-"), verified against \(anchors.summary))")
+            case .notProven:
+                Output.line("NOT PROVEN: no time-stamp over the original verified against an anchor from outside the bundle")
+            case .failed:
+                Output.line("FAILED: the bundle does not hold together; see the ✗ lines")
+            }
+            for c in report.checks { Output.line(Self.line(c)) }
+            for n in report.notes { Output.line("• \(TerminalText.escape(n))") }
+            if !report.uncoveredEvents.isEmpty {
+                Output.line("Custody events not covered by a proof (dated before \(report.provenAt.map(Output.date) ?? "any verified time-stamp"): only the catalog's claim):")
+                for e in report.uncoveredEvents { Output.line("  \(e)") }
+            }
             if anchors.isEmpty {
                 Output.line("no trust anchor was given: \(BundleVerifier.noAnchorAdvice)")
             }
-            Output.line(ok ? "bundle verified" : "BUNDLE VERIFICATION FAILED")
+            switch verdict {
+            case .verified: Output.line("bundle verified")
+            case .notProven: Output.line("BUNDLE NOT PROVEN: \(BundleVerifier.noAnchorAdvice)")
+            case .failed: Output.line("BUNDLE VERIFICATION FAILED")
+            }
         }
-        if !ok { throw ExitCode(1) }
+        if verdict != .verified { throw ExitCode(1) }
     }
 
     private func hashOrFail(_ path: String) throws -> FileHasher.Result {

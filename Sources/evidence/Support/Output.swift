@@ -13,14 +13,18 @@ enum Output {
         }
     }
 
+    /// Human output. Control characters other than our own line breaks and tabs are shown
+    /// escaped, whoever built the string: a name or a bundle field holding ESC cannot clear the
+    /// screen or draw a fake report. Data that could hold a newline is escaped where it is
+    /// quoted (`TerminalText.escape`), so it cannot start a line of its own either.
     static func line(_ s: String = "") {
-        FileHandle.standardOutput.write(Data((s + "\n").utf8))
+        FileHandle.standardOutput.write(Data((TerminalText.escapeKeepingLines(s) + "\n").utf8))
     }
 
     /// One line on stderr, prefixed so it is clear which program said it.
     static func err(_ s: String) {
         Progress.clearLine()
-        FileHandle.standardError.write(Data(("evidence: " + s + "\n").utf8))
+        FileHandle.standardError.write(Data(("evidence: " + TerminalText.escapeKeepingLines(s) + "\n").utf8))
     }
 
     static func bytes(_ n: Int64) -> String {
@@ -35,7 +39,9 @@ enum Output {
 
     /// Left-aligned columns, two spaces apart.
     static func table(_ header: [String], _ rows: [[String]]) {
-        let all = [header] + rows
+        // A cell is one line of data (a path, a reason, a server's answer): escaped whole, so a
+        // newline in a file name cannot start a row of its own.
+        let all = ([header] + rows).map { $0.map(TerminalText.escape) }
         var widths = [Int](repeating: 0, count: header.count)
         for r in all { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) } }
         for r in all {
@@ -86,7 +92,7 @@ final class Progress: @unchecked Sendable {  // callers serialise access
         var text = "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "]"
         text += String(format: " %3d%%  %d/%d files  %@/%@  %@/s", Int(frac * 100), doneFiles, totalFiles,
                        Output.bytes(bytes), Output.bytes(totalBytes), Output.bytes(Int64(rate)))
-        if !name.isEmpty { text += "  " + String(name.suffix(30)) }
+        if !name.isEmpty { text += "  " + TerminalText.escape(String(name.suffix(30))) }
         FileHandle.standardError.write(Data(("\r\u{1B}[K" + text).utf8))
         Progress.drawn = true
     }

@@ -1,0 +1,54 @@
+import EvidenceCore
+import EvidencePipeline
+import Foundation
+import Logging
+import Testing
+
+@Suite("Untrusted text: repeated JSON keys and control characters")
+struct UntrustedTextTests {
+    @Test("a JSON object with a key twice is refused, however the second is spelt (escaped, nested, NFD)")
+    func duplicateKeys() {
+        let refused = [
+            #"{"a":1,"a":2}"#,
+            #"{"item":{"sha256":"x","name":"y","sha256":"z"}}"#,
+            #"{"a":1,"\u0061":2}"#,
+            "{\"caf\u{E9}\":1,\"cafe\u{301}\":2}",
+            #"[{"ok":1},{"k":1,"k":1}]"#,
+        ]
+        for text in refused {
+            #expect(throws: StrictJSON.Problem.self, "\(text)") { try StrictJSON.check(Array(text.utf8)) }
+        }
+        do {
+            try StrictJSON.check(Array(#"{"item":{"sha256":"x","sha256":"z"}}"#.utf8))
+            Issue.record("accepted a repeated key")
+        } catch {
+            #expect(error == .duplicateKey(key: "sha256", path: "$.item"), "\(error)")
+        }
+    }
+
+    @Test("valid JSON with distinct keys passes; malformed JSON, trailing text and unpaired surrogates do not")
+    func wellFormed() throws {
+        try StrictJSON.check(Array(#"  {"a":[1,-2.5e3,true,false,null,"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"],"b":{}}  "#.utf8))
+        for bad in [#"{"a":1,}"#, #"{"a":1} x"#, #"{"a":"\ud800"}"#, "{\"a\":\"\u{1}\"}", #"{"a":01x}"#, "[", ""] {
+            #expect(throws: StrictJSON.Problem.self, "\(bad)") { try StrictJSON.check(Array(bad.utf8)) }
+        }
+        let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        #expect(throws: StrictJSON.Problem.self) { try StrictJSON.check(Array(deep.utf8)) }
+    }
+
+    @Test("control characters, DEL, C1 and bidi marks are shown escaped; ordinary text and non-Latin names are untouched")
+    func terminalEscape() {
+        #expect(TerminalText.escape("clip\u{1B}[2J\nFAKE\r\t.mp4") == "clip\\x1B[2J\\x0AFAKE\\x0D\\x09.mp4")
+        #expect(TerminalText.escape("evil\u{202E}gpj.exe\u{7F}\u{9B}") == "evil\\u{202E}gpj.exe\\x7F\\x9B")
+        #expect(TerminalText.escape("Zeugenaussage café 証拠.mov") == "Zeugenaussage café 証拠.mov")
+        #expect(TerminalText.escapeKeepingLines("line one\n\tname \u{1B}]0;title\u{7}") == "line one\n\tname \\x1B]0;title\\x07")
+    }
+
+    @Test("a text log line escapes the message and metadata: a name with a newline cannot forge a line")
+    func logLine() {
+        let line = StderrLogHandler.textLine(ts: "T", level: .info, message: "stored clip\nT INFO forged",
+                                             metadata: ["path": "/drop/a\u{1B}[2Jb"])
+        #expect(line == "T INFO stored clip\\x0AT INFO forged path=/drop/a\\x1B[2Jb\n")
+        #expect(line.filter { $0 == "\n" }.count == 1)
+    }
+}
