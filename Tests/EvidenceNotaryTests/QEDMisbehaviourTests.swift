@@ -42,4 +42,65 @@ struct QEDMisbehaviourTests {
             #expect(try await qed.reports(hash: Self.digest).isEmpty)
         }
     }
+
+    func submission() -> QEDSubmission {
+        QEDSubmission(hash: Self.digest, fileName: "clip.mp4", originalCreatedAt: Date(timeIntervalSince1970: 1_700_000_000),
+                      name: "clip", note: "test", metaData: [:])
+    }
+
+    @Test("a GET redirected on the same origin and API root (Django's trailing slash) is followed; the report comes back")
+    func getRedirectFollowed() async throws {
+        try await withServer { (server: SandboxServer, url: URL) async throws -> Void in
+            let qed = QEDClient(baseURL: url.absoluteString + "/v1/", apiKey: "sandbox-key",
+                                http: HTTPClient(configuration: HTTPClientConfiguration(retry: .never), logger: Logger(label: "test")))
+            let created = try await qed.submit(submission())
+            server.misbehaviour.arm(prefix: "/v1/reports/\(created.slug)", mode: .redirect, count: 1)
+            let polled = try await qed.report(slug: created.slug)
+            #expect(polled.slug == created.slug && polled.hash == Self.digest.hex)
+            #expect(server.misbehaviour.servedCounts["redirect"] == 1, "the redirect was served, then followed")
+        }
+    }
+
+    @Test("a GET redirected to another host is not followed (the API key would go with it): a permanent error naming both")
+    func getRedirectAwayRefused() async throws {
+        try await withServer { (server: SandboxServer, url: URL) async throws -> Void in
+            let qed = QEDClient(baseURL: url.absoluteString + "/v1/", apiKey: "sandbox-key",
+                                http: HTTPClient(configuration: HTTPClientConfiguration(retry: .never), logger: Logger(label: "test")))
+            let created = try await qed.submit(submission())
+            server.misbehaviour.arm(prefix: "/v1/reports/\(created.slug)", mode: .redirectAway, count: 1)
+            let error = await #expect(throws: NotaryError.self) { _ = try await qed.report(slug: created.slug) }
+            #expect(error?.retryable == false, "\(error?.message ?? "")")
+            #expect(error?.message.contains("elsewhere.invalid") == true && error?.message.contains("not followed") == true,
+                    "\(error?.message ?? "")")
+        }
+    }
+
+    @Test("a POST answered with a redirect is never re-sent: one request reaches the server, and the error says to check base_url")
+    func postRedirectRefused() async throws {
+        try await withServer { (server: SandboxServer, url: URL) async throws -> Void in
+            let qed = QEDClient(baseURL: url.absoluteString + "/v1/", apiKey: "sandbox-key",
+                                http: HTTPClient(configuration: HTTPClientConfiguration(retry: .never), logger: Logger(label: "test")))
+            server.misbehaviour.arm(prefix: "/v1/reports/", mode: .redirect, count: 1)
+            let error = await #expect(throws: NotaryError.self) { _ = try await qed.submit(submission()) }
+            #expect(error?.retryable == false && error?.message.contains("a POST is not re-sent") == true, "\(error?.message ?? "")")
+            #expect(server.misbehaviour.servedCounts["redirect"] == 1)
+            #expect(try await qed.reports(hash: Self.digest).isEmpty, "nothing was created by a resend")
+        }
+    }
+
+    @Test("the certificate is fetched at the documented path with its trailing slash; the emulation redirects a slash-less POST")
+    func certificatePathHasTrailingSlash() async throws {
+        try await withServer { (server: SandboxServer, url: URL) async throws -> Void in
+            let http = HTTPClient(configuration: HTTPClientConfiguration(retry: .never), logger: Logger(label: "test"))
+            let created = try await QEDClient(baseURL: url.absoluteString + "/v1/", apiKey: "sandbox-key", http: http).submit(submission())
+            var request = HTTPRequest(method: "POST", url: url.absoluteString + "/v1/reports/\(created.slug)/pdf",
+                                      headers: [("Authorization", "app-token sandbox-key"), ("Content-Type", "application/json")],
+                                      body: .data(Data("{}".utf8)))
+            let plain = try await http.send(request)
+            #expect(plain.status == 301 && plain.header("location")?.hasSuffix("/pdf/") == true, "\(plain.status)")
+            request.url += "/"
+            let slash = try await http.send(request)
+            #expect(slash.status != 301 && slash.status != 404, "the documented form is routed: \(slash.status)")
+        }
+    }
 }

@@ -11,7 +11,7 @@ struct QEDCertificateTests {
             let created = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/", json: reportJSON(hash: hash))
             let slug = try #require(created.json?["slug"]?.stringValue)
 
-            let early = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf")
+            let early = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf/")
             #expect(early.status == 409)
             #expect(early.json == .object([("detail", .string("Report is not confirmed yet."))]))
 
@@ -19,7 +19,7 @@ struct QEDCertificateTests {
             let txHash = try #require(settled["tx"]?["hash"]?.stringValue)
             let blockTime = try #require(settled["tx"]?["block_time"]?.stringValue)
 
-            let pdf = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf",
+            let pdf = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf/",
                 json: #"{"i18n":"en","address":"Evidence Unit\n1 Main Street","online_check":true,"logo_url":"https://example.org/logo.png"}"#)
             #expect(pdf.status == 200)
             #expect(pdf.header("Content-Type") == "application/pdf")
@@ -49,12 +49,12 @@ struct QEDCertificateTests {
         try await withSandbox(["--pending-seconds", "0"]) { sandbox in
             let created = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/", json: reportJSON(hash: randomHash()))
             let slug = try #require(created.json?["slug"]?.stringValue)
-            let plain = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf")
+            let plain = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf/")
             #expect(plain.status == 200)
-            let bad = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf", json: #"{"online_check":"maybe"}"#)
+            let bad = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf/", json: #"{"online_check":"maybe"}"#)
             #expect(bad.status == 400)
             #expect(bad.json == .object([("online_check", .array([.string("Must be a valid boolean.")]))]))
-            let missing = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/nosuchreport/pdf")
+            let missing = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/nosuchreport/pdf/")
             #expect(missing.status == 404)
         }
     }
@@ -64,7 +64,7 @@ struct QEDCertificateTests {
         try await withSandbox(["--pending-seconds", "0"]) { sandbox in
             let created = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/", json: reportJSON(hash: randomHash()))
             let slug = try #require(created.json?["slug"]?.stringValue)
-            let pdf = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf", json: #"{"i18n":"de"}"#)
+            let pdf = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf/", json: #"{"i18n":"de"}"#)
             let dir = try makeTemporaryDirectory("pdf")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let file = (dir as NSString).appendingPathComponent("de.pdf")

@@ -55,7 +55,7 @@ struct QEDReportLifecycleTests {
             let settled = try await waitForSettled(sandbox.baseURL, slug: slug)
             #expect(settled["status"] == .string("failed"))
             #expect(settled["failure_reason"]?.stringValue?.isEmpty == false)
-            let pdf = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf")
+            let pdf = try await TestHTTP.qed("POST", sandbox.baseURL, "/v1/reports/\(slug)/pdf/")
             #expect(pdf.status == 409)
         }
     }

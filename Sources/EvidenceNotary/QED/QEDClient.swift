@@ -34,6 +34,7 @@ public struct QEDClient: Sendable {
         do { body = try submission.body() } catch { throw NotaryError("\(name): cannot encode the report: \(error)", retryable: false) }
         let response: HTTPResponse
         do { response = try await http.send(request("POST", "reports/", json: body)) } catch { throw NotaryError(name, error) }
+        if (300..<400).contains(response.status) { throw postRedirected(response, path: "reports/", doing: "submitting the report") }
         guard response.isSuccess else { throw statusError(response, doing: "submitting the report") }
         try expectJSON(response, doing: "submitting the report")
         return try QEDReport.parse(answer: response.body, notary: name)
@@ -119,8 +120,13 @@ public struct QEDClient: Sendable {
         let slugPath = slug.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? slug
         let response: HTTPResponse
         do {
-            response = try await http.execute(request("POST", "reports/\(slugPath)/pdf", json: Data("{}".utf8), downloadTo: path))
+            // The documented path ends with a slash: a Django server answers a slash-less POST
+            // with a redirect (APPEND_SLASH) or a 500, and a POST is never re-sent elsewhere.
+            response = try await http.execute(request("POST", "reports/\(slugPath)/pdf/", json: Data("{}".utf8), downloadTo: path))
         } catch {
+            if case .status = error.kind, let answer = error.response, (300..<400).contains(answer.status) {
+                throw postRedirected(answer, path: "reports/\(slugPath)/pdf/", doing: "fetching the certificate")
+            }
             throw NotaryError(name, error)
         }
         guard response.isSuccess else { throw statusError(response, doing: "fetching the certificate") }
@@ -136,15 +142,59 @@ public struct QEDClient: Sendable {
         }
     }
 
+    /// A GET, following at most `maxRedirects` redirects that stay under `baseURL` (a server that
+    /// moved a report's URL, or adds a trailing slash); a redirect elsewhere is a permanent error
+    /// naming both URLs: the API key would go with the request.
     private func get(_ path: String, doing what: String) async throws(NotaryError) -> HTTPResponse {
-        let response: HTTPResponse
-        do { response = try await http.execute(request("GET", path)) } catch {
-            // A refused key gets the same message as on submit: what to check, QED's words.
-            if case .status = error.kind, !error.isRetryable, let answer = error.response { throw statusError(answer, doing: what) }
-            throw NotaryError(name, error)
+        var path = path
+        var hops = 0
+        while true {
+            let response: HTTPResponse
+            do { response = try await http.execute(request("GET", path)) } catch {
+                if case .status = error.kind, let answer = error.response, (300..<400).contains(answer.status) {
+                    let location = answer.header("location") ?? ""
+                    guard hops < Self.maxRedirects, let next = redirectTarget(location) else {
+                        throw NotaryError("\(name): \(what) failed: HTTP \(answer.status) redirects \(Redact.url(baseURL + path)) to "
+                                          + "\(location.isEmpty ? "nowhere (no Location)" : Redact.url(location)): "
+                                          + (hops < Self.maxRedirects ? "not under \(Redact.url(baseURL)), not followed (the API key would go with it)"
+                                                                      : "more than \(Self.maxRedirects) redirects")
+                                          + "; check base_url of [notaries.\(name)]", retryable: false)
+                    }
+                    hops += 1
+                    path = next
+                    continue
+                }
+                // A refused key gets the same message as on submit: what to check, QED's words.
+                if case .status = error.kind, !error.isRetryable, let answer = error.response { throw statusError(answer, doing: what) }
+                throw NotaryError(name, error)
+            }
+            guard response.isSuccess else { throw statusError(response, doing: what) }
+            return response
         }
-        guard response.isSuccess else { throw statusError(response, doing: what) }
-        return response
+    }
+
+    /// Redirects a GET follows at most.
+    static let maxRedirects = 3
+
+    /// A redirect's `Location` (absolute, or a path on the same host) as a path below
+    /// `baseURL`, or nil when it leaves the configured origin and API root.
+    func redirectTarget(_ location: String) -> String? {
+        guard !location.isEmpty else { return nil }
+        var absolute = location
+        if location.hasPrefix("/"), let base = URL(string: baseURL), let scheme = base.scheme, let host = base.host {
+            absolute = "\(scheme)://\(host)" + (base.port.map { ":\($0)" } ?? "") + location
+        }
+        guard absolute.hasPrefix(baseURL) else { return nil }
+        return String(absolute.dropFirst(baseURL.count))
+    }
+
+    /// A POST answered with a redirect: never re-sent (its body may already have acted, and
+    /// curl would turn it into a GET); a permanent error that says what to fix.
+    private func postRedirected(_ response: HTTPResponse, path: String, doing what: String) -> NotaryError {
+        let location = response.header("location") ?? "(no Location)"
+        return NotaryError("\(name): \(what) failed: HTTP \(response.status) redirects POST \(Redact.url(baseURL + path)) to "
+                           + "\(Redact.url(location)); a POST is not re-sent to another URL: check base_url of [notaries.\(name)] "
+                           + "(QED's paths end with a slash)", retryable: false)
     }
 
     /// A 2xx answer that is not JSON at all (a proxy's HTML page, bytes cut short, an image) is

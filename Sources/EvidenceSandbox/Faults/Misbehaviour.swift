@@ -29,6 +29,11 @@ public final class Misbehaviour: Sendable {
         /// Well-formed JSON of a shape no endpoint answers (`{"detail":…,"items":null}`): what
         /// a maintenance page or another API version behind the same URL may say.
         case wrongJSON = "wrong-json"
+        /// `301 Moved Permanently` to the same path with a trailing slash added (or removed),
+        /// as Django's APPEND_SLASH answers: same origin, same API root.
+        case redirect
+        /// `302 Found` to another host (`http://elsewhere.invalid/…`): never to be followed.
+        case redirectAway = "redirect-away"
     }
 
     struct Rule {

@@ -20,11 +20,21 @@ public struct MisbehaviourMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         context.logger.info("misbehaving", metadata: ["path": "\(path)", "mode": "\(mode.rawValue)"])
-        return Self.answer(mode, misbehaviour: misbehaviour, channel: context.channel)
+        return Self.answer(mode, misbehaviour: misbehaviour, channel: context.channel, path: path,
+                           host: request.head.authority)
     }
 
-    static func answer(_ mode: Misbehaviour.Mode, misbehaviour: Misbehaviour, channel: any Channel) -> Response {
+    static func answer(_ mode: Misbehaviour.Mode, misbehaviour: Misbehaviour, channel: any Channel,
+                       path: String = "/", host: String? = nil) -> Response {
         switch mode {
+        case .redirect:
+            let other = path.hasSuffix("/") ? String(path.dropLast()) : path + "/"
+            return Response(status: .movedPermanently, headers: [.location: "http://\(host ?? "127.0.0.1")\(other)",
+                                                                 .contentType: "text/html; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: "<h1>Moved</h1>")))
+        case .redirectAway:
+            return Response(status: .found, headers: [.location: "http://elsewhere.invalid\(path)"],
+                            body: .init(byteBuffer: ByteBuffer(string: "")))
         case .garbage:
             let bytes: [UInt8] = [0xff, 0xfe, 0x00, 0x7b] + Array("\u{1}garbage\u{2}{{]]".utf8) + [0xc3, 0x28, 0x80]
             return .bytes(bytes, contentType: "application/json")

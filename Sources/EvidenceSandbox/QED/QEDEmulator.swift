@@ -57,7 +57,14 @@ public final class QEDEmulator: Sendable {
         v1.get("reports") { request, _ in try await self.list(request) }
         v1.get("reports/:slug") { _, context in try await self.show(slug: context.parameters.require("slug")) }
         v1.post("reports/:slug/pdf") { request, context in
-            try await self.certificate(request, slug: context.parameters.require("slug"), context: context)
+            // Only the documented form (trailing slash) is served. Django's APPEND_SLASH answers
+            // a slash-less POST with a redirect to the slash form (its body is lost on the way).
+            guard request.uri.path.hasSuffix("/") else {
+                return Response(status: .movedPermanently,
+                                headers: [.location: request.uri.path + "/", .contentType: "text/html; charset=utf-8"],
+                                body: .init(byteBuffer: ByteBuffer(string: "")))
+            }
+            return try await self.certificate(request, slug: context.parameters.require("slug"), context: context)
         }
         Self.refuseOtherMethods(on: v1, path: "reports", allowed: [.get, .post])
         Self.refuseOtherMethods(on: v1, path: "reports/:slug", allowed: [.get])
