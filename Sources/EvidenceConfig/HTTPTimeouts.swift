@@ -1,7 +1,11 @@
 import EvidenceCore
 
-/// How long one HTTP attempt of a notary or an account may wait, from `connect_timeout` and
-/// `stall_timeout` in its `[notaries.NAME]` or `[archives.NAME]` table.
+/// How long one HTTP attempt of a notary or an account may wait, from `connect_timeout`,
+/// `stall_timeout` and `request_timeout` in its `[notaries.NAME]` or `[archives.NAME]` table.
+///
+/// File bodies (uploads, downloads, read-backs) have no whole-transfer cap: a 2 GB video over a
+/// 20 Mbit/s uplink takes 15 minutes and must arrive. They end only on a stall. Small API calls
+/// (JSON, XML, folder listings) also have `request_timeout` as a total.
 ///
 /// A stall is a reply or an upload moving less than one byte a second. On a slow satellite or
 /// cellular uplink raise `stall_timeout` rather than lose attempt after attempt; on a LAN lower
@@ -9,19 +13,23 @@ import EvidenceCore
 /// any other network error, and the item is never lost.
 public struct HTTPTimeouts: Sendable, Equatable {
     /// The keys of a table that set these.
-    public static let keys: Set<String> = ["connect_timeout", "stall_timeout"]
+    public static let keys: Set<String> = ["connect_timeout", "stall_timeout", "request_timeout"]
     /// Limits a config may set, in seconds (curl counts the stall in whole seconds).
     public static let connectRange: ClosedRange<Double> = 0.1...600
     public static let stallRange: ClosedRange<Double> = 1...3600
+    public static let requestRange: ClosedRange<Double> = 1...3600
 
     /// Seconds to establish the connection, TLS included.
     public var connect: Double
     /// Seconds an attempt may move less than one byte a second before it is abandoned.
     public var stall: Double
+    /// Seconds a small API call (no file body) may take in all; never applied to file bodies.
+    public var request: Double
 
-    public init(connect: Double = 10, stall: Double = 60) {
+    public init(connect: Double = 10, stall: Double = 60, request: Double = 300) {
         self.connect = connect
         self.stall = stall
+        self.request = request
     }
 }
 
@@ -40,6 +48,12 @@ extension ConfigFileParser {
                 throw r.error(t.path + ["stall_timeout"], "must be between 1s and 1h (got \(DurationText.format(seconds: stall)))")
             }
             timeouts.stall = stall
+        }
+        if let request = try r.duration(t, "request_timeout") {
+            guard HTTPTimeouts.requestRange.contains(request) else {
+                throw r.error(t.path + ["request_timeout"], "must be between 1s and 1h (got \(DurationText.format(seconds: request)))")
+            }
+            timeouts.request = request
         }
         return timeouts
     }

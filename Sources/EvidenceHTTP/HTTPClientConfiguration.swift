@@ -3,7 +3,10 @@ import Foundation
 /// Settings of one `HTTPClient`. Timeouts are per attempt, in seconds.
 public struct HTTPClientConfiguration: Sendable {
     public var connectTimeout = 10.0
-    /// Whole attempt, body included. 0 = no limit (rely on the low-speed guard).
+    /// Whole attempt of a small API call. 0 = no limit. Never applied to a file body (an upload
+    /// from a file, a download to a file) or an in-memory body over `bulkBodyBytes`: those are
+    /// bounded by the low-speed guard and the connect timeout only, so a large original on a
+    /// slow link arrives however long it takes while it keeps moving.
     public var totalTimeout = 300.0
     /// An attempt slower than `lowSpeedLimit` bytes/s for `lowSpeedTime` seconds times out.
     public var lowSpeedLimit = 1
@@ -20,6 +23,8 @@ public struct HTTPClientConfiguration: Sendable {
     /// In-memory bodies above this fail with `.tooLarge`; downloads to a file are unlimited.
     public var maxResponseBytes = 64 << 20
     public var userAgent = "evidence/0.1"
+    /// An in-memory request body at least this large counts as a file body (no total cap).
+    public static let bulkBodyBytes = 1 << 20
     public var retry = RetryPolicy()
 
     public init(connectTimeout: Double = 10.0, totalTimeout: Double = 300.0, lowSpeedLimit: Int = 1,

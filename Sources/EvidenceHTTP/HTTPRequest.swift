@@ -36,6 +36,17 @@ public struct HTTPRequest: Sendable {
         let wanted = name.lowercased()
         return headers.first { $0.name.lowercased() == wanted }?.value
     }
+
+    /// A file body, a download to a file, or a large in-memory body: bounded by the stall limit
+    /// and the connect timeout, never by a total (`HTTPClientConfiguration.totalTimeout`).
+    public var isBulk: Bool {
+        if downloadTo != nil { return true }
+        switch body {
+        case .file: return true
+        case .data(let d): return d.count >= HTTPClientConfiguration.bulkBodyBytes
+        case .none: return false
+        }
+    }
 }
 
 /// The final answer of one attempt (interim `1xx` answers are skipped).

@@ -18,6 +18,8 @@ final class RunHarness {
     var configPath: String?
     /// Extra environment for the service (e.g. the notary's API key variable).
     var environment: [String: String] = [:]
+    /// Runs the service through this (`ip netns exec NAME`: inside a shaped link's namespace).
+    var launcher: [String] = []
 
     init(settle: String = "0s", extra: String = "") {
         try! FileManager.default.createDirectory(atPath: drop, withIntermediateDirectories: true)
@@ -31,7 +33,8 @@ final class RunHarness {
     func start(timeout: Double = 30) throws {
         let arguments = (configPath.map { ["--config", $0] } ?? []) + ["--home", home, "run", "--rules", rules, "--log-format", "json"]
         let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
-        let p = try ChildProcess(CLI.binary, arguments, environment: env, directory: scratch.path,
+        let argv = launcher + [CLI.binary] + arguments
+        let p = try ChildProcess(argv[0], Array(argv.dropFirst()), environment: env, directory: scratch.path,
                                  stdout: .file(logPath, append: false), stderr: .stdout)
         process = p
         let ready = waitUntil(timeout: timeout) { self.log.contains("initial scan") || !p.isRunning }

@@ -11,18 +11,20 @@ public final class WebDAVServer: @unchecked Sendable {
     public static let password = "app-password-\(UUID().uuidString.prefix(6))"
     private let running: ChildProcess
 
-    /// Starts the server on a free loopback port and waits until it answers.
-    public init(root: String) throws {
+    /// Starts the server on a free loopback port and waits until it answers. With `link`, the
+    /// server runs inside that shaped namespace (reach it from a process started there).
+    public init(root: String, link: ShapedLink? = nil) throws {
         self.root = root
+        let prefix = link?.prefix ?? []
         for _ in 0..<20 {
             let candidate = Int.random(in: 20_000...60_000)
-            let server = try ChildProcess("rclone", ["serve", "webdav", root, "--addr", "127.0.0.1:\(candidate)",
-                                                     "--user", Self.user, "--pass", Self.password, "--config", "/dev/null"],
-                                          stdout: .null, stderr: .null)
+            let argv = prefix + ["rclone", "serve", "webdav", root, "--addr", "127.0.0.1:\(candidate)",
+                                 "--user", Self.user, "--pass", Self.password, "--config", "/dev/null"]
+            let server = try ChildProcess(argv[0], Array(argv.dropFirst()), stdout: .null, stderr: .null)
             // Ready when it answers (401 without credentials).
             let deadline = Date(timeIntervalSinceNow: 10)
             while server.isRunning, Date() < deadline {
-                if Self.answers401(port: candidate) {
+                if Self.answers401(port: candidate, prefix: prefix) {
                     running = server
                     port = candidate
                     return
@@ -35,9 +37,9 @@ public final class WebDAVServer: @unchecked Sendable {
         throw ServerError.notReady
     }
 
-    private static func answers401(port: Int) -> Bool {
-        let probe = try? ChildProcess.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/"],
-                                          timeout: 10)
+    private static func answers401(port: Int, prefix: [String]) -> Bool {
+        let argv = prefix + ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/"]
+        let probe = try? ChildProcess.run(argv[0], Array(argv.dropFirst()), timeout: 10)
         return probe?.output == "401"
     }
 

@@ -1,0 +1,49 @@
+import EvidenceTesting
+import Foundation
+import Glibc
+import Testing
+
+/// File bodies over a slow link: no whole-transfer cap, only the stall limit. The link is a
+/// network namespace of the test's own whose loopback `tc` shapes to 8 Mbit/s; `rclone serve
+/// webdav` and `evidence run` both run inside it (`ip netns exec`).
+@Suite("Slow links: file bodies end on a stall, never on a total", .serialized, .enabled(if: ShapedLink.available))
+struct SlowLinkCLITests {
+    let archive = ArchiveCLITests()
+
+    @Test("a 6 MiB original through an 8 Mbit/s link with request_timeout = 2s: uploaded and read back in one attempt each, each far longer than the total small calls get")
+    func bodyOutlivesRequestTimeout() throws {
+        let link = try ShapedLink(rate: "8mbit")
+        let root = Scratch()
+        let server = try WebDAVServer(root: root.path, link: link)
+        defer { server.stop() }
+        let h = try archive.harness(archive: "slow", config: """
+            [archives.slow]
+            kind = "owncloud"
+            url = "\(server.url)"
+            base_url = "\(server.url)"
+            user = "\(WebDAVServer.user)"
+            password_env = "EVIDENCE_TEST_DAV_PASSWORD"
+            request_timeout = "2s"
+            stall_timeout = "30s"
+            """)
+        h.environment = ["EVIDENCE_TEST_DAV_PASSWORD": WebDAVServer.password]
+        h.launcher = link.prefix
+        try h.start()
+        let data = randomBytes(6 << 20)
+        let dropped = Date()
+        h.write("bodycam.mp4", data)
+        #expect(waitUntil(timeout: 180) { archive.state(h, "1") == "archived" || archive.state(h, "1") == "done" }, "\(h.log)")
+        let took = Date().timeIntervalSince(dropped)
+        let remote = root.path + "/ev/cam/\(archive.sha8(data, in: h.scratch))-bodycam.mp4"
+        #expect(FileManager.default.contents(atPath: remote) == data)
+        let original = (archive.show(h, "1")["archived"] as? [[String: Any]])?.first { $0["role"] as? String == "original" }
+        #expect((original?["verifiedBy"] as? String)?.contains("read-back") == true, "\(original ?? [:])")
+        // 6 MiB up and 6 MiB back at 1 MB/s: about 12 s, six times the 2 s total. Had the total
+        // applied to bodies, every attempt would have been cut at 2 s and none would finish.
+        #expect(took > 8, "the link was not slow enough to prove anything: \(took) s")
+        let archiveJob = (archive.show(h, "1")["jobs"] as? [[String: Any]])?.first { $0["kind"] as? String == "archive" }
+        #expect(archiveJob?["attempts"] as? Int == 1, "one attempt, not a retry after a cut: \(archiveJob ?? [:])")
+        #expect(!h.log.contains("timed out"), "\(h.log)")
+        #expect(h.stop() == 0)
+    }
+}
