@@ -77,6 +77,42 @@ struct ArchiveCLITests {
         #expect(h.stop() == 0)
     }
 
+    @Test("a shorter copy of ours at the path (an upload cut by the link) is replaced; a shorter file of other bytes is not")
+    func cutCopyReplaced() throws {
+        let root = Scratch()
+        let server = try WebDAVServer(root: root.path)
+        defer { server.stop() }
+        let h = try harness(archive: "office", config: """
+            [archives.office]
+            kind = "owncloud"
+            url = "\(server.url)"
+            base_url = "\(server.url)"
+            user = "\(WebDAVServer.user)"
+            password_env = "EVIDENCE_TEST_DAV_PASSWORD"
+            """)
+        h.environment = ["EVIDENCE_TEST_DAV_PASSWORD": WebDAVServer.password]
+        let ours = randomBytes(400_000), other = randomBytes(300_000)
+        let stranger = randomBytes(1_000)
+        let dir = root.path + "/ev/cam"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let oursPath = dir + "/\(sha8(ours, in: h.scratch))-ours.bin"
+        let otherPath = dir + "/\(sha8(other, in: h.scratch))-other.bin"
+        _ = FileManager.default.createFile(atPath: oursPath, contents: ours.prefix(123_457))   // what a cut PUT left
+        _ = FileManager.default.createFile(atPath: otherPath, contents: stranger)             // shorter, other bytes
+        try h.start()
+        h.write("ours.bin", ours)
+        h.write("other.bin", other)
+        #expect(waitUntil(timeout: 30) {
+            ["archived", "done"].contains(state(h, h.drop + "/ours.bin") ?? "") && ["archived", "done"].contains(state(h, h.drop + "/other.bin") ?? "")
+        }, "\(h.log)")
+        #expect(FileManager.default.contents(atPath: oursPath) == ours, "our cut copy was completed in place")
+        #expect(FileManager.default.contents(atPath: otherPath) == stranger, "the stranger's file is untouched")
+        let alternate = dir + "/\(sha8(other, in: h.scratch))-other-\(sha8(other, in: h.scratch)).bin"
+        #expect(FileManager.default.contents(atPath: alternate) == other)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/\(sha8(ours, in: h.scratch))-ours-\(sha8(ours, in: h.scratch)).bin"))
+        #expect(h.stop() == 0)
+    }
+
     @Test("ownCloud provider to a real WebDAV server: archived and verified by reading back; a share link needs OCS and says so")
     func webdav() throws {
         let root = Scratch()

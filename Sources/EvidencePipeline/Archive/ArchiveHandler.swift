@@ -111,7 +111,11 @@ public struct ArchiveHandler: JobHandler {
                     return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
                                         sha256: upload.object, size: upload.size, verifiedBy: how + " (already there)", remoteID: existing.id)
                 }
-                continue  // someone else's file: never replaced; try the alternate name
+                // A shorter file whose bytes are the start of ours is our own upload, cut by the
+                // link (a server that writes in place keeps what arrived): replaced. Anything
+                // else is someone else's file: never replaced; try the alternate name.
+                guard try await isCutCopy(existing, path: path, local: local, upload: upload, provider: provider) else { continue }
+                do { try await provider.delete(path) } catch { throw Self.jobError(error) }
             }
             do {
                 try await provider.makeFolders(RemotePath.parent(path))
@@ -136,6 +140,28 @@ public struct ArchiveHandler: JobHandler {
                                 sha256: upload.object, size: upload.size, verifiedBy: how, remoteID: stored.id)
         }
         throw JobError("\(provider.account): \(upload.remotePath) and its alternate name hold other files; not replacing them", retryable: false)
+    }
+
+    /// Whether `remote` is shorter than the object and its bytes, read back, are the object's
+    /// first bytes: an interrupted upload of ours, not another file.
+    func isCutCopy(_ remote: RemoteFile, path: String, local: String, upload: Upload,
+                   provider: any ArchiveProvider) async throws(JobError) -> Bool {
+        guard remote.size >= 0, remote.size < upload.size else { return false }
+        let temp = home.store.scratchDirectory + "/\(getpid()).prefix-\(UUID().uuidString)"  // pid first: other processes leave it alone
+        defer { try? FileManager.default.removeItem(atPath: temp) }
+        do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
+        let length = remote.size
+        let same = await onIOThread { () -> Result<Bool, StoreError> in
+            Result { () throws(StoreError) in
+                let back = try FileHasher.hash(path: temp)
+                guard back.size == length else { return false }
+                return SHA256Digest(bytes: try FileHasher.digest(path: local, algorithm: .sha256, offset: 0, length: length)) == back.digest
+            }
+        }
+        switch same {
+        case .success(let isPrefix): return isPrefix
+        case .failure(let error): throw JobError("\(provider.account): \(path): \(error.description)", retryable: true)
+        }
     }
 
     /// nil when the remote file is not our content; else how it was proven to be.
