@@ -13,7 +13,7 @@ extension FuzzTargets {
     static func bundleManifest(fixtures: String) -> FuzzTarget {
         let workspace = BundleWorkspace(fixture: fixtures + "/bundle", target: "manifest")
         return FuzzTarget(name: "manifest", summary: "bundle manifest.json: BundleVerifier.verify", tokens: jsonTokens + [
-            "\"format\"", "\"evidence-bundle/1\"", "\"item\"", "\"sha256\"", "\"fileName\"", "\"../../etc/passwd\"", "\"proofs\"",
+            "\"format\"", "\"evidence-bundle/1\"", "\"evidence-bundle/2\"", "\"item\"", "\"sha256\"", "\"fileName\"", "\"../../etc/passwd\"", "\"proofs\"",
             "\"kind\"", "\"rfc3161\"", "\"qed\"", "\"state\"", "\"confirmed\"", "\"notary\"", "\"files\"", "\"certificates\"",
             "\"custodyHead\"", "\"generatedAt\"",
         ]) { data throws(FuzzViolation) in

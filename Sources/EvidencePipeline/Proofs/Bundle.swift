@@ -43,7 +43,11 @@ public struct BundleManifest: Codable, Sendable {
     public var files: [FileEntry]
     public var generatedAt: Date
 
-    public static let formatName = "evidence-bundle/1"
+    /// `/2`: VERIFY.md is exactly `BundleWriter.verifyText` of the manifest, and `verify` compares
+    /// it byte for byte. `/1` bundles (earlier versions) are still read; their VERIFY.md, whose
+    /// wording changed since, is not vouched for (the verifier says so and not to follow it).
+    public static let formatName = "evidence-bundle/2"
+    public static let earlierFormats: Set<String> = ["evidence-bundle/1"]
 }
 
 public enum BundleError: Error, CustomStringConvertible {

@@ -132,7 +132,8 @@ public enum BundleVerifier {
             check("manifest", false, "manifest.json: not a valid \(BundleManifest.formatName) manifest: \(shown(decodingProblem(error)))")
             return report
         }
-        check("manifest", m.format == BundleManifest.formatName, "format \(shown(m.format)), item #\(m.item.id)")
+        let isCurrent = m.format == BundleManifest.formatName
+        check("manifest", isCurrent || BundleManifest.earlierFormats.contains(m.format), "format \(shown(m.format)), item #\(m.item.id)")
         var inManifest: Set<[UInt8]> = []
         for f in m.files {
             let rel = Array(f.path.utf8)
@@ -225,7 +226,13 @@ public enum BundleVerifier {
         // 6. VERIFY.md is made from the manifest: any other text is not ours, and its advice
         //    (which CA to trust, above all) must not be followed.
         let expected = Data(BundleWriter.verifyText(m, tsaCertificates: certificateCopies).utf8)
-        if let actual = FileManager.default.contents(atPath: dir + "/VERIFY.md") {
+        if let actual = FileManager.default.contents(atPath: dir + "/VERIFY.md"), !isCurrent {
+            // An earlier version's wording: nothing to compare it with. Anyone could have edited
+            // it, and a downgraded format gains nothing: the file is simply not to be followed.
+            _ = actual
+            report.notes.append("VERIFY.md was written by an earlier version (\(shown(m.format))) and is not checked: do not follow it; "
+                                + "check the time-stamp with the TSA's own CA as described in evidence's README (`evidence verify DIR --trust CA`)")
+        } else if let actual = FileManager.default.contents(atPath: dir + "/VERIFY.md") {
             if actual == expected {
                 check("VERIFY.md", true, "the text this manifest produces, byte for byte")
             } else {
