@@ -29,9 +29,9 @@ struct CustodyCrossCheckTests {
             let link = SharedLink(itemID: 1, account: "vault", remotePath: "ev/a.txt", url: "https://share.example/s/xyz",
                                   expires: nil, passwordProtected: false, fallback: nil)
             rows = CustodyCrossCheck.Rows(
-                items: [Item(id: 1, sha256: CustodyCrossCheckTests.original, size: 10, state: .ingested, createdAt: epoch, updatedAt: epoch)],
+                items: [Item(id: 1, sha256: CustodyCrossCheckTests.original, size: 10, state: .ingested, createdAt: CustodyCrossCheckTests.epoch, updatedAt: CustodyCrossCheckTests.epoch)],
                 sources: [SourceSighting(id: 1, itemID: 1, path: "/drop/a.txt", name: "a.txt", rule: "cam", device: 1, inode: 2,
-                                         size: 10, mtime: epoch, mtimeNanos: 0, seenAt: epoch)],
+                                         size: 10, mtime: CustodyCrossCheckTests.epoch, mtimeNanos: 0, seenAt: CustodyCrossCheckTests.epoch)],
                 proofs: [proof],
                 certificates: [Certificate(itemID: 1, origin: "evidence", sha256: CustodyCrossCheckTests.certificate, size: 300)],
                 archived: [ArchivedFile(itemID: 1, account: "vault", remotePath: "ev/a.txt", role: .original,

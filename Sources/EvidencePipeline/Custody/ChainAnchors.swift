@@ -251,7 +251,10 @@ extension EvidenceHome {
     func storedObjects(_ expected: [CustodyCrossCheck.ExpectedObject]) -> [SHA256Digest: CustodyCrossCheck.StoredObject] {
         var out: [SHA256Digest: CustodyCrossCheck.StoredObject] = [:]
         for o in expected where out[o.digest] == nil {
-            do { out[o.digest] = try store.objectSize(o.digest).map { .present(size: $0) } ?? .missing } catch {
+            do {
+                let size = try store.objectSize(o.digest)
+                out[o.digest] = size.map { CustodyCrossCheck.StoredObject.present(size: $0) } ?? .missing
+            } catch {
                 out[o.digest] = .unreadable("\(error)")
             }
         }

@@ -93,8 +93,8 @@ public enum CustodyCrossCheck {
             lastSeq = events.last?.seq ?? 0
             for e in events {
                 guard let item = e.itemID else { continue }
-                let entry = (e, CustodyCrossCheck.details(e))
-                let d = entry.1
+                let entry: Entry = (e, CustodyCrossCheck.details(e))
+                let d = entry.details
                 byItem[item, default: []].append(entry)
                 if e.is(.ingested) { ingested.append(entry) }
                 if e.is(.ingested) || e.is(.seenAgain) { sightings.append(entry) }
@@ -260,13 +260,14 @@ public enum CustodyCrossCheck {
             let key = ProofKey(item: p.itemID, notary: p.notary)
             rowKeys.insert(key)
             // The newest event about this notary's proof must record the row as it stands.
-            guard let (e, d) = log.proofs[key] else {
+            guard let entry = log.proofs[key] else {
                 problems.append(.init(seq: log.seq(item: p.itemID),
                                       detail: "proof of item #\(p.itemID) by \(p.notary) is \(p.state.rawValue)"
                                       + (p.receipt.map { " with receipt \($0.short)" } ?? "")
                                       + " in the catalog, but no custody event records it so: the proof row was inserted or changed without its event"))
                 continue
             }
+            let (e, d) = (entry.event, entry.details)
             var differs: [String] = []
             if !e.is(.notary(p.state)) { differs.append("state \(p.state.rawValue), the event records \(e.kind)") }
             let recorded = p.custodyDetails
