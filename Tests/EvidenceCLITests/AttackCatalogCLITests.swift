@@ -38,10 +38,12 @@ struct AttackCatalogCLITests {
                 #expect(verify.stdout.contains(text), "log verify does not say \(text): \(verify.stdout)", sourceLocation: sourceLocation)
                 #expect(fsck.stdout.contains(text), "fsck does not say \(text): \(fsck.stdout)", sourceLocation: sourceLocation)
             }
-            let doctor = cli.run(["doctor", "--offline", "--json"], timeout: 60)
+            let doctor = cli.run(["doctor", "--offline", "--rules", h.rules, "--json"], timeout: 60)
             #expect(doctor.status == 1, "doctor: \(doctor.stdout)\(doctor.stderr)", sourceLocation: sourceLocation)
             let custody = (doctor.json as? [[String: Any]])?.first { $0["check"] as? String == "custody" }
             #expect(custody?["status"] as? String == "fail", "doctor: \(doctor.stdout)", sourceLocation: sourceLocation)
+            #expect((doctor.json as? [[String: Any]])?.filter { $0["status"] as? String == "fail" }.count == 1,
+                    "custody is the only failing check: \(doctor.stdout)", sourceLocation: sourceLocation)
         }
     }
 
@@ -64,7 +66,7 @@ struct AttackCatalogCLITests {
             #expect(verify.status == 0, "before the attack: \(verify.stdout)")
             let fsck = cli.run(["fsck", "--quick"])
             #expect(fsck.status == 0, "before the attack: \(fsck.stdout)")
-            let doctor = cli.run(["doctor", "--offline"], timeout: 60)
+            let doctor = cli.run(["doctor", "--offline", "--rules", h.rules], timeout: 60)
             #expect(doctor.status == 0, "before the attack: \(doctor.stdout)")
             #expect(home.value("PRAGMA foreign_keys") == "0", "the sqlite3 shell starts with foreign keys off")
             try body(home)
