@@ -48,6 +48,9 @@ public protocol Catalog: Sendable {
     func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64, mtimeNanos: Int64) throws(CatalogError) -> Item?
 
     func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting]
+    /// Every source sighting, by id, for the custody cross-check (each must have its
+    /// `ingested`/`seen-again` event, and each such event its row).
+    func allSources() throws(CatalogError) -> [SourceSighting]
     func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent]
     func allEvents() throws(CatalogError) -> [CustodyEvent]
     /// The newest custody event (the head), nil for an empty log.
@@ -248,5 +251,20 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
         case .notFound(let what): return "not found: \(what)"
         case .appendOnly(let p): return "\(p): the custody log is append-only"
         }
+    }
+}
+
+extension Proof {
+    /// What a `notary-<state>` custody event records of the proof, the same for both catalogs:
+    /// notary, kind, and remote id, receipt, transaction and error when set. `link` (the
+    /// explorer or TSA URL) is always recorded, "" for none, so that a link set or changed in
+    /// the row later shows; events written before it was recorded have no `link` key.
+    public var custodyDetails: [String: String] {
+        var details = ["notary": notary, "kind": kind.rawValue, "link": link ?? ""]
+        if let r = remoteID { details["remote_id"] = r }
+        if let r = receipt { details["receipt"] = r.hex }
+        if let t = txHash { details["tx"] = t }
+        if let e = error { details["error"] = e }
+        return details
     }
 }

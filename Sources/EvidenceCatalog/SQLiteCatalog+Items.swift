@@ -145,6 +145,10 @@ extension SQLiteCatalog {
         }
     }
 
+    public func allSources() throws(CatalogError) -> [SourceSighting] {
+        try read { db in try SourceRow.order(Column("id")).fetchAll(db).map { $0.model() } }
+    }
+
     public func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent] {
         try read { db in
             try CustodyRow.filter(Column("item_id") == itemID).order(Column("seq")).fetchAll(db).map { $0.model() }

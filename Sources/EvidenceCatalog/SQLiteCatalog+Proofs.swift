@@ -23,13 +23,8 @@ extension SQLiteCatalog {
                 throw CatalogError.notFound("item \(proof.itemID)")
             }
             try ProofRow(proof).save(db)
-            var details = ["notary": proof.notary, "kind": proof.kind.rawValue]
-            if let r = proof.remoteID { details["remote_id"] = r }
-            if let r = proof.receipt { details["receipt"] = r.hex }
-            if let t = proof.txHash { details["tx"] = t }
-            if let e = proof.error { details["error"] = e }
             _ = try Self.appendEvent(db, itemID: proof.itemID, kind: .notary(proof.state), actor: "evidence",
-                                     details: details)
+                                     details: proof.custodyDetails)
             let state = try ItemState.stored(before.state, item: proof.itemID)
             let confirmed = try String.fetchSet(db, sql: "SELECT notary FROM proof WHERE item_id = ? AND state = 'confirmed'",
                                                 arguments: [proof.itemID])

@@ -149,6 +149,10 @@ extension PostgresCatalog {
         try read { c in try c.query("SELECT * FROM source WHERE item_id = $1 ORDER BY id", [String(itemID)]).all.map { try $0.source() } }
     }
 
+    public func allSources() throws(CatalogError) -> [SourceSighting] {
+        try read { c in try c.query("SELECT * FROM source ORDER BY id").all.map { try $0.source() } }
+    }
+
     public func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent] {
         try read { c in try c.query("SELECT * FROM custody_event WHERE item_id = $1 ORDER BY seq", [String(itemID)]).all.map { try $0.event() } }
     }

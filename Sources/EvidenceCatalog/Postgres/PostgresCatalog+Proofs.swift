@@ -31,12 +31,7 @@ extension PostgresCatalog {
                 """, [String(proof.itemID), proof.notary, proof.kind.rawValue, proof.state.rawValue, proof.remoteID,
                       proof.receipt?.hex, proof.txHash, pg(proof.blockHeight), proof.network, proof.link, pg(proof.provenAt),
                       proof.error, pg(proof.submittedAt), pg(proof.updatedAt)])
-            var details = ["notary": proof.notary, "kind": proof.kind.rawValue]
-            if let r = proof.remoteID { details["remote_id"] = r }
-            if let r = proof.receipt { details["receipt"] = r.hex }
-            if let t = proof.txHash { details["tx"] = t }
-            if let e = proof.error { details["error"] = e }
-            _ = try Self.appendEvent(tx, itemID: proof.itemID, kind: .notary(proof.state), actor: "evidence", details: details)
+            _ = try Self.appendEvent(tx, itemID: proof.itemID, kind: .notary(proof.state), actor: "evidence", details: proof.custodyDetails)
             let confirmed = Set(try tx.query("SELECT notary FROM proof WHERE item_id = $1 AND state = 'confirmed'",
                                              [String(proof.itemID)]).all.map { try $0.text("notary") })
             if let transition = decide(before.state, confirmed) {

@@ -223,18 +223,41 @@ public enum ChainAnchors {
 
 extension EvidenceHome {
     /// The custody chain checked, with its time-stamped anchors checked against it, and the
-    /// item, proof, certificate and archive rows against their events (`CustodyCrossCheck`); the
-    /// anchors' and rows' problems are part of the returned report. `trust` verifies the tokens'
-    /// signatures (the `[custody]` TSA's `ca_file`); without it only their imprints are checked.
+    /// catalog's rows and the store's objects against the events in both directions
+    /// (`CustodyCrossCheck`: every row has its event, every recorded row and object is still
+    /// there as recorded); the anchors', rows' and objects' problems are part of the returned
+    /// report. `trust` verifies the tokens' signatures (the `[custody]` TSA's `ca_file`); without
+    /// it only their imprints are checked.
     public func verifyCustody(trust: TSATrust?, moreAnchors: [String] = [], anchorEvery: Double? = nil) throws(CatalogError)
         -> (chain: ChainReport, anchors: ChainAnchors.Check) {
         let events = try catalog.allEvents()
         var chain = catalog.verifyChain(events: events)
         let anchors = ChainAnchors.check(self, events: events, trust: trust, more: moreAnchors, every: anchorEvery)
         chain.problems += anchors.problems
-        chain.problems += CustodyCrossCheck.check(items: try catalog.allItems(), proofs: try catalog.allProofs(),
-                                                  certificates: try catalog.allCertificates(),
-                                                  archived: try catalog.allArchivedFiles(), events: events)
+        let rows = try custodyRows()
+        chain.problems += CustodyCrossCheck.check(rows: rows, events: events,
+                                                  objects: storedObjects(CustodyCrossCheck.expectedObjects(rows: rows, events: events)))
         return (chain, anchors)
+    }
+
+    /// Every row `CustodyCrossCheck` compares with the events.
+    public func custodyRows() throws(CatalogError) -> CustodyCrossCheck.Rows {
+        CustodyCrossCheck.Rows(items: try catalog.allItems(), sources: try catalog.allSources(), proofs: try catalog.allProofs(),
+                               certificates: try catalog.allCertificates(), archived: try catalog.allArchivedFiles(),
+                               links: try catalog.allSharedLinks())
+    }
+
+    /// What the store says of each expected object: its size, missing, or why it could not be asked.
+    func storedObjects(_ expected: [CustodyCrossCheck.ExpectedObject]) -> [SHA256Digest: CustodyCrossCheck.StoredObject] {
+        var out: [SHA256Digest: CustodyCrossCheck.StoredObject] = [:]
+        for o in expected where out[o.digest] == nil {
+            do {
+                let size = try store.objectSize(o.digest)
+                out[o.digest] = size.map { CustodyCrossCheck.StoredObject.present(size: $0) } ?? .missing
+            } catch {
+                out[o.digest] = .unreadable("\(error)")
+            }
+        }
+        return out
     }
 }

@@ -12,9 +12,14 @@ struct FsckCommand: ParsableCommand {
         discussion: """
         Re-reads every store object and checks that it hashes to its name and is read-only;
         checks that every catalogued item has its object with the right size; verifies the
-        custody log's hash chain and its head anchor. Objects present in the store but not in
-        the catalog (left by a crash between storing and recording) are listed as orphans:
-        re-ingesting their source records them.
+        custody log's hash chain and its head anchor; and checks the catalog against the custody
+        events both ways: every item, source, proof, certificate, archived file and share link
+        has the event that recorded it, and everything an event records still has its row as
+        recorded and its store object (a row deleted or changed by SQL is a problem).
+        Objects present in the store but not in the catalog and named by no custody event (left
+        by a crash between storing and recording) are listed as orphans: re-ingesting their
+        source records them. An object that an event records (a proof receipt, a certificate, an
+        original) but no row refers to is a problem, not an orphan.
 
         Exit codes: 0 clean · 1 problems found · 2 usage error.
         """
@@ -69,10 +74,22 @@ struct FsckCommand: ParsableCommand {
             for cert in try home.catalog.certificates(itemID: item.id) { referenced.insert(cert.sha256) }
             for file in try home.catalog.archivedFiles(itemID: item.id) { referenced.insert(file.sha256) }
         }
-        let orphans = storeReport.digests.subtracting(referenced).sorted().map { home.store.location(of: $0) }
         let config = try? global.loadConfig()
         let (chain, _) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), anchorEvery: config?.custody?.anchorEvery)
         problems += chain.problems.map(\.description)
+        // An object no row refers to is a crash's leftover only when no event records it either:
+        // a receipt, certificate or original that an event records was left by a deleted row.
+        let recorded = Dictionary(CustodyCrossCheck.expectedObjects(rows: try home.custodyRows(), events: try home.catalog.allEvents())
+            .filter(\.recordedByEvent).map { ($0.digest, $0) }, uniquingKeysWith: { a, _ in a })
+        var orphans: [String] = []
+        for digest in storeReport.digests.subtracting(referenced).sorted() {
+            if let r = recorded[digest] {
+                problems.append("custody event #\(r.seq): records \(home.store.location(of: digest)), \(r.what), but no catalog row "
+                                + "refers to that object: the row was deleted")
+            } else {
+                orphans.append(home.store.location(of: digest))
+            }
+        }
 
         let ok = problems.isEmpty
         if global.json {

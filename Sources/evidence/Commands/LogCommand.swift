@@ -26,7 +26,10 @@ struct LogCommand: AsyncParsableCommand {
             against its ca_file) over the hash event #seq still has: this catches a log cut or
             rewritten together with custody.head. --anchors DIR adds the copies that
             [custody] anchor_archive keeps (the account's evidence-anchors/ folder, fetched), so
-            a deleted anchors/ folder hides nothing.
+            a deleted anchors/ folder hides nothing. The catalog is checked against the events
+            both ways: every item, source, proof, certificate, archive copy and share link row
+            must be recorded by its event as it stands, and everything an event records must
+            still have its row and its store object (a row deleted or changed by SQL fails).
             Exit codes: 0 intact · 1 broken · 2 usage error.
             """
         )
