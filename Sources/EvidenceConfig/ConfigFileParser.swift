@@ -2,7 +2,7 @@ import EvidenceArchive
 
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node", "store"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node", "store", "anchor_permissions"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -19,6 +19,7 @@ enum ConfigFileParser {
         }
         config.logLevel = try r.choice(root, "log_level", LogLevel.self) ?? .info
         config.logFormat = try r.choice(root, "log_format", LogFormat.self) ?? .text
+        config.anchorPermissions = try r.choice(root, "anchor_permissions", AnchorPermissions.self) ?? .refuse
         if let w = try r.table(root, "workers") {
             try r.checkKeys(w, allowed: ["ingest", "jobs", "lease"])
             config.workers.ingest = try r.int(w, "ingest", range: Workers.allowedRange) ?? config.workers.ingest
@@ -65,7 +66,7 @@ enum ConfigFileParser {
         var allowed: Set<String> = HTTPTimeouts.keys.union(["kind", "poll_first", "poll_max", "tls_ca_file"])
         switch kind {
         case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
-        case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256"])
+        case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256", "allow_many_roots"])
         }
         try r.checkKeys(t, allowed: allowed)
         var n = NotaryConfig(name: name, kind: kind)
@@ -94,6 +95,7 @@ enum ConfigFileParser {
             }
             n.urls = urls
             n.tsaCertSHA256 = try fingerprints(r, t, "tsa_cert_sha256")
+            n.allowManyRoots = try r.bool(t, "allow_many_roots") ?? false
             // A token's signature is only worth something against an anchor the operator chose.
             if n.caFile == nil && n.tsaCertSHA256.isEmpty {
                 throw r.error(t.path + ["ca_file"], "missing required field (the TSA's CA certificate, PEM, obtained from the TSA; "

@@ -32,6 +32,9 @@ public struct EvidenceConfig: Sendable, Equatable {
     /// `node`: this host's name among the nodes sharing a catalog (job leases, custody actors,
     /// status per node); nil = the host name.
     public var node: String?
+    /// `anchor_permissions`: what `run` and `doctor` do when the user they run as could rewrite a
+    /// trust anchor (this file, a `ca_file`, the rules): refuse (default) or warn.
+    public var anchorPermissions: AnchorPermissions = .refuse
 
     /// `node`, else the host name.
     public var nodeName: String { node ?? ProcessInfo.processInfo.hostName }
@@ -64,6 +67,11 @@ public struct EvidenceConfig: Sendable, Equatable {
 /// `log_level`: trace | debug | info | notice | warning | error.
 public enum LogLevel: String, Sendable, Equatable, CaseIterable {
     case trace, debug, info, notice, warning, error
+}
+
+/// `anchor_permissions`: refuse | warn.
+public enum AnchorPermissions: String, Sendable, Equatable, CaseIterable {
+    case refuse, warn
 }
 
 /// `log_format`: text | json.

@@ -6,7 +6,8 @@
 /// - `qed`: `base_url` (http/https, optional), exactly one of `api_key_env` / `api_key_file`
 /// - `rfc3161`: `urls` (non-empty list of http/https URLs), and at least one of `ca_file` (the
 ///   TSA's CA certificate, PEM) and `tsa_cert_sha256` (SHA-256 fingerprint(s) of the TSA's signing
-///   certificate): the trust anchors every token must verify against
+///   certificate): the trust anchors every token must verify against; `allow_many_roots`
+///   (bool, default false) lets `ca_file` hold more than one self-signed certificate
 /// File paths are absolute (resolved relative to the config file's directory).
 public struct NotaryConfig: Sendable, Equatable {
     public var name: String
@@ -24,6 +25,10 @@ public struct NotaryConfig: Sendable, Equatable {
     public var caFile: String?
     /// Pinned SHA-256 fingerprints (`AB:CD:…`) of TSA signing certificates (`tsa_cert_sha256`).
     public var tsaCertSHA256: [String] = []
+    /// `allow_many_roots`: whether `ca_file` may hold more than one self-signed (root)
+    /// certificate. Off by default: a second root appended to the file is how someone who can
+    /// write it makes tokens from a TSA of their own verify (see `CAFileRoots`).
+    public var allowManyRoots = false
     public var tlsCAFile: String?
     public var timeouts = HTTPTimeouts()
 

@@ -11,6 +11,7 @@ import ServiceLifecycle
 /// (state, media, proofs, certificates, archive, custody events), `/items/{id}/certificates/{origin}.pdf`,
 /// `/items/{id}/bundle.zip` and `.tar` (the auditor's bundle), `/status` (for operators).
 /// Plain HTML, no script. Every request needs the token or the Basic user (`PortalAuth`);
+/// failed sign-ins are throttled per client address and per user name (`LoginThrottle`);
 /// only GET and HEAD are answered.
 public struct Portal: Sendable {
     public struct Options: Sendable {
@@ -25,11 +26,14 @@ public struct Portal: Sendable {
         public var stuckAfter: Double
         /// Bundles built at once; more requests get 503 with Retry-After.
         public var bundleBuilds: Int
+        /// Failed sign-ins per client address and per user name before 429 (see `LoginThrottle`).
+        public var loginThrottle: LoginThrottle
 
         public init(host: String = "127.0.0.1", port: Int = 8480, auth: PortalAuth, tsaCAFiles: [String: String] = [:],
-                    limit: Int = 100, stuckAfter: Double = 600, bundleBuilds: Int = 2) {
+                    limit: Int = 100, stuckAfter: Double = 600, bundleBuilds: Int = 2, loginThrottle: LoginThrottle = LoginThrottle()) {
             self.host = host; self.port = port; self.auth = auth; self.tsaCAFiles = tsaCAFiles
             self.limit = limit; self.stuckAfter = stuckAfter; self.bundleBuilds = bundleBuilds
+            self.loginThrottle = loginThrottle
         }
     }
 
@@ -57,10 +61,10 @@ public struct Portal: Sendable {
     }
 
     public func makeResponder() -> PortalResponder {
-        let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+        let router = Router(context: PortalContext.self, options: .autoGenerateHeadEndpoints)
         PortalRoutes(data: PortalData(home: home, limit: options.limit), tsaCAFiles: options.tsaCAFiles,
                      stuckAfter: options.stuckAfter, builds: BuildSlots(limit: options.bundleBuilds)).add(to: router)
-        return PortalResponder(auth: options.auth, router: router.buildResponder())
+        return PortalResponder(auth: options.auth, router: router.buildResponder(), throttle: options.loginThrottle)
     }
 
     /// The HTTP server. `onListening` gets the bound port (useful with port 0).

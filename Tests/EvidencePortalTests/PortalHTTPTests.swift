@@ -196,31 +196,6 @@ struct PortalHTTPTests {
         }
     }
 
-    @Test("failed sign-ins: the first few answer at once, then each waits longer, up to the cap")
-    func failedLoginsAreSlowed() {
-        #expect((1...5).allSatisfy { FailedLogins.delay(afterFailures: $0, free: 5, cap: 5) == 0 })
-        #expect(FailedLogins.delay(afterFailures: 6, free: 5, cap: 5) == 0.25)
-        #expect(FailedLogins.delay(afterFailures: 7, free: 5, cap: 5) == 0.5)
-        #expect(FailedLogins.delay(afterFailures: 40, free: 5, cap: 5) == 5)
-        let logins = FailedLogins(free: 2, window: 60)
-        let now = Date()
-        #expect(logins.failed(now: now) == 0 && logins.failed(now: now) == 0 && logins.failed(now: now) == 0.25)
-        #expect(logins.failed(now: now.addingTimeInterval(120)) == 0, "old failures leave the window")
-    }
-
-    @Test("the sixth wrong password in a minute is answered only after a delay; the right one never waits")
-    func wrongPasswordsAreHeldBack() async throws {
-        let (f, _, _) = try fixture()
-        let wrong: HTTPFields = [.authorization: "Basic " + Data("\(PortalFixture.user):guess".utf8).base64EncodedString()]
-        try await f.app().test(.router) { client in
-            for _ in 0..<5 { try await client.execute(uri: "/", method: .get, headers: wrong) { #expect($0.status == .unauthorized) } }
-            let started = ContinuousClock.now
-            try await client.execute(uri: "/", method: .get, headers: wrong) { #expect($0.status == .unauthorized) }
-            #expect(ContinuousClock.now - started >= .milliseconds(240), "the sixth guess was not held back")
-            try await client.execute(uri: "/", method: .get, headers: PortalFixture.basic) { #expect($0.status == .ok) }
-        }
-    }
-
     @Test("build slots: at most the limit at once; a slot is free again once its holder is gone")
     func buildSlots() {
         let slots = BuildSlots(limit: 2)

@@ -48,15 +48,16 @@ final class PortalFixture {
         return try home.store.ingest(path: path).digest
     }
 
-    func portal() throws -> Portal {
+    func portal(throttle: LoginThrottle = LoginThrottle()) throws -> Portal {
         Portal(home: home, options: .init(host: "127.0.0.1", port: 0,
-                                          auth: try PortalAuth(token: Self.token, user: Self.user, password: Self.password)))
+                                          auth: try PortalAuth(token: Self.token, user: Self.user, password: Self.password),
+                                          loginThrottle: throttle))
     }
 
-    func app() throws -> Application<PortalResponder> {
+    func app(throttle: LoginThrottle = LoginThrottle()) throws -> Application<PortalResponder> {
         var logger = Logger(label: "portal-test")
         logger.logLevel = .warning
-        return try portal().makeApplication(logger: logger)
+        return try portal(throttle: throttle).makeApplication(logger: logger)
     }
 
     static var basic: HTTPFields {

@@ -23,6 +23,24 @@ public enum TSACertificates {
         return infos
     }
 
+    /// The self-signed (root) certificates of a PEM file, in file order: a certificate that names
+    /// itself as issuer and whose signature its own key verifies (`X509_check_issued(c, c)`).
+    /// Throws as `read` does.
+    public static func roots(pemFile: String) throws(TimestampError) -> [Info] {
+        guard let data = FileManager.default.contents(atPath: pemFile) else {
+            throw TimestampError(.trustConfiguration, "\(pemFile): cannot read")
+        }
+        let certs = certificates(pem: data)
+        defer { ERR_clear_error() }
+        guard !certs.isEmpty else { throw TimestampError(.trustConfiguration, "\(pemFile): no PEM certificate in it") }
+        return certs.compactMap { cert -> Info? in
+            defer { X509_free(cert) }
+            // X509_check_issued also checks the key identifiers and key usage; 0 is X509_V_OK.
+            guard X509_check_issued(cert, cert) == 0, X509_verify(cert, X509_get0_pubkey(cert)) == 1 else { return nil }
+            return describe(cert)
+        }
+    }
+
     /// The signer certificate embedded in a DER `TimeStampResp`, as PEM; nil when the token
     /// carries none (the request did not set certReq) or the bytes are not a reply.
     public static func signerPEM(response: Data) -> Data? {

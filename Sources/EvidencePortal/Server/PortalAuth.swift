@@ -53,6 +53,15 @@ public struct PortalAuth: Sendable {
         }
     }
 
+    /// The user name of Basic credentials (whether or not it is the right one); nil for any other scheme.
+    static func basicUser(authorization: String) -> String? {
+        let trimmed = authorization.trimmingCharacters(in: .whitespaces)
+        guard let space = trimmed.firstIndex(of: " "), trimmed[..<space].lowercased() == "basic",
+              let decoded = Data(base64Encoded: trimmed[space...].trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
+        return String(text[..<colon])
+    }
+
     static func digest(_ s: String) -> [UInt8] { Array(SHA256Hasher.hash(Data(s.utf8)).hex.utf8) }
 
     /// Constant time for equal-length inputs (digests always are).

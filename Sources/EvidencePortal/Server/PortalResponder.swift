@@ -5,10 +5,10 @@ import Logging
 /// The portal's front door, in front of the router for every request (matched or not):
 /// authentication, the read-only rule, security headers, HTML error pages, one log line.
 public struct PortalResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = PortalContext
     let auth: PortalAuth
-    let router: RouterResponder<BasicRequestContext>
-    let failedLogins = FailedLogins()
+    let router: RouterResponder<PortalContext>
+    let throttle: LoginThrottle
 
     /// No script, no frames, no outside resources; only our inline style sheet.
     public static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -16,12 +16,23 @@ public struct PortalResponder: HTTPResponder {
     public func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now
         var response: Response
-        if !auth.allows(authorization: request.headers[.authorization]) {
-            // A request without credentials is a browser asking who it is talking to; a wrong
-            // one is a guess, and guesses are slowed down.
-            if request.headers[.authorization] != nil {
-                let hold = failedLogins.failed()
-                if hold > 0 { try? await Task.sleep(for: .seconds(hold)) }
+        let authorization = request.headers[.authorization]
+        // A request without credentials is a browser asking who it is talking to; one with them
+        // is a sign-in, counted per client address and per user name.
+        let attempt = authorization.map { header in
+            throttle.attempt(Self.throttleKeys(authorization: header, clientAddress: context.clientAddress)) {
+                auth.allows(authorization: header)
+            }
+        } ?? .denied(blocked: [])
+        if case .throttled(let retryAfter, let key) = attempt {
+            response = Pages.html(.tooManyRequests, ErrorPage.render(status: 429, title: "Too many failed sign-ins",
+                message: "Too many wrong passwords or tokens were tried from your address or for this user name. "
+                    + "Sign-ins are refused for \(retryAfter) more second(s), even with the right password; each new block lasts longer."))
+            response.headers[.retryAfter] = String(retryAfter)
+            context.logger.notice("sign-in refused while throttled", metadata: ["by": "\(key)", "retry_after": "\(retryAfter)"])
+        } else if case .denied(let blocked) = attempt {
+            for (key, length) in blocked {
+                context.logger.warning("too many failed sign-ins: blocked", metadata: ["by": "\(key)", "seconds": "\(LoginThrottle.wholeSeconds(length))"])
             }
             response = Pages.html(.unauthorized, ErrorPage.render(status: 401, title: "Sign in required",
                                                                   message: "This portal needs the user name and password (or token) from its operator."))
@@ -56,6 +67,15 @@ public struct PortalResponder: HTTPResponder {
         let ms = elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
         context.logger.info("\(request.method.rawValue) \(request.uri.path) \(response.status.code)", metadata: ["ms": "\(ms)"])
         return response
+    }
+}
+
+extension PortalResponder {
+    /// The client's address, and the user name when the credentials are Basic.
+    static func throttleKeys(authorization: String, clientAddress: String?) -> [LoginThrottle.Key] {
+        var keys = [LoginThrottle.addressKey(clientAddress)]
+        if let user = PortalAuth.basicUser(authorization: authorization) { keys.append(.user(String(user.prefix(256)))) }
+        return keys
     }
 }
 

@@ -13,7 +13,7 @@ struct PortalRoutes: Sendable {
     /// Bundle builds at once (see `BuildSlots`).
     let builds: BuildSlots
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<PortalContext>) {
         router.get("/") { request, _ in try await self.search(request) }
         router.get("/status") { request, _ in try await self.status(request) }
         router.get("/items/:id") { _, context in try await self.item(context) }
@@ -55,7 +55,7 @@ struct PortalRoutes: Sendable {
         return Pages.html(.ok, StatusPage.render(report))
     }
 
-    func item(_ context: BasicRequestContext) async throws -> Response {
+    func item(_ context: PortalContext) async throws -> Response {
         guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
         let data = self.data
         guard let details = try await blocking({ try data.details(itemID: id) }) else {
@@ -64,7 +64,7 @@ struct PortalRoutes: Sendable {
         return Pages.html(.ok, ItemPage.render(details))
     }
 
-    func certificate(_ context: BasicRequestContext) async throws -> Response {
+    func certificate(_ context: PortalContext) async throws -> Response {
         guard let id = Self.itemID(context), let file = context.parameters.get("file"), file.hasSuffix(".pdf") else {
             return Pages.notFound("No such certificate.")
         }
@@ -89,7 +89,7 @@ struct PortalRoutes: Sendable {
     /// HEAD is answered from the catalog alone; a GET builds the bundle when a build slot is free
     /// and the home's file system has room for it (a margin for the proofs and certificates, plus
     /// the original twice for a `.zip`; a `.tar` streams the original from the store).
-    func bundle(_ request: Request, _ context: BasicRequestContext, _ format: BundleDownload.Format) async throws -> Response {
+    func bundle(_ request: Request, _ context: PortalContext, _ format: BundleDownload.Format) async throws -> Response {
         guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
         let home = data.home, cas = tsaCAFiles
         guard let item = try await blocking({ try home.catalog.item(id: id) }) else {
@@ -127,7 +127,7 @@ struct PortalRoutes: Sendable {
         return Int64(fs.f_bavail) * Int64(fs.f_frsize)
     }
 
-    static func itemID(_ context: BasicRequestContext) -> Int64? {
+    static func itemID(_ context: PortalContext) -> Int64? {
         guard let text = context.parameters.get("id"), let id = Int64(text), id > 0 else { return nil }
         return id
     }

@@ -19,6 +19,9 @@ struct DoctorCommand: AsyncParsableCommand {
 
           config      evidence.toml loads (every field valid, secrets readable)
           rules       the watch rules load and their folders exist
+          anchors     the config, each TSA's ca_file, the rules and the folders above them
+                      are not writable by this user (✗, or ! with anchor_permissions = "warn";
+                      ! when run as root)
           home        the home folder exists; its tmp folder is writable; no part of it
                       (home, objects, catalog, custody.head, tokens) is writable by every user
           catalog     the database's own integrity check passes (SQLite quick_check,
@@ -104,6 +107,9 @@ struct DoctorCommand: AsyncParsableCommand {
             add(Check(check: "rules", status: .fail, detail: "\(error)".replacingOccurrences(of: "\n", with: "; "),
                       fix: "create the folders or fix the rule files named; `evidence rules check` explains each field"))
         }
+
+        // anchors: the files the service is checked against must not be its own to rewrite.
+        add(AnchorGuard.doctorCheck(config: config, rulesDirectory: RuleSet.directory(explicit: self.rules, config: config)))
 
         // home, catalog, custody, store, queue
         let location: EvidenceHome.CatalogLocation

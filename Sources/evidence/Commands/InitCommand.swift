@@ -68,6 +68,8 @@ struct InitCommand: ParsableCommand {
         Output.line("\nnext:")
         for (i, c) in next.enumerated() { Output.line("  \(i + 1). \(c)") }
         Output.line("\nthen drop a file into \(drop); edit evidence.toml to add notaries and cloud accounts.")
+        Output.line("as a service: \(config), the CA files and \(rules) must be root's and read-only to the user evidence runs as "
+            + "(chown -R root:root \(rules) \(config)), or `evidence run` refuses to start (see anchor_permissions in evidence.toml).")
     }
 
     static let configText = """
@@ -78,6 +80,8 @@ struct InitCommand: ParsableCommand {
         home = "home"                 # store + catalog (--home / $EVIDENCE_HOME override)
         rules = "watch-rules"         # one rule per *.toml file; the file's stem is the rule's name
         log_level = "info"            # trace | debug | info | notice | warning | error
+        # anchor_permissions = "refuse" # refuse | warn: `run` refuses to start (doctor: ✗) while the user it
+                                        # runs as can write this file, a ca_file or the rules (or a folder above them)
         log_format = "text"           # text | json
 
         [workers]
@@ -96,8 +100,9 @@ struct InitCommand: ParsableCommand {
         # [notaries.tsa]
         # kind = "rfc3161"
         # urls = ["https://tsa.example.org/tsr"]
-        # ca_file = "/etc/evidence/tsa-ca.pem"      # required: the TSA's CA, obtained from the TSA
-        # tsa_cert_sha256 = "AB:CD:…"               # or/and: its signing certificate's SHA-256 fingerprint
+        # tsa_cert_sha256 = "AB:CD:…"               # recommended: its signing certificate's SHA-256 fingerprint
+        #                                           # (openssl x509 -in tsa.crt -noout -fingerprint -sha256)
+        # ca_file = "/etc/evidence/tsa-ca.pem"      # or/and: the TSA's root CA, obtained from the TSA (one root)
 
         # Archive accounts: a rule's archive = "NAME". `evidence accounts check` proves them.
         [archives.vault]

@@ -28,8 +28,14 @@ struct RunCommand: AsyncParsableCommand {
         [metrics] allow_remote = true) and prints `metrics on http://HOST:PORT/metrics` on stdout
         once listening. Without either, no port is opened.
 
+        Trust anchors: the config file, each TSA's ca_file and the rules (and every folder above
+        them) must not be writable by the user evidence runs as: otherwise it refuses to start
+        (exit 2, naming each file, its owner and mode, and the chown/chmod that fixes it), or
+        only warns with `anchor_permissions = "warn"`. Run as root, it warns and starts.
+
         Exit codes: 0 stopped cleanly · 1 a service failed (or the metrics address is in use) ·
-        2 config/rules invalid, or another `evidence run` already serves this home.
+        2 config/rules invalid, a trust anchor writable by this user, or another `evidence run`
+        already serves this home.
         """
     )
 
@@ -70,6 +76,8 @@ struct RunCommand: AsyncParsableCommand {
         let metricsConfig = try metricsConfig(config)
         let homePath = try global.homePath(config)
         let rules = try RuleSet.load(explicit: rules, config: config, home: homePath)
+        // Before anything is opened: a service that can rewrite what it is checked against is refused.
+        let anchorWarnings = try AnchorGuard.startCheck(config: config, rulesDirectory: RuleSet.directory(explicit: self.rules, config: config))
         let home = try global.openHome()
         let lock: RunLock
         // A shared catalog lets several nodes serve one home (on a shared filesystem): one lock per node.
@@ -80,6 +88,7 @@ struct RunCommand: AsyncParsableCommand {
         let format = StderrLogHandler.Format(rawValue: logFormat ?? config.logFormat.rawValue) ?? .text
         LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: level, format: format) }
         let logger = Logger(label: "evidence")
+        for warning in anchorWarnings { logger.warning("\(warning)") }
 
         let notaries: Notaries
         do { notaries = try Notaries.build(config: config, logger: logger) } catch { throw CLIError.config(error.description) }

@@ -52,7 +52,9 @@ struct GlobalOptions: ParsableArguments {
 
     func loadConfig() throws -> EvidenceConfig {
         do {
-            return try ConfigLoader.load(path: config)
+            let loaded = try ConfigLoader.load(path: config)
+            try CAFileRoots.check(loaded)
+            return loaded
         } catch {
             throw CLIError.config(error.description)
         }
