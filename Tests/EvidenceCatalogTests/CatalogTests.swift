@@ -37,6 +37,23 @@ struct CatalogTests {
         #expect(try c.events(itemID: item.id).map(\.kind) == ["ingested", "seen-again"])
     }
 
+    @Test("every source is read in id order for the custody cross-check, and a notary event records the proof's link (\"\" for none)",
+          arguments: Backend.allCases)
+    func sourcesAndProofLinkForTheCrossCheck(_ backend: Backend) throws {
+        let c = try backend.make()
+        _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
+        _ = try c.recordIngest(record("b", path: "/drop/two.mp4", inode: 2))
+        _ = try c.recordIngest(record("a", path: "/drop/again.mp4", inode: 3))
+        #expect(try c.allSources().map { "\($0.id) \($0.itemID) \($0.name)" } == ["1 1 one.mp4", "2 2 two.mp4", "3 1 again.mp4"])
+        try c.saveProof(Proof(itemID: 1, notary: "qed", kind: .qed, state: .pending, remoteID: "slug")) { _, _ in nil }
+        try c.saveProof(Proof(itemID: 1, notary: "qed", kind: .qed, state: .confirmed, remoteID: "slug",
+                              receipt: SHA256Digest(hex: String(repeating: "e", count: 64)), txHash: "0xabc",
+                              link: "https://explorer.example/tx/0xabc")) { _, _ in nil }
+        let notary = try c.events(itemID: 1).filter { $0.kind.hasPrefix("notary-") }
+            .map { try JSONDecoder().decode([String: String].self, from: Data($0.details.utf8))["link"] }
+        #expect(notary == ["", "https://explorer.example/tx/0xabc"])
+    }
+
     @Test("the same version of the same path again records nothing", arguments: Backend.allCases)
     func alreadyKnown(_ backend: Backend) throws {
         let c = try backend.make()
