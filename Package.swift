@@ -209,7 +209,7 @@ let package = Package(
         .testTarget(name: "EvidenceFuzzingTests", dependencies: ["EvidenceTesting", "EvidenceFuzzing", "EvidenceConfig"],
                     swiftSettings: swiftSettings),
         // `evidence`: the media probe child (`evidence __probe`) the pipeline starts.
-        .testTarget(name: "EvidencePipelineTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidencePipeline", "EvidenceArchive", "EvidenceStore", "evidence",
+        .testTarget(name: "EvidencePipelineTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidencePipeline", "EvidenceMedia", "EvidenceArchive", "EvidenceStore", "evidence",
                                                                   "EvidenceHTTP", "EvidenceCatalog", "EvidenceCore",
                                                                   "EvidenceConfig", "EvidenceNotary", "EvidenceSandbox",
                                                                   .product(name: "Logging", package: "swift-log")],

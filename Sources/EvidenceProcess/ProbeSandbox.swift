@@ -43,6 +43,9 @@ public enum ProbeSandbox {
         /// What could not be done, one phrase each.
         public var problems: [String] = []
 
+        /// Nothing in place (what `enter` starts from).
+        public init() {}
+
         /// The filter, which refuses files and sockets whoever the child runs as, is in place.
         public var confined: Bool { syscallFilter }
 

@@ -1,6 +1,8 @@
 import EvidenceCatalog
 import EvidenceCore
 @testable import EvidencePipeline
+import EvidenceMedia
+import EvidenceProcess
 import EvidenceTesting
 import Foundation
 import Glibc
@@ -91,6 +93,31 @@ struct RealChildMediaProbeTests {
         #expect(ChildMediaProbe.probe(path: wav, name: nil, executable: evidenceBinary, timeout: 60)?.container == "wav")
     }
 
+    @Test("the confined child reports the same facts as an unconfined probe, for every sample")
+    func sameFactsAsInProcess() throws {
+        for name in ["bodycam-2024-05-01.mp4", "interview.wav", "scene-photo.jpg", "truncated.mp4"] {
+            let path = samplesDirectory + "/" + name
+            let child = ChildMediaProbe.probe(path: path, name: name, executable: evidenceBinary, timeout: 60)
+            #expect(child != nil && child == MediaProbe.probe(path: path, name: name), "\(name): \(String(describing: child))")
+        }
+    }
+
+    @Test("evidence __probe --fd 3 confines itself before it parses: seccomp always, namespace and nobody as root")
+    func theChildSaysItIsConfined() throws {
+        let fd = open(samplesDirectory + "/bodycam-2024-05-01.mp4", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        defer { close(fd) }
+        let r = try ChildProcess.run(evidenceBinary, ["__probe", "--fd", "3", "--name", "clip.bin"], environment: [:],
+                                     separateStandardError: true, timeout: 60, descriptors: [fd])
+        #expect(r.succeeded, "\(r.standardError)")
+        let line = r.standardError.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(line.hasPrefix("sandbox: confined: seccomp filter (no open, socket, exec)"), "\(line)")
+        if getuid() == 0 {
+            #expect(line.contains("empty network namespace, uid 65534 gid 65534"), "\(line)")
+        }
+        let info = try JSONDecoder().decode(MediaInfo.self, from: Data(r.output.utf8))
+        #expect(info.container?.contains("mp4") == true && info.probeError == nil, "\(r.output)")
+    }
+
     @Test("binary data without a media extension is judged by the child: not media")
     func binaryDataIsNotMedia() {
         var generator = SystemRandomNumberGenerator()
@@ -102,7 +129,7 @@ struct RealChildMediaProbeTests {
     func theParentNeverLoadsLibavformat() async {
         // In a fresh process (an exit test): this test process's other suites load libavformat.
         let dir = TempDirectory("probe-maps")
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [base = dir.path] in
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [base = dir.path as String] in
             func fail(_ code: Int32, _ message: String) -> Never {
                 FileHandle.standardError.write(Data(("FAIL: " + message + "\n").utf8))
                 exit(code)

@@ -58,7 +58,7 @@ struct ProbeSandboxTests {
         dir.write("public.txt", "anyone may read this", mode: 0o644)
         dir.write("clip.bin", "the evidence bytes")
         for folder in ["", "/etc", "/etc/evidence"] { chmod(dir.path + folder, 0o755) }
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [base = dir.path] in
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [base = dir.path as String] in
             func fail(_ message: String) -> Never {
                 FileHandle.standardError.write(Data(("FAIL: " + message + "\n").utf8))
                 exit(1)
