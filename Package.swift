@@ -177,7 +177,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCatalogTests", dependencies: ["EvidenceTesting", "EvidenceCatalog", "EvidenceCore", "EvidenceStore", .product(name: "GRDB", package: "GRDB.swift")],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceMediaTests", dependencies: ["EvidenceTesting", "EvidenceMedia", "EvidenceCore"],
+        .testTarget(name: "EvidenceMediaTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceMedia", "EvidenceCore"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceConfigTests", dependencies: ["EvidenceTesting", "EvidenceConfig", "EvidenceCore"],
                     swiftSettings: swiftSettings),
@@ -208,7 +208,8 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceFuzzingTests", dependencies: ["EvidenceTesting", "EvidenceFuzzing", "EvidenceConfig"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidencePipelineTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidencePipeline", "EvidenceArchive", "EvidenceStore",
+        // `evidence`: the media probe child (`evidence __probe`) the pipeline starts.
+        .testTarget(name: "EvidencePipelineTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidencePipeline", "EvidenceMedia", "EvidenceArchive", "EvidenceStore", "evidence",
                                                                   "EvidenceHTTP", "EvidenceCatalog", "EvidenceCore",
                                                                   "EvidenceConfig", "EvidenceNotary", "EvidenceSandbox",
                                                                   .product(name: "Logging", package: "swift-log")],

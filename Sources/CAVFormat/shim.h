@@ -1,8 +1,12 @@
 #ifndef EVIDENCE_CAVFORMAT_SHIM_H
 #define EVIDENCE_CAVFORMAT_SHIM_H
 #include <dlfcn.h>
+#include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <libavformat/avformat.h>
 #include <libavformat/version.h>
 #include <libavcodec/avcodec.h>
@@ -36,6 +40,11 @@ typedef struct {
     __typeof__(av_dict_set) *dict_set;
     __typeof__(av_dict_get) *dict_get;
     __typeof__(av_dict_free) *dict_free;
+    __typeof__(avformat_alloc_context) *alloc_context;
+    __typeof__(avio_alloc_context) *avio_alloc_context;
+    __typeof__(avio_context_free) *avio_context_free;
+    __typeof__(av_malloc) *malloc;
+    __typeof__(av_free) *free;
 } evidence_av_api;
 
 #define EVIDENCE_AV_STR2(x) #x
@@ -69,7 +78,97 @@ static inline int evidence_av_load(evidence_av_api *api, char *error, size_t err
     EVIDENCE_AV_SYM(dict_set, 0, av_dict_set)
     EVIDENCE_AV_SYM(dict_get, 0, av_dict_get)
     EVIDENCE_AV_SYM(dict_free, 0, av_dict_free)
+    EVIDENCE_AV_SYM(alloc_context, 2, avformat_alloc_context)
+    EVIDENCE_AV_SYM(avio_alloc_context, 2, avio_alloc_context)
+    EVIDENCE_AV_SYM(avio_context_free, 2, avio_context_free)
+    EVIDENCE_AV_SYM(malloc, 0, av_malloc)
+    EVIDENCE_AV_SYM(free, 0, av_free)
 #undef EVIDENCE_AV_SYM
     return 1;
+}
+// Reading from an open descriptor instead of a path (a custom AVIOContext): the probe child gets
+// the file as descriptor 3 and may open nothing itself (its seccomp filter refuses open/openat),
+// so libavformat never opens a file or a protocol. pread at our own position: the descriptor's
+// file offset is shared with the parent that opened it.
+typedef struct {
+    int fd;
+    int64_t position;
+    int64_t size;
+} evidence_av_fd_source;
+
+static inline int evidence_av_fd_read(void *opaque, uint8_t *buf, int size) {
+    evidence_av_fd_source *source = opaque;
+    for (;;) {
+        ssize_t n = pread(source->fd, buf, (size_t)size, (off_t)source->position);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return AVERROR(errno);
+        if (n == 0) return AVERROR_EOF;
+        source->position += n;
+        return (int)n;
+    }
+}
+
+static inline int64_t evidence_av_fd_seek(void *opaque, int64_t offset, int whence) {
+    evidence_av_fd_source *source = opaque;
+    int64_t target;
+    switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return source->size;
+    case SEEK_SET: target = offset; break;
+    case SEEK_CUR: target = source->position + offset; break;
+    case SEEK_END: target = source->size + offset; break;
+    default: return AVERROR(EINVAL);
+    }
+    if (target < 0) return AVERROR(EINVAL);
+    source->position = target;
+    return target;
+}
+
+/// avformat_open_input on descriptor `fd` (not closed here, nor by evidence_av_close_fd).
+/// 0 and `*out` set, or a negative AVERROR. Close with evidence_av_close_fd.
+static inline int evidence_av_open_fd(const evidence_av_api *api, AVFormatContext **out, int fd, AVDictionary **options) {
+    enum { buffer_size = 65536 };
+    struct stat st;
+    if (fstat(fd, &st) != 0) return AVERROR(errno);
+    evidence_av_fd_source *source = api->malloc(sizeof *source);
+    unsigned char *buffer = api->malloc(buffer_size);
+    AVFormatContext *ctx = api->alloc_context();
+    AVIOContext *pb = (source && buffer && ctx)
+        ? api->avio_alloc_context(buffer, buffer_size, 0, source, evidence_av_fd_read, NULL, evidence_av_fd_seek)
+        : NULL;
+    if (!pb) {
+        api->free(source);
+        api->free(buffer);
+        if (ctx) api->close_input(&ctx);
+        return AVERROR(ENOMEM);
+    }
+    source->fd = fd;
+    source->position = 0;
+    source->size = (int64_t)st.st_size;
+    ctx->pb = pb;
+    ctx->flags |= AVFMT_FLAG_CUSTOM_IO;
+    // No URL: nothing to guess a format from by name, nothing to open. On failure libavformat
+    // frees ctx, not the custom pb.
+    int rc = api->open_input(&ctx, "", NULL, options);
+    if (rc < 0) {
+        api->free(pb->buffer);
+        api->avio_context_free(&pb);
+        api->free(source);
+        return rc;
+    }
+    *out = ctx;
+    return 0;
+}
+
+/// Closes what evidence_av_open_fd opened (libavformat's close leaves a custom pb alone).
+static inline void evidence_av_close_fd(const evidence_av_api *api, AVFormatContext **ctx) {
+    if (!ctx || !*ctx) return;
+    AVIOContext *pb = (*ctx)->pb;
+    api->close_input(ctx);
+    if (pb) {
+        void *source = pb->opaque;
+        api->free(pb->buffer);   // libavformat may have replaced the buffer it was given
+        api->avio_context_free(&pb);
+        api->free(source);
+    }
 }
 #endif

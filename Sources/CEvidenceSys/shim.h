@@ -37,4 +37,174 @@ static inline int evidence_openat2(int dirfd, const char *path, unsigned long lo
     return -1;
 #endif
 }
+// The media probe's confinement (EvidenceProcess/ProbeSandbox.swift): a child that parses
+// hostile files drops its network, its user and most of the kernel before it reads a byte.
+#include <grp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+// unshare(2) is declared only under _GNU_SOURCE. CLONE_NEWNET: a new, empty network namespace
+// (only a loopback interface, down); it needs CAP_SYS_ADMIN, which root has.
+extern int unshare(int flags);
+#ifndef CLONE_NEWNET
+#define CLONE_NEWNET 0x40000000
+#endif
+static inline int evidence_unshare_network(void) { return unshare(CLONE_NEWNET); }
+
+// No supplementary groups, then the group, then the user: root → `uid`/`gid` for good (as root,
+// setgid/setuid set the real, effective and saved ids; glibc applies them to every thread).
+static inline int evidence_drop_privileges(uid_t uid, gid_t gid) {
+    if (setgroups(0, NULL) != 0) return -1;
+    if (setgid(gid) != 0) return -1;
+    if (setuid(uid) != 0) return -1;
+    return 0;
+}
+
+// prctl is variadic: typed wrappers. No new privileges: no set-uid binary, file capability or
+// LSM transition can give this process (or what it executes) more than it has. Required before
+// an unprivileged process may install a seccomp filter.
+static inline int evidence_set_no_new_privs(void) { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); }
+static inline int evidence_get_no_new_privs(void) { return prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); }
+
+#if defined(__x86_64__)
+#define EVIDENCE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define EVIDENCE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/// The probe's seccomp filter, built by hand (no libseccomp): a deny list, each call answered
+/// EPERM. Denied: opening anything (open, openat, openat2, creat, open_by_handle_at, open_tree;
+/// io_uring, which can open files without a system call of its own), sockets (every address
+/// family: the probe reads one inherited descriptor and writes its standard output), changing
+/// the file system (unlink, rename, link, symlink, mkdir, rmdir, mknod, chmod, chown, truncate,
+/// utimes, xattrs), executing (execve, execveat), reaching other processes or the kernel's keys
+/// (ptrace, process_vm_readv/writev, pidfd_getfd, keyctl, add_key, request_key) and changing
+/// the sandbox (unshare, setns, mount and the new mount API, chroot, pivot_root, bpf,
+/// perf_event_open, userfaultfd). A system call of another ABI (i386 through int 0x80, x32)
+/// kills the process: its numbers would not be those checked.
+///
+/// Installed with SECCOMP_FILTER_FLAG_TSYNC, on every thread of the process at once (a thread
+/// started before would otherwise stay unfiltered); it stays on across fork and exec. Returns 0,
+/// or -1 with errno (ENOSYS: an architecture this filter does not know; ESRCH: a thread could
+/// not be synchronised; EACCES: no new privileges was not set and the process lacks CAP_SYS_ADMIN).
+static inline int evidence_install_probe_seccomp(void) {
+#ifndef EVIDENCE_AUDIT_ARCH
+    errno = ENOSYS;
+    return -1;
+#else
+    static const int denied[] = {
+#ifdef __NR_open
+        __NR_open,
+#endif
+#ifdef __NR_creat
+        __NR_creat,
+#endif
+        __NR_openat,
+#ifdef __NR_openat2
+        __NR_openat2,
+#endif
+        __NR_open_by_handle_at,
+#ifdef __NR_open_tree
+        __NR_open_tree,
+#endif
+#ifdef __NR_io_uring_setup
+        __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
+#endif
+        __NR_socket, __NR_socketpair,
+#ifdef __NR_unlink
+        __NR_unlink,
+#endif
+        __NR_unlinkat,
+#ifdef __NR_rename
+        __NR_rename,
+#endif
+#ifdef __NR_renameat
+        __NR_renameat,
+#endif
+        __NR_renameat2,
+#ifdef __NR_link
+        __NR_link,
+#endif
+        __NR_linkat,
+#ifdef __NR_symlink
+        __NR_symlink,
+#endif
+        __NR_symlinkat,
+#ifdef __NR_mkdir
+        __NR_mkdir,
+#endif
+        __NR_mkdirat,
+#ifdef __NR_rmdir
+        __NR_rmdir,
+#endif
+#ifdef __NR_mknod
+        __NR_mknod,
+#endif
+        __NR_mknodat,
+#ifdef __NR_chmod
+        __NR_chmod,
+#endif
+        __NR_fchmod, __NR_fchmodat,
+#ifdef __NR_fchmodat2
+        __NR_fchmodat2,
+#endif
+#ifdef __NR_chown
+        __NR_chown,
+#endif
+#ifdef __NR_lchown
+        __NR_lchown,
+#endif
+        __NR_fchown, __NR_fchownat, __NR_truncate, __NR_ftruncate,
+#ifdef __NR_utime
+        __NR_utime,
+#endif
+#ifdef __NR_utimes
+        __NR_utimes,
+#endif
+#ifdef __NR_futimesat
+        __NR_futimesat,
+#endif
+        __NR_utimensat,
+        __NR_setxattr, __NR_lsetxattr, __NR_fsetxattr, __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
+        __NR_execve, __NR_execveat,
+        __NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev,
+#ifdef __NR_pidfd_getfd
+        __NR_pidfd_getfd,
+#endif
+        __NR_keyctl, __NR_add_key, __NR_request_key,
+        __NR_unshare, __NR_setns, __NR_mount, __NR_umount2, __NR_chroot, __NR_pivot_root,
+#ifdef __NR_fsopen
+        __NR_fsopen, __NR_fsconfig, __NR_fsmount, __NR_fspick, __NR_move_mount,
+#endif
+#ifdef __NR_mount_setattr
+        __NR_mount_setattr,
+#endif
+        __NR_bpf, __NR_perf_event_open, __NR_userfaultfd,
+    };
+    enum { count = sizeof(denied) / sizeof(denied[0]) };
+    struct sock_filter program[6 + 2 * count];
+    size_t n = 0;
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, EVIDENCE_AUDIT_ARCH, 1, 0);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+    // x32 system calls are the x86_64 numbers with bit 30 set, under the same audit arch.
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+#endif
+    for (size_t i = 0; i < count; i++) {
+        program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)denied[i], 0, 1);
+        program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+    }
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = { .len = (unsigned short)n, .filter = program };
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+    if (rc > 0) { errno = ESRCH; return -1; }   // the id of a thread that could not be synchronised
+    return rc == 0 ? 0 : -1;
+#endif
+}
 #endif

@@ -52,40 +52,64 @@ public enum MediaProbe {
         }
     }
 
-    /// Whether `probe` would look inside at all: a media extension, or a confident signature in
-    /// the first bytes. Cheap (no libavformat), so a caller can skip a child process for files
-    /// that are documents or data.
+    /// Whether `probe` would look inside at all, as far as can be told without libavformat: a
+    /// media extension, or first bytes that `MediaPrefilter` cannot rule out. Cheap and pure
+    /// Swift, so the process that holds the credentials can skip a probe child for documents and
+    /// data without ever parsing hostile bytes itself.
     public static func mightBeMedia(path: String, name: String? = nil) -> Bool {
-        mediaExtensions.contains(((name ?? path) as NSString).pathExtension.lowercased()) || confidentSignature(path)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return expectsMedia(name ?? path) }
+        defer { close(fd) }
+        return MediaPrefilter.verdict(descriptor: fd, name: name ?? path) == .ask
     }
 
+    /// A media extension: a failure to read the file is a probe error, not "not media".
+    public static func expectsMedia(_ name: String) -> Bool {
+        mediaExtensions.contains((name as NSString).pathExtension.lowercased())
+    }
+
+    /// Probes the file at `path` (opened here, read through a descriptor as `probe(descriptor:)`).
     /// - Parameter name: the file's original name, when `path` has none (store objects are
     ///   named by hash): its extension tells whether a failure means corrupt media.
     public static func probe(path: String, name: String? = nil) -> MediaInfo? {
-        let ext = ((name ?? path) as NSString).pathExtension.lowercased()
-        let expectMedia = mediaExtensions.contains(ext)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            return expectsMedia(name ?? path) ? MediaInfo(probeError: "cannot open \(path): \(reason)") : nil
+        }
+        defer { close(fd) }
+        return probe(descriptor: fd, name: name ?? path)
+    }
+
+    /// Probes the regular file open as `fd` (not closed here) with libavformat, which reads it
+    /// through the descriptor and opens nothing itself. This is what runs in the probe child,
+    /// after it has confined itself (`evidence __probe`).
+    /// - Parameter name: the name whose extension tells whether the file should be media.
+    public static func probe(descriptor fd: Int32, name: String) -> MediaInfo? {
+        let expectMedia = expectsMedia(name)
 
         // Files without a media extension are usually documents or data. Only a confident
         // signature match in their first bytes makes them media: otherwise libavformat would
         // guess a format from noise and read megabytes trying to decode it.
-        if !mightBeMedia(path: path, name: name) { return nil }
+        if !expectMedia && !confidentSignature(fd, name: name) { return nil }
         let av: evidence_av_api
         switch library {
         case .success(let api): av = api
         case .failure(let e): return MediaInfo(probeError: "libavformat could not be loaded: \(e.message); not probed")
         }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        // Hostile input: only local files (no http, no concat or playlist that opens other
-        // files) and only the containers a capture device writes.
+        // Hostile input: no protocol at all (the file comes through the descriptor; no concat,
+        // playlist or external reference may open another) and only the containers a capture
+        // device writes.
         var options: OpaquePointer?
-        _ = av.dict_set!(&options, "protocol_whitelist", "file", 0)
+        _ = av.dict_set!(&options, "protocol_whitelist", "none", 0)
         _ = av.dict_set!(&options, "format_whitelist", allowedDemuxers, 0)
         defer { av.dict_free!(&options) }
-        let rc = av.open_input!(&ctx, path, nil, &options)
+        let rc = withUnsafePointer(to: av) { evidence_av_open_fd($0, &ctx, fd, &options) }
         guard rc >= 0, let fmt = ctx else {
             return expectMedia ? MediaInfo(probeError: errorText(rc, av)) : nil
         }
-        defer { av.close_input!(&ctx) }
+        defer { withUnsafePointer(to: av) { evidence_av_close_fd($0, &ctx) } }
         let container = fmt.pointee.iformat.map { String(cString: $0.pointee.name) }
         if let c = container, fallbackFormats.contains(c) { return nil }
 
@@ -129,15 +153,12 @@ public enum MediaProbe {
     }
 
     /// True when libavformat recognises the file's first 8 KB with at least half the maximum
-    /// score (magic numbers, not guesses).
-    static func confidentSignature(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        let size = 8192
+    /// score (magic numbers, not guesses). Only the probe child calls this.
+    static func confidentSignature(_ fd: Int32, name: String) -> Bool {
+        let size = MediaPrefilter.window
         let padding = 64  // AVPROBE_PADDING_SIZE: zeroed bytes libavformat may read past the end
         var buf = [UInt8](repeating: 0, count: size + padding)
-        let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, size) }
+        let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, 0) }
         // No container's signature is zeros: a sparse or preallocated file is settled here,
         // without loading libavformat (tens of MB of libraries) just to hear "no".
         guard n > 0, buf[0..<n].contains(where: { $0 != 0 }), case .success(let av) = library else { return false }
@@ -146,7 +167,7 @@ public enum MediaProbe {
             var pd = AVProbeData()
             pd.buf = b.baseAddress
             pd.buf_size = Int32(n)
-            return path.withCString { name in
+            return name.withCString { name in
                 pd.filename = name
                 return av.probe_input_format3!(&pd, 1, &score) != nil
             }

@@ -9,8 +9,9 @@ import Glibc
 /// the end of glibc's buffer (swift-corelibs-foundation pull request 5472, merged after 6.3.1).
 ///
 /// The child gets:
-/// - only descriptors 0, 1 and 2 (every other descriptor is closed in the child, whether or not
-///   it was opened close-on-exec), so a test process with a thousand open sockets leaks none;
+/// - only descriptors 0, 1 and 2, and those passed on purpose (`descriptors`, which become 3, 4, …);
+///   every other descriptor is closed in the child, whether or not it was opened close-on-exec,
+///   so a test process with a thousand open sockets leaks none;
 /// - an empty signal mask and default dispositions for the signals a service handles (threads
 ///   of a Swift process block signals, and a child would inherit that and ignore SIGTERM);
 /// - standard input from `/dev/null` unless told otherwise.
@@ -80,11 +81,13 @@ public final class ChildProcess: @unchecked Sendable {
     public enum SpawnError: Error, CustomStringConvertible {
         case spawn(executable: String, errno: Int32)
         case pipe(errno: Int32)
+        case descriptor(fd: Int32, errno: Int32)
 
         public var description: String {
             switch self {
             case let .spawn(executable, code): return "cannot start \(executable): \(String(cString: strerror(code)))"
             case let .pipe(code): return "cannot make a pipe: \(String(cString: strerror(code)))"
+            case let .descriptor(fd, code): return "cannot pass descriptor \(fd) on: \(String(cString: strerror(code)))"
             }
         }
     }
@@ -109,9 +112,12 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - directory: the child's working directory; nil keeps this process's.
     ///   - newProcessGroup: put the child in a process group of its own (its pid), so
     ///     `signalGroup` reaches its children too.
+    ///   - descriptors: open descriptors of this process the child gets as 3, 4, … in this order
+    ///     (the media probe's file: the child reads it without opening anything). They stay open
+    ///     here; the caller closes them.
     public init(_ executable: String, _ arguments: [String] = [], environment: [String: String]? = nil,
                 directory: String? = nil, stdin: Input = .null, stdout: Output = .inherit,
-                stderr: Output = .inherit, newProcessGroup: Bool = false) throws(SpawnError) {
+                stderr: Output = .inherit, newProcessGroup: Bool = false, descriptors: [Int32] = []) throws(SpawnError) {
         self.executable = executable
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -183,9 +189,23 @@ public final class ChildProcess: @unchecked Sendable {
                 posix_spawn_file_actions_adddup2(&actions, 1, 2)
             }
         }
+        // Passed descriptors: first copied above the range they go to (close-on-exec, closed here
+        // after the spawn), so that no dup2 overwrites a source still to be moved, and each dup2
+        // has a different source and target (which clears close-on-exec on the target).
+        let firstFree = 3 + Int32(descriptors.count)
+        for (index, fd) in descriptors.enumerated() {
+            let copy = fcntl(fd, F_DUPFD_CLOEXEC, firstFree)
+            guard copy >= 0 else {
+                let code = errno
+                closeAll()
+                throw .descriptor(fd: fd, errno: code)
+            }
+            childEnds.append(copy)
+            posix_spawn_file_actions_adddup2(&actions, copy, 3 + Int32(index))
+        }
         if let directory { evidence_spawn_addchdir(&actions, directory) }
-        // Nothing but 0, 1 and 2 reaches the child.
-        evidence_spawn_addclosefrom(&actions, 3)
+        // Nothing but 0, 1, 2 and the passed descriptors reaches the child.
+        evidence_spawn_addclosefrom(&actions, firstFree)
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -327,11 +347,12 @@ extension ChildProcess {
     /// killed with SIGKILL and the result says `timedOut`.
     public static func run(_ executable: String, _ arguments: [String] = [], environment: [String: String]? = nil,
                            directory: String? = nil, stdin: Input = .null, separateStandardError: Bool = false,
-                           timeout: Double? = nil) throws(SpawnError) -> Result {
+                           timeout: Double? = nil, descriptors: [Int32] = []) throws(SpawnError) -> Result {
         // Its own process group: a timeout kills what it started too (a shell's `sleep`, say),
         // which would otherwise hold the pipes open.
         let child = try ChildProcess(executable, arguments, environment: environment, directory: directory, stdin: stdin,
-                                     stdout: .pipe, stderr: separateStandardError ? .pipe : .stdout, newProcessGroup: timeout != nil)
+                                     stdout: .pipe, stderr: separateStandardError ? .pipe : .stdout, newProcessGroup: timeout != nil,
+                                     descriptors: descriptors)
         let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
         var timedOut = false
         var buffers: [Int32: Data] = [:]
