@@ -94,6 +94,12 @@ struct AttackCatalogCLITests {
             let verify = try #require(home.cli.run(["log", "verify", "--json"]).json as? [String: Any])
             let named = (verify["problems"] as? [[String: Any]] ?? []).compactMap { $0["seq"] as? Int }
             #expect(named.contains(Int(seq) ?? -1), "log verify --json names event #\(seq): \(verify)")
+            // verify ITEM fails on it, and no bundle is written that would silently omit the proof.
+            let item1 = home.cli.run(["verify", item])
+            #expect(item1.status == 1 && item1.stdout.contains("✗ proof recorded in custody: custody event #\(seq)"), "\(item1.stdout)")
+            let bundle = home.cli.run(["bundle", item, "-o", home.h.scratch.path + "/omitting-bundle"])
+            #expect(bundle.status != 0 && bundle.stderr.contains("records tsa confirmed"), "\(bundle.stdout)\(bundle.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: home.h.scratch.path + "/omitting-bundle"))
         }
     }
 

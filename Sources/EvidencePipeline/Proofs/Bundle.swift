@@ -98,6 +98,10 @@ public enum BundleWriter {
         let proofs = try home.catalog.proofs(itemID: item.id)
         let certificates = try home.catalog.certificates(itemID: item.id)
         let events = try home.catalog.events(itemID: item.id)
+        // A bundle never silently omits a proof the custody log records.
+        if let problem = RecordedProofs.missing(events: events, proofs: proofs).first {
+            throw BundleError.io(home.path, problem)
+        }
         let fileName = BundleNames.safe(sources.first?.name ?? item.sha256.hex)
         var files: [BundleManifest.FileEntry] = []
 

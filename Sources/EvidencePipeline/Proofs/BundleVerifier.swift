@@ -409,3 +409,28 @@ public enum ProofCheck {
                          : "\(label): report hash \(hash ?? "-"), status \(status ?? "-"), tx \(tx ?? "-") (recorded tx \(p.txHash ?? "-"))")
     }
 }
+
+/// The proofs the item's custody events record as confirmed that its proof rows no longer hold
+/// (a row deleted or changed by hand): `verify ITEM` fails on them, and a bundle is not written
+/// without them. One message per notary, naming the event.
+public enum RecordedProofs {
+    public static func missing(events: [CustodyEvent], proofs: [Proof]) -> [String] {
+        var newest: [String: (CustodyEvent, [String: String])] = [:]
+        for e in events where e.is(.notaryConfirmed) || e.is(.notaryPending) || e.is(.notaryFailed) {
+            let d = (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
+            guard let notary = d["notary"] else { continue }
+            if newest[notary].map({ $0.0.seq < e.seq }) ?? true { newest[notary] = (e, d) }
+        }
+        var problems: [String] = []
+        for (notary, (e, d)) in newest.sorted(by: { $0.key < $1.key }) where e.is(.notaryConfirmed) {
+            let row = proofs.first { $0.notary == notary }
+            guard let row, row.state == .confirmed, let receipt = d["receipt"], row.receipt?.hex == receipt else {
+                problems.append("custody event #\(e.seq) (\(e.kind)) records \(notary) confirmed with receipt \(d["receipt"]?.prefix(16) ?? "-")…, "
+                                + "but the catalog's proof row " + (row.map { "is \($0.state.rawValue) with receipt \($0.receipt?.short ?? "-")…" } ?? "is missing")
+                                + ": the catalog was changed outside evidence; run `evidence fsck`")
+                continue
+            }
+        }
+        return problems
+    }
+}

@@ -162,6 +162,10 @@ struct VerifyCommand: AsyncParsableCommand {
                     if p.kind == .qed, online { checks.append(await onlineCheck(p, digest: i.sha256, config: config)) }
                 }
             }
+            // What the custody log says was proven must still be in the catalog: a proof row
+            // deleted by hand would otherwise pass unnoticed and vanish from new bundles.
+            let missing = RecordedProofs.missing(events: try home.catalog.events(itemID: i.id), proofs: try home.catalog.proofs(itemID: i.id))
+            for m in missing { checks.append(Check(check: "proof recorded in custody", ok: false, detail: m)) }
             for c in try home.catalog.certificates(itemID: i.id) {
                 let head = (try? home.store.read(c.sha256))?.prefix(5)
                 checks.append(Check(check: "certificate \(c.origin)", ok: head == Data("%PDF-".utf8),
