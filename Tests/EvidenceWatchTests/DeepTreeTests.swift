@@ -109,14 +109,14 @@ struct DeepTreeTests {
         let root = tmp.sub("drop")
         makeDir(root)
         defer {
-            removeChains(in: root, count: 5)
+            removeChains(in: root, count: 3)
             tmp.cleanup()
         }
-        await onOwnThread { makeChains(in: root, count: 5, depth: 2000) }
+        await onOwnThread { makeChains(in: root, count: 3, depth: 1500) }
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: root, recursive: true, settle: 0.2, maxDepth: 2048)])
         // The rescan lists the root, then descends into one chain: once a chain's top folder
         // is opened, the root's listing is behind it, and the rest of the scan takes seconds.
-        let chainOpened = try DirectoryOpenWatch((0..<5).map { root + "/c\($0)" })
+        let chainOpened = try DirectoryOpenWatch((0..<3).map { root + "/c\($0)" })
         h.watcher.injectOverflow()
         #expect(await onOwnThread { chainOpened.wait(seconds: 10) })
         writeFile(root + "/late.mp4", bytes: 10)
