@@ -614,19 +614,23 @@ final class WatchLoop {
         let r = rules[dir.rule]
         if let g = dir.fullScan, fullScans[dir.rule]?.generation != g { return }  // started over
         let isRoot = dir.depth == 0
-        let outcome = try addWatch(rule: dir.rule, path: dir.path, isRoot: isRoot)
-        if case .watched = outcome {
-        } else if isRoot {
-            // The root went away under the scan: IN_IGNORED and a root retry follow; the scan
-            // made when it is back announces what this one had to.
+        switch try addWatch(rule: dir.rule, path: dir.path, isRoot: isRoot) {
+        case .watched:
+            break
+        case .notWatched where !isRoot:
+            break  // listing it may still work; if not, the failure is logged below
+        case .refused where !isRoot:
+            return  // reported as rejected; not listed
+        case .notWatched, .refused:
+            // The root cannot be watched under the scan (gone, moved, unmounted): it is lost
+            // until it is back, and the scan made then announces what this one had to.
             if dir.fullScan != nil, let scan = fullScans.removeValue(forKey: dir.rule) {
                 for c in scan.causes where !rules[dir.rule].carriedCauses.contains(c) {
                     rules[dir.rule].carriedCauses.append(c)
                 }
             }
+            rootLost(dir.rule)
             return
-        } else if case .refused = outcome {
-            return  // reported as rejected; not listed
         }
         switch readDirectory(dir.path) {
         case .success(let names):
