@@ -3,7 +3,7 @@ import Foundation
 /// Turns a parsed rule file into a `WatchRule` (all checks that need only this file).
 enum RuleParser {
     static let keys: Set<String> = [
-        "path", "include", "exclude", "recursive", "settle", "poll_interval", "notary", "archive",
+        "path", "include", "exclude", "recursive", "max_depth", "settle", "poll_interval", "notary", "archive",
         "remote_path", "share", "after", "name", "note", "meta_data", "nodes",
     ]
     static let shareKeys: Set<String> = ["access", "expires_in", "password_env", "password_file"]
@@ -23,6 +23,7 @@ enum RuleParser {
         }
         rule.exclude = try r.stringArray(t, "exclude") ?? []
         rule.recursive = try r.bool(t, "recursive") ?? true
+        rule.maxDepth = try r.int(t, "max_depth", range: 1...WatchRule.maxDepthLimit) ?? rule.maxDepth
         rule.settle = try r.duration(t, "settle", allowZero: true) ?? rule.settle
         rule.pollInterval = try r.duration(t, "poll_interval")
         if let nodes = try r.stringArray(t, "nodes") {

@@ -13,6 +13,9 @@ public struct WatchRule: Sendable, Equatable {
     public var include: [String]
     public var exclude: [String]
     public var recursive: Bool
+    /// `max_depth`: deepest folder watched, in levels below `path` (a folder in `path` is level
+    /// 1); deeper folders are not descended and are quarantined with the reason. Default 64.
+    public var maxDepth: Int
     /// Seconds a file must stay unchanged before it is taken; default 2.
     public var settle: Double
     /// When set, also rescan by polling every so many seconds (network shares without inotify).
@@ -38,6 +41,11 @@ public struct WatchRule: Sendable, Equatable {
     /// Whether the node named `node` watches this rule's folder.
     public func isWatched(on node: String) -> Bool { nodes?.contains(node) ?? true }
 
+    public static let defaultMaxDepth = 64
+    /// Highest `max_depth` accepted: a path of PATH_MAX (4,096) bytes holds at most 2,048
+    /// levels of one-letter names.
+    public static let maxDepthLimit = 2048
+
     public static let defaultRemotePath = "evidence/{rule}/{yyyy}/{mm}/{dd}/{sha8}-{name}"
 
     public init(
@@ -53,6 +61,7 @@ public struct WatchRule: Sendable, Equatable {
         self.include = include
         self.exclude = exclude
         self.recursive = recursive
+        self.maxDepth = WatchRule.defaultMaxDepth
         self.settle = settle
         self.pollInterval = pollInterval
         self.notary = notary

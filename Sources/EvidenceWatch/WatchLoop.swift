@@ -17,6 +17,9 @@ final class WatchLoop {
         var nextPoll: UInt64?
         var rootWD: Int32?
         var rootRetryAt: UInt64?
+        /// Announcements of a full scan cut short because the root went away; made by the scan
+        /// after it is back (so the initial scan is announced even when the root vanished during it).
+        var carriedCauses: [RescanCause] = []
     }
 
     /// A watched directory. One inode has one watch descriptor; several rules may see it
@@ -43,6 +46,47 @@ final class WatchLoop {
         var tickNs: UInt64
     }
 
+    /// A directory waiting to be watched and listed.
+    struct PendingDir {
+        var rule: Int
+        var path: [UInt8]
+        /// Levels below the rule's root (the root is 0).
+        var depth: Int
+        /// nil: part of a subtree that appeared while running; else the generation of the
+        /// rule's full scan it belongs to.
+        var fullScan: UInt64?
+    }
+
+    /// A directory being listed: its names are looked at a few per turn.
+    struct Listing {
+        var dir: PendingDir
+        var names: [[UInt8]]
+        var next = 0
+    }
+
+    /// A full scan of one rule's tree in progress (start-up, overflow, poll, root back), and the
+    /// bookkeeping to forget, once it is complete, what is no longer there.
+    struct FullScan {
+        var generation: UInt64
+        var pending: [PendingDir]
+        /// `.rescanned` events to send when it completes (none for a routine poll).
+        var causes: [RescanCause]
+        /// The initial scan: running out of inotify watches stops the watcher (a setup error).
+        var initial: Bool
+        var seen: Set<Key> = []
+        var visited: Set<Int32> = []
+        var failed: [[UInt8]] = []
+    }
+
+    /// What `addWatch` did.
+    enum WatchOutcome {
+        case watched(Int32)
+        /// Not watched, and reported as rejected (watch limit, path too long): not listed either.
+        case refused
+        /// Not watched (vanished, permission, …): listing it may still work or fail on its own.
+        case notWatched
+    }
+
     enum Observation: String {
         /// Found by the initial scan, an overflow or poll rescan.
         case scan
@@ -67,17 +111,27 @@ final class WatchLoop {
     private var rejected: Set<Key> = []
     private var heap = DeadlineHeap<Key>()
     private var seqCounter: UInt64 = 0
-    private var setupPhase = true
     private var overflowPending = false
 
-    // Bookkeeping of a full rescan (for pruning what disappeared unnoticed).
-    private var scanSeen: Set<Key>?
-    private var scanVisited: Set<Int32>?
-    private var scanFailed: [[UInt8]] = []
+    // Scan work, done a slice per turn of the loop (`scanSliceNs`) between settle timers and
+    // inotify reads: a burst of deep or huge folders delays their own scan, never the timers
+    // of files beside them (issue 28: 40 chains 2,000 deep stopped every timer for 23 s).
+    /// Directories of subtrees that appeared while running (LIFO: depth first, and a folder
+    /// dropped now is looked at before the rest of an earlier burst).
+    private var subtreeScan: [PendingDir] = []
+    /// Full scans in progress, by rule index (at most one per rule).
+    private var fullScans: [Int: FullScan] = [:]
+    private var fullScanGeneration: UInt64 = 0
+    /// The directory being listed, if any.
+    private var listing: Listing?
 
     private static let minTickNs: UInt64 = 10_000_000
     private static let maxTickNs: UInt64 = 250_000_000
     private static let rootRetryNs: UInt64 = 2_000_000_000
+    /// Longest stretch of scan work between two looks at the timers and inotify. One unit of
+    /// work is one directory watched and opened or one entry `lstat`ed, so a turn overruns this
+    /// by one such call at most (slow, for a path thousands of levels deep, but not seconds).
+    static let scanSliceNs: UInt64 = 20_000_000
     /// Settle-0 rules: a file found in a directory that just appeared was perhaps closed before
     /// the watch existed (no IN_CLOSE_WRITE will come) or is still being written (it will).
     /// It is reported on IN_CLOSE_WRITE, or after staying unchanged this long.
@@ -142,17 +196,16 @@ final class WatchLoop {
         inotifyFD = inotify_init1(IN.initNonBlock | IN.initCloexec)
         guard inotifyFD >= 0 else { throw .inotifyUnavailable(errno: errno) }
 
+        // The roots are watched now (an unusable root is a setup error); what lies below them
+        // is scanned by the main loop, a slice per turn, and `.rescanned(.initialScan)` is sent
+        // when a rule's tree is complete.
         for i in rules.indices {
-            try scanTree(rule: i, from: rules[i].root, isRoot: true)
-            let now = monotonicNanos()
-            if let p = rules[i].pollNs { rules[i].nextPoll = now + p }
-            logger.debug(
-                "initial scan done",
-                metadata: ["rule": "\(rules[i].spec.rule)", "watches": "\(dirs.count)",
-                           "candidates": "\(candidates.count)"])
-            continuation.yield(.rescanned(rule: rules[i].spec.rule, cause: .initialScan))
+            guard case .watched = try addWatch(rule: i, path: rules[i].root, isRoot: true, setup: true) else {
+                throw .watchFailed(path: rules[i].spec.root, errno: ENOENT)
+            }
+            if let p = rules[i].pollNs { rules[i].nextPoll = monotonicNanos() + p }
+            startFullScan(rule: i, causes: [.initialScan], initial: true)
         }
-        setupPhase = false
     }
 
     private func mainLoop() throws(WatchError) {
@@ -169,10 +222,11 @@ final class WatchLoop {
             processPolls(now: now)
             retryLostRoots(now: now)
             if control.stopRequested { break }
+            let scanning = try scanSlice(until: monotonicNanos() + Self.scanSliceNs)
 
             fds[0].revents = 0
             fds[1].revents = 0
-            let n = poll(&fds, 2, pollTimeoutMillis())
+            let n = poll(&fds, 2, scanning ? 0 : pollTimeoutMillis())
             if n < 0 {
                 let e = errno
                 if e == EINTR { continue }
@@ -312,38 +366,91 @@ final class WatchLoop {
                    reason: "directory name is not valid UTF-8 (bytes: \(hexString(name))); not descended")
             return
         }
+        let depth = depthBelowRoot(path, rule: rule)
+        guard depth <= r.spec.maxDepth else {
+            tooDeep(rule: rule, path: path)
+            return
+        }
         logger.debug("new directory", metadata: ["rule": "\(r.spec.rule)", "path": "\(display(path))"])
-        // Files may have landed before the watch exists: the scan after adding it finds them.
-        try? scanTree(rule: rule, from: path, isRoot: false, appeared: true)
+        // Watched and listed by the scan work of the next turns. Files may land before the
+        // watch exists: the listing, made after the watch is added, finds them.
+        subtreeScan.append(PendingDir(rule: rule, path: path, depth: depth, fullScan: nil))
+    }
+
+    /// A folder beyond the rule's `maxDepth`: not watched, not descended, reported once (and
+    /// again if it goes away and comes back).
+    private func tooDeep(rule: Int, path: [UInt8]) {
+        let key = Key(rule: rule, path: path)
+        guard !rejected.contains(key) else { return }
+        // A watched folder moved deeper in the tree keeps no watches beyond the limit.
+        detach(rule: rule, below: path)
+        let spec = rules[rule].spec
+        reject(key, displayPath: display(path),
+               reason: "folder deeper than max_depth = \(spec.maxDepth) below rule \(spec.rule)'s folder \(spec.root); "
+                   + "not descended: nothing in it is taken (raise max_depth in the rule file, or move it up)")
+    }
+
+    /// Levels of `path` below the rule's root: 0 for the root, 1 for a folder in it.
+    private func depthBelowRoot(_ path: [UInt8], rule: Int) -> Int {
+        let root = rules[rule].root
+        guard path.count > root.count else { return 0 }
+        var depth = 0
+        var afterSlash = true
+        for b in path[root.count...] {
+            if b == 0x2F {
+                afterSlash = true
+            } else if afterSlash {
+                depth += 1
+                afterSlash = false
+            }
+        }
+        return depth
     }
 
     // MARK: - Watches
 
-    /// Adds (or refreshes) the watch of a directory for a rule. Returns nil when it could not
-    /// be watched; throws only during setup.
-    private func addWatch(rule: Int, path: [UInt8], isRoot: Bool) throws(WatchError) -> Int32? {
+    /// Adds (or refreshes) the watch of a directory for a rule. Throws when `setup` (a root at
+    /// start), or when the inotify watch limit is reached during the rule's initial scan (the
+    /// service must not run half blind from the start); later, a folder that cannot be watched
+    /// for lack of watches is reported as rejected, naming the sysctl to raise.
+    private func addWatch(rule: Int, path: [UInt8], isRoot: Bool, setup: Bool = false) throws(WatchError) -> WatchOutcome {
         var mask = IN.directoryMask
         if !isRoot { mask |= IN.dontFollow }
         let wd = withCPath(path) { inotify_add_watch(inotifyFD, $0, mask) }
         if wd < 0 {
             let e = errno
             let p = display(path)
+            let spec = rules[rule].spec
             if e == ENOSPC {
-                if setupPhase { throw .watchLimitReached(path: p) }
-                logger.error(
-                    "\(WatchError.watchLimitReached(path: p)); new files there are only found by rescans",
-                    metadata: ["rule": "\(rules[rule].spec.rule)"])
-                return nil
+                let limit = WatchError.watchLimitReached(path: p)
+                if setup || fullScans[rule]?.initial == true { throw limit }
+                logger.error("\(limit); nothing in it is taken until a rescan (SIGUSR1) after the limit is raised",
+                             metadata: ["rule": "\(spec.rule)", "watches": "\(dirs.count)"])
+                if !isRoot {
+                    reject(Key(rule: rule, path: path), displayPath: p,
+                           reason: "folder not watched: inotify watch limit reached (\(dirs.count) watches in this process); "
+                               + "nothing in it is taken: raise fs.inotify.max_user_watches, then rescan (SIGUSR1)")
+                }
+                return .refused
+            }
+            if e == ENAMETOOLONG && !isRoot {
+                reject(Key(rule: rule, path: path), displayPath: p,
+                       reason: "folder path longer than the system allows (\(path.count) bytes, PATH_MAX \(PATH_MAX)); "
+                           + "not watched, nothing in it is taken")
+                return .refused
             }
             if e == ENOENT || e == ENOTDIR {
-                if setupPhase && isRoot { throw .watchFailed(path: p, errno: e) }
+                if setup { throw .watchFailed(path: p, errno: e) }
                 logger.debug("directory vanished before it could be watched", metadata: ["path": "\(p)"])
-                return nil
+                return .notWatched
             }
-            if setupPhase && isRoot { throw .watchFailed(path: p, errno: e) }
-            logger.warning("\(WatchError.watchFailed(path: p, errno: e))", metadata: ["rule": "\(rules[rule].spec.rule)"])
-            return nil
+            if setup { throw .watchFailed(path: p, errno: e) }
+            logger.warning("\(WatchError.watchFailed(path: p, errno: e))", metadata: ["rule": "\(spec.rule)"])
+            return .notWatched
         }
+        // Refused before (watch limit), watched now: a later refusal is news again.
+        rejected.remove(Key(rule: rule, path: path))
+        fullScans[rule]?.visited.insert(wd)
         var device: UInt64 = 0, inode: UInt64 = 0
         if case .ok(let st) = (isRoot ? statPath(path) : lstatPath(path)) {
             device = st.identity.device
@@ -362,7 +469,7 @@ final class WatchLoop {
             dirs[wd] = Dir(device: device, inode: inode, paths: [rule: path])
         }
         if isRoot { rules[rule].rootWD = wd }
-        return wd
+        return .watched(wd)
     }
 
     /// A watched directory was renamed within the tree: rewrite the paths of it and of its
@@ -422,6 +529,13 @@ final class WatchLoop {
         guard rules[rule].rootWD != nil else { return }
         rules[rule].rootWD = nil
         rules[rule].rootRetryAt = monotonicNanos() + Self.rootRetryNs
+        // Scan work under the lost root is void; what its full scan had to announce is
+        // announced by the scan made when the root is back.
+        if let scan = fullScans.removeValue(forKey: rule) {
+            for c in scan.causes where !rules[rule].carriedCauses.contains(c) { rules[rule].carriedCauses.append(c) }
+        }
+        subtreeScan.removeAll { $0.rule == rule }
+        if listing?.dir.rule == rule { listing = nil }
         detach(rule: rule, below: rules[rule].root)
         forgetAll(rule: rule)
         logger.warning(
@@ -433,12 +547,14 @@ final class WatchLoop {
         for i in rules.indices {
             guard let at = rules[i].rootRetryAt, at <= now else { continue }
             if case .ok(let st) = statPath(rules[i].root), st.kind == .directory {
-                try? scanTree(rule: i, from: rules[i].root, isRoot: true)
+                _ = try? addWatch(rule: i, path: rules[i].root, isRoot: true)
             }
             if rules[i].rootWD != nil {
                 rules[i].rootRetryAt = nil
                 logger.notice("watch root is back", metadata: ["rule": "\(rules[i].spec.rule)", "path": "\(rules[i].spec.root)"])
-                continuation.yield(.rescanned(rule: rules[i].spec.rule, cause: .rootReappeared))
+                let causes = rules[i].carriedCauses.filter { $0 != .rootReappeared } + [.rootReappeared]
+                rules[i].carriedCauses = []
+                startFullScan(rule: i, causes: causes, initial: false)
             } else {
                 rules[i].rootRetryAt = now + Self.rootRetryNs
             }
@@ -447,69 +563,129 @@ final class WatchLoop {
 
     // MARK: - Scans
 
-    /// Watches and scans `start` and (if the rule is recursive) every directory below it.
-    /// Directories are watched before they are read, so nothing falls between scan and events.
-    private func scanTree(rule: Int, from start: [UInt8], isRoot: Bool, appeared: Bool = false) throws(WatchError) {
-        var stack: [[UInt8]] = [start]
-        var first = true
-        let r = rules[rule]
-        while let dir = stack.popLast() {
-            let wd = try addWatch(rule: rule, path: dir, isRoot: isRoot && first)
-            if isRoot && first && wd == nil { return }  // root unusable right now
-            first = false
-            if let wd { scanVisited?.insert(wd) }
-            let names: [[UInt8]]
-            switch readDirectory(dir) {
-            case .success(let n):
-                names = n
-            case .failure(let e):
-                scanFailed.append(dir)
-                if e.code == ENOENT || e.code == ENOTDIR {
-                    logger.debug("directory vanished during scan", metadata: ["path": "\(display(dir))"])
+    /// Starts a full scan of the rule's tree, or starts the one in progress over (events may
+    /// have been lost after it listed a folder); `causes` are announced when it completes.
+    private func startFullScan(rule: Int, causes: [RescanCause], initial: Bool) {
+        var all = fullScans[rule]?.causes ?? []
+        for c in causes where !all.contains(c) { all.append(c) }
+        if let l = listing, l.dir.rule == rule, l.dir.fullScan != nil { listing = nil }
+        fullScanGeneration += 1
+        fullScans[rule] = FullScan(
+            generation: fullScanGeneration,
+            pending: [PendingDir(rule: rule, path: rules[rule].root, depth: 0, fullScan: fullScanGeneration)],
+            causes: all, initial: initial || fullScans[rule]?.initial == true)
+    }
+
+    /// Does queued scan work until `deadline`; returns whether some is left. Every directory is
+    /// watched before it is listed, so a file created in it after the listing is seen by
+    /// inotify, and one created before is in the listing: nothing falls in between.
+    private func scanSlice(until deadline: UInt64) throws(WatchError) -> Bool {
+        repeat {
+            if let l = listing {
+                if l.next < l.names.count {
+                    listing!.next += 1
+                    scanEntry(l.names[l.next], in: l.dir)
                 } else {
-                    logger.warning("cannot read directory: \(errnoText(e.code))",
-                                   metadata: ["rule": "\(r.spec.rule)", "path": "\(display(dir))"])
+                    listing = nil
                 }
-                continue
+            } else if let dir = nextPendingDirectory() {
+                try watchAndList(dir)
+            } else {
+                return false
             }
-            for name in names {
-                let path = joinPath(dir, name)
-                scanSeen?.insert(Key(rule: rule, path: path))
-                let st = lstatPath(path)
-                if case .ok(let s) = st, s.kind == .directory {
-                    guard r.spec.recursive else { continue }
-                    guard r.filter.acceptsDirectory(name) else {
-                        logger.debug("directory ignored by pattern", metadata: ["rule": "\(r.spec.rule)", "path": "\(display(path))"])
-                        continue
-                    }
-                    guard String(validating: path, as: UTF8.self) != nil else {
-                        reject(Key(rule: rule, path: path), displayPath: display(path),
-                               reason: "directory name is not valid UTF-8 (bytes: \(hexString(name))); not descended")
-                        continue
-                    }
-                    stack.append(path)
-                } else {
-                    observe(dir: dir, name: name, kind: appeared ? .scanNew : .scan, rules: [rule], stat: st)
+        } while monotonicNanos() < deadline
+        return true
+    }
+
+    /// The next directory to scan: new subtrees first (a folder dropped now is looked at
+    /// before the rest of a full scan), then the full scans. A full scan with nothing left
+    /// completes here.
+    private func nextPendingDirectory() -> PendingDir? {
+        if let d = subtreeScan.popLast() { return d }
+        for rule in fullScans.keys.sorted() {
+            if let d = fullScans[rule]!.pending.popLast() { return d }
+            completeFullScan(rule: rule)
+        }
+        return nil
+    }
+
+    /// Watches a pending directory and reads its names (looked at by the next scan steps).
+    private func watchAndList(_ dir: PendingDir) throws(WatchError) {
+        let r = rules[dir.rule]
+        if let g = dir.fullScan, fullScans[dir.rule]?.generation != g { return }  // started over
+        let isRoot = dir.depth == 0
+        switch try addWatch(rule: dir.rule, path: dir.path, isRoot: isRoot) {
+        case .watched:
+            break
+        case .notWatched where !isRoot:
+            break  // listing it may still work; if not, the failure is logged below
+        case .refused where !isRoot:
+            return  // reported as rejected; not listed
+        case .notWatched, .refused:
+            // The root cannot be watched under the scan (gone, moved, unmounted): it is lost
+            // until it is back, and the scan made then announces what this one had to.
+            if dir.fullScan != nil, let scan = fullScans.removeValue(forKey: dir.rule) {
+                for c in scan.causes where !rules[dir.rule].carriedCauses.contains(c) {
+                    rules[dir.rule].carriedCauses.append(c)
                 }
+            }
+            rootLost(dir.rule)
+            return
+        }
+        switch readDirectory(dir.path) {
+        case .success(let names):
+            listing = Listing(dir: dir, names: names)
+        case .failure(let e):
+            if dir.fullScan != nil { fullScans[dir.rule]?.failed.append(dir.path) }
+            if e.code == ENOENT || e.code == ENOTDIR {
+                logger.debug("directory vanished during scan", metadata: ["path": "\(display(dir.path))"])
+            } else {
+                logger.warning("cannot read directory: \(errnoText(e.code))",
+                               metadata: ["rule": "\(r.spec.rule)", "path": "\(display(dir.path))"])
             }
         }
     }
 
-    /// Full rescan of one rule's tree, then forget what is no longer there and unwatch
-    /// directories that disappeared unnoticed (events lost to an overflow, silent mounts).
-    private func fullRescan(rule: Int) {
-        guard rules[rule].rootWD != nil else { return }
-        scanSeen = []
-        scanVisited = []
-        scanFailed = []
-        defer {
-            scanSeen = nil
-            scanVisited = nil
-            scanFailed = []
+    /// One name of a directory being listed: a file is observed, a subdirectory queued (or
+    /// reported, when it is beyond `maxDepth` or its name is not UTF-8).
+    private func scanEntry(_ name: [UInt8], in dir: PendingDir) {
+        let rule = dir.rule
+        let r = rules[rule]
+        let path = joinPath(dir.path, name)
+        if dir.fullScan != nil { fullScans[rule]?.seen.insert(Key(rule: rule, path: path)) }
+        let st = lstatPath(path)
+        guard case .ok(let s) = st, s.kind == .directory else {
+            observe(dir: dir.path, name: name, kind: dir.fullScan == nil ? .scanNew : .scan, rules: [rule], stat: st)
+            return
         }
-        try? scanTree(rule: rule, from: rules[rule].root, isRoot: true)
-        guard let seen = scanSeen, let visited = scanVisited else { return }
-        let failed = scanFailed
+        guard r.spec.recursive else { return }
+        guard r.filter.acceptsDirectory(name) else {
+            logger.debug("directory ignored by pattern", metadata: ["rule": "\(r.spec.rule)", "path": "\(display(path))"])
+            return
+        }
+        guard String(validating: path, as: UTF8.self) != nil else {
+            reject(Key(rule: rule, path: path), displayPath: display(path),
+                   reason: "directory name is not valid UTF-8 (bytes: \(hexString(name))); not descended")
+            return
+        }
+        guard dir.depth < r.spec.maxDepth else {
+            tooDeep(rule: rule, path: path)
+            return
+        }
+        let sub = PendingDir(rule: rule, path: path, depth: dir.depth + 1, fullScan: dir.fullScan)
+        if let g = dir.fullScan {
+            if fullScans[rule]?.generation == g { fullScans[rule]!.pending.append(sub) }
+        } else {
+            subtreeScan.append(sub)
+        }
+    }
+
+    /// A full scan is complete: forget what is no longer there and unwatch directories that
+    /// disappeared unnoticed (events lost to an overflow, silent mounts), then announce it.
+    /// What events brought in while it ran counts as seen (`consider`, `reject`, `addWatch`).
+    private func completeFullScan(rule: Int) {
+        guard let scan = fullScans.removeValue(forKey: rule) else { return }
+        let seen = scan.seen, visited = scan.visited, failed = scan.failed
         func stale(_ k: Key) -> Bool {
             k.rule == rule && !seen.contains(k) && !failed.contains(where: { isSameOrBelow(k.path, $0) })
         }
@@ -525,22 +701,30 @@ final class WatchLoop {
                 dirs[wd] = d
             }
         }
+        logger.debug(
+            "full scan done",
+            metadata: ["rule": "\(rules[rule].spec.rule)", "watches": "\(dirs.count)",
+                       "candidates": "\(candidates.count)"])
+        for cause in scan.causes {
+            continuation.yield(.rescanned(rule: rules[rule].spec.rule, cause: cause))
+        }
     }
 
     private func handleOverflow(_ cause: RescanCause) {
         logger.warning("\(cause): events may have been lost; rescanning all roots (raise fs.inotify.max_queued_events if this repeats)")
         for i in rules.indices where rules[i].rootWD != nil {
-            fullRescan(rule: i)
-            continuation.yield(.rescanned(rule: rules[i].spec.rule, cause: cause))
+            startFullScan(rule: i, causes: [cause], initial: false)
         }
     }
 
     private func processPolls(now: UInt64) {
         for i in rules.indices {
             guard let due = rules[i].nextPoll, due <= now, let interval = rules[i].pollNs else { continue }
+            rules[i].nextPoll = now + interval
+            // A full scan in progress already looks at everything; a poll on top would restart it.
+            guard rules[i].rootWD != nil, fullScans[i] == nil else { continue }
             logger.debug("poll rescan", metadata: ["rule": "\(rules[i].spec.rule)"])
-            fullRescan(rule: i)
-            rules[i].nextPoll = monotonicNanos() + interval
+            startFullScan(rule: i, causes: [], initial: false)
         }
     }
 
@@ -613,6 +797,7 @@ final class WatchLoop {
 
     private func consider(rule: Int, key: Key, path: String, identity: FileIdentity, kind: Observation) {
         rejected.remove(key)  // it was something else before; now it is a regular file
+        fullScans[rule]?.seen.insert(key)  // there now, even if a full scan listed its folder earlier
         let r = rules[rule]
         let now = monotonicNanos()
         let completes = kind == .closeWrite || kind == .movedTo || kind == .scan
@@ -707,6 +892,7 @@ final class WatchLoop {
     }
 
     private func reject(_ key: Key, displayPath: String, reason: String) {
+        fullScans[key.rule]?.seen.insert(key)
         guard rejected.insert(key).inserted else { return }
         logger.info("not taken: \(reason)", metadata: ["rule": "\(rules[key.rule].spec.rule)", "path": "\(displayPath)"])
         continuation.yield(.rejected(rule: rules[key.rule].spec.rule, path: displayPath, reason: reason))

@@ -19,6 +19,14 @@ public struct WatchSpec: Sendable, Equatable {
     public var settle: Double
     /// If set, also rescan the whole tree every N seconds (network mounts where inotify is silent).
     public var pollInterval: Double?
+    /// Deepest folder watched, in levels below `root` (a folder in `root` is level 1). A folder
+    /// deeper than this is not watched nor descended; it is reported once as `.rejected` with
+    /// the reason, so nothing beneath it goes unnoticed. Only matters when `recursive`.
+    public var maxDepth: Int
+
+    /// `maxDepth` when a rule does not set one: deeper than any camera, scanner or archive
+    /// layout, far from PATH_MAX.
+    public static let defaultMaxDepth = 64
 
     public init(
         rule: String,
@@ -27,7 +35,8 @@ public struct WatchSpec: Sendable, Equatable {
         exclude: [String] = [],
         recursive: Bool = false,
         settle: Double = 2,
-        pollInterval: Double? = nil
+        pollInterval: Double? = nil,
+        maxDepth: Int = WatchSpec.defaultMaxDepth
     ) {
         self.rule = rule
         self.root = root
@@ -36,6 +45,7 @@ public struct WatchSpec: Sendable, Equatable {
         self.recursive = recursive
         self.settle = settle
         self.pollInterval = pollInterval
+        self.maxDepth = maxDepth
     }
 }
 
@@ -73,9 +83,11 @@ public struct SettledFile: Sendable, Equatable {
 public enum WatchEvent: Sendable {
     /// A complete file, to be ingested. Reported once per (rule, path, identity).
     case settled(SettledFile)
-    /// Something under a root that will not be taken: symbolic link, FIFO, socket, device, or a
-    /// name that is not valid UTF-8. Reported once per path (again only if the path disappears
-    /// and comes back). For a non-UTF-8 name, `path` shows invalid bytes as U+FFFD and the
+    /// Something under a root that will not be taken: symbolic link, FIFO, socket, device, a
+    /// name that is not valid UTF-8, or a folder not descended — deeper than the rule's
+    /// `maxDepth`, unwatchable because the inotify watch limit is reached, or a path longer
+    /// than PATH_MAX (the reason says which). Reported once per path (again only if the path
+    /// disappears and comes back, or, for the watch limit, after a rescan that watched it). For a non-UTF-8 name, `path` shows invalid bytes as U+FFFD and the
     /// reason carries the exact bytes in hex.
     case rejected(rule: String, path: String, reason: String)
     /// A full scan of the rule's root finished, and why it ran. Routine `pollInterval` rescans

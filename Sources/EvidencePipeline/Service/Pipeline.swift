@@ -32,7 +32,8 @@ public struct Pipeline: Sendable {
         let watched = rules.filter { $0.isWatched(on: config.nodeName) }
         let specs = watched.map {
             WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
-                      recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval)
+                      recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval,
+                      maxDepth: $0.maxDepth)
         }
         let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: watched, ingestor: ingestor,
