@@ -170,7 +170,11 @@ struct RunCLITests {
         try h.start()
         let p = h.write("gone.wav", randomBytes(10_000))
         #expect(waitUntil(timeout: 15) { !FileManager.default.fileExists(atPath: p) })
-        #expect(h.cli.run(["verify", "1"]).status == 0)
+        // The stored copy is intact (no failed check); with no notary nothing proves it, so the
+        // verdict is not-proven, never "verified".
+        let verify = h.cli.run(["verify", "--json", "1"]).json as? [String: Any]
+        #expect(verify?["verdict"] as? String == "not-proven", "\(verify ?? [:])")
+        #expect((verify?["checks"] as? [[String: Any]])?.allSatisfy { $0["ok"] as? Bool == true } == true, "\(verify ?? [:])")
         let show = h.cli.run(["show", "--json", "1"]).json as? [String: Any]
         let kinds = (show?["custody"] as? [[String: Any]])?.compactMap { $0["kind"] as? String } ?? []
         #expect(kinds == ["ingested", "verified", "source-deleting", "source-deleted"])
