@@ -16,6 +16,22 @@ struct ArchiveCLITests {
         return h
     }
 
+    /// A harness archiving to account `name`, the ownCloud provider on `server`'s plain WebDAV
+    /// root, with `extra` lines in the account's table.
+    func webdavHarness(_ server: WebDAVServer, name: String = "office", extra: String = "", ruleExtra: String = "") throws -> RunHarness {
+        let h = try harness(archive: name, config: """
+            [archives.\(name)]
+            kind = "owncloud"
+            url = "\(server.url)"
+            base_url = "\(server.url)"
+            user = "\(WebDAVServer.user)"
+            password_env = "EVIDENCE_TEST_DAV_PASSWORD"
+            \(extra)
+            """, ruleExtra: ruleExtra)
+        h.environment = ["EVIDENCE_TEST_DAV_PASSWORD": WebDAVServer.password]
+        return h
+    }
+
     func show(_ h: RunHarness, _ item: String) -> [String: Any] {
         (h.cli.run(["show", item, "--json"]).json as? [String: Any]) ?? [:]
     }
@@ -82,15 +98,7 @@ struct ArchiveCLITests {
         let root = Scratch()
         let server = try WebDAVServer(root: root.path)
         defer { server.stop() }
-        let h = try harness(archive: "office", config: """
-            [archives.office]
-            kind = "owncloud"
-            url = "\(server.url)"
-            base_url = "\(server.url)"
-            user = "\(WebDAVServer.user)"
-            password_env = "EVIDENCE_TEST_DAV_PASSWORD"
-            """)
-        h.environment = ["EVIDENCE_TEST_DAV_PASSWORD": WebDAVServer.password]
+        let h = try webdavHarness(server)
         let ours = randomBytes(400_000), other = randomBytes(300_000)
         let stranger = randomBytes(1_000)
         let dir = root.path + "/ev/cam"
@@ -118,15 +126,7 @@ struct ArchiveCLITests {
         let root = Scratch()
         let server = try WebDAVServer(root: root.path)
         defer { server.stop() }
-        let h = try harness(archive: "office", config: """
-            [archives.office]
-            kind = "owncloud"
-            url = "\(server.url)"
-            base_url = "\(server.url)"
-            user = "\(WebDAVServer.user)"
-            password_env = "EVIDENCE_TEST_DAV_PASSWORD"
-            """, ruleExtra: "[share]\naccess = \"open\"\n")
-        h.environment = ["EVIDENCE_TEST_DAV_PASSWORD": WebDAVServer.password]
+        let h = try webdavHarness(server, ruleExtra: "[share]\naccess = \"open\"\n")
         try h.start()
         let data = randomBytes(300_000)
         h.write("Ünïcødé clip?.mov", data)

@@ -114,6 +114,12 @@ struct AttackVerdictCLITests {
             #expect(json["verdict"] as? String == "not-proven" && json["ok"] as? Bool == false, "\(json)")
             let item = h.cli.run(["--config", h.configPath!, "verify", "1"])
             #expect(item.status == 1 && item.stdout.contains("NOT PROVEN"), "\(item.stdout)")
+            // --online asks QED itself: the report is confirmed there, and still only corroborates.
+            var keyed = h.cli
+            keyed.environment = h.environment
+            let online = keyed.run(["--config", h.configPath!, "verify", dir, "--online", "--trust", realCA(h)])
+            #expect(online.stdout.contains("✓ QED report qed at the notary: report ") && online.stdout.contains("confirmed"), "\(online.stdout)\(online.stderr)")
+            #expect(online.status == 1 && online.stdout.contains("BUNDLE NOT PROVEN"), "\(online.stdout)")
         }
     }
 

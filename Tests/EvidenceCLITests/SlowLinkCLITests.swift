@@ -16,17 +16,7 @@ struct SlowLinkCLITests {
         let root = Scratch()
         let server = try WebDAVServer(root: root.path, link: link)
         defer { server.stop() }
-        let h = try archive.harness(archive: "slow", config: """
-            [archives.slow]
-            kind = "owncloud"
-            url = "\(server.url)"
-            base_url = "\(server.url)"
-            user = "\(WebDAVServer.user)"
-            password_env = "EVIDENCE_TEST_DAV_PASSWORD"
-            request_timeout = "2s"
-            stall_timeout = "30s"
-            """)
-        h.environment = ["EVIDENCE_TEST_DAV_PASSWORD": WebDAVServer.password]
+        let h = try archive.webdavHarness(server, name: "slow", extra: "request_timeout = \"2s\"\nstall_timeout = \"30s\"")
         h.launcher = link.prefix
         try h.start()
         let data = randomBytes(6 << 20)
