@@ -30,7 +30,7 @@ final class RunHarness {
     deinit { if let p = process, p.isRunning { p.signal(SIGKILL); p.wait() } }
 
     /// Starts the service and waits until its first scan is done.
-    func start(timeout: Double = 30) throws {
+    func start(timeout: Double = 90) throws {
         let arguments = (configPath.map { ["--config", $0] } ?? []) + ["--home", home, "run", "--rules", rules, "--log-format", "json"]
         let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
         let argv = launcher + [CLI.binary] + arguments
