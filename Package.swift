@@ -157,14 +157,19 @@ let package = Package(
         .target(name: "EvidenceFuzzing",
                 dependencies: ["EvidenceCore", "EvidenceStore", "EvidenceConfig", "EvidenceNotary", "EvidenceArchive", "EvidencePipeline", "EvidenceSandbox"],
                 swiftSettings: swiftSettings),
+        // The commands of `evidence`, as a library so the CLI tests can run most of them in-process
+        // (`Evidence.execute`, output captured per task); the executable is only `main.swift`.
+        .target(name: "EvidenceCLI",
+                dependencies: [
+                    "EvidenceCore", "EvidenceProcess", "EvidenceStore", "EvidenceS3", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal", "EvidenceMetrics",
+                    "EvidenceConfig", "EvidenceWatch", "EvidenceNotary", "EvidenceCertificate",
+                    .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                    .product(name: "Logging", package: "swift-log"),
+                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                ],
+                swiftSettings: swiftSettings),
         .executableTarget(name: "evidence",
-                          dependencies: [
-                              "EvidenceCore", "EvidenceProcess", "EvidenceStore", "EvidenceS3", "EvidenceCatalog", "EvidenceMedia", "EvidencePipeline", "EvidencePortal", "EvidenceMetrics",
-                              "EvidenceConfig", "EvidenceWatch", "EvidenceNotary", "EvidenceCertificate",
-                              .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                              .product(name: "Logging", package: "swift-log"),
-                              .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                          ],
+                          dependencies: ["EvidenceCLI"],
                           swiftSettings: swiftSettings,
                           linkerSettings: releaseLinkerSettings),
         // The load generators `make bench` times (scripts/bench.sh); not a product.
@@ -181,7 +186,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceConfigTests", dependencies: ["EvidenceTesting", "EvidenceConfig", "EvidenceCore"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceWatchTests", dependencies: ["EvidenceTesting", "EvidenceWatch", "EvidenceCore", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "EvidenceWatchTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceWatch", "EvidenceCore", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceHTTPTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceHTTP", "EvidenceCore",
                                                               .product(name: "Logging", package: "swift-log")],
@@ -217,7 +222,7 @@ let package = Package(
         .testTarget(name: "EvidencePeerTests", dependencies: ["EvidenceProcess", "EvidenceTesting", "EvidenceSandbox", "EvidenceHTTP", "EvidenceStore", "evidence-sandbox",
                                                               .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceCore", "EvidenceSandbox", "evidence", "evidence-sandbox",
+        .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceCore", "EvidenceSandbox", "EvidenceCLI", "evidence", "evidence-sandbox",
                                                              .product(name: "ZIPFoundation", package: "ZIPFoundation")],
                     swiftSettings: swiftSettings),
     ]

@@ -13,7 +13,7 @@ public enum ConfigLoader {
     /// Relative paths inside the file are resolved against the file's directory.
     public static func load(
         path: String?,
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        environment: [String: String] = CommandEnvironment.current,
         currentDirectory: String = FileManager.default.currentDirectoryPath
     ) throws(ConfigError) -> EvidenceConfig {
         let given: String

@@ -22,7 +22,7 @@ extension ConfigLoader {
     /// empty secret is an error. Errors name `configFile` and `field`, never the secret.
     public static func readSecret(
         _ source: SecretSource, field: String, configFile: String,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = CommandEnvironment.current
     ) throws(ConfigError) -> String {
         func fail(_ message: String) -> ConfigError {
             ConfigError(file: configFile, field: field, message: message)
@@ -102,4 +102,14 @@ enum SecretKeys {
         "secrets must not be written in config files; use `\(key)_env` (name of an environment variable) "
             + "or `\(key)_file` (path of a file with mode 0600)"
     }
+}
+
+/// The environment a command reads (`$EVIDENCE_HOME`, `$EVIDENCE_CONFIG`, `*_env` secrets): the
+/// process's, or for a command run in-process by the CLI tests (`EvidenceCLI.run`) the one it
+/// was given, as a child process would have been given it. Bound per task, so commands running
+/// side by side in one test process each see their own.
+public enum CommandEnvironment {
+    @TaskLocal public static var values: [String: String]?
+
+    public static var current: [String: String] { values ?? ProcessInfo.processInfo.environment }
 }

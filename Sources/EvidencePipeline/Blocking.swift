@@ -62,16 +62,16 @@ func blockingJobWork<T: Sendable>(_ work: @escaping @Sendable () throws -> T) as
 }
 
 /// At most `limit` holders at once, for async code: waiting suspends the task, never a thread.
-final class AsyncGate: Sendable {
+public final class AsyncGate: Sendable {
     private struct State {
         var free: Int
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state: Mutex<State>
 
-    init(_ limit: Int) { state = Mutex(State(free: max(1, limit))) }
+    public init(_ limit: Int) { state = Mutex(State(free: max(1, limit))) }
 
-    func acquire() async {
+    public func acquire() async {
         await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
                 if s.free > 0 { s.free -= 1; return true }
@@ -83,7 +83,7 @@ final class AsyncGate: Sendable {
     }
 
     /// Hands the place to the longest waiter, if any.
-    func release() {
+    public func release() {
         let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
             if s.waiters.isEmpty { s.free += 1; return nil }
             return s.waiters.removeFirst()

@@ -125,6 +125,50 @@ public struct Ingestor: Sendable {
         return .staged(Staged(content: content, path: path, rule: rule, lifecycle: lifecycle, media: media))
     }
 
+    /// How a file that changed while it was read (its writer still at it) is read again: after
+    /// each of `delays` in turn, and then only once its size and modification time have held
+    /// still for `quiet` seconds (0: at once). The watcher (`quiet` = the rule's settle) and
+    /// `evidence ingest` (`--retries`) both read through `stage(…, retrying:)`.
+    public struct Reread: Sendable {
+        public var delays: [Double]
+        public var quiet: Double
+
+        public init(delays: [Double], quiet: Double) {
+            self.delays = delays
+            self.quiet = quiet
+        }
+    }
+
+    /// `stage`, off the cooperative pool, read again while the file changes under the read
+    /// (`Reread`). Answers the last staging and how many re-reads it took. `slots` bounds the
+    /// reads at once: a place is held while reading, never while waiting. A file gone while
+    /// waiting ends it as not found.
+    public func stage(path: String, rule: String? = nil, lifecycle: ItemLifecycle? = nil, followSymlinks: Bool = false,
+                      retrying reread: Reread, slots: AsyncGate? = nil,
+                      progress: (@Sendable (Int64) -> Void)? = nil) async -> (staging: Staging, rereads: Int) {
+        var rereads = 0
+        while true {
+            await slots?.acquire()
+            let staging = await onIOThread { [self] in
+                stage(path: path, rule: rule, lifecycle: lifecycle, followSymlinks: followSymlinks, progress: progress)
+            }
+            slots?.release()
+            guard case .finished(.retryLater) = staging, rereads < reread.delays.count, !Task.isCancelled else {
+                return (staging, rereads)
+            }
+            try? await Task.sleep(for: .seconds(reread.delays[rereads]))
+            rereads += 1
+            guard reread.quiet > 0 else { continue }
+            // The writer was still busy: give it `quiet` more before the next read. A file gone
+            // meanwhile is answered as one gone before its first read.
+            try? await Task.sleep(for: .seconds(reread.quiet))
+            var st = stat()
+            guard lstat(path, &st) == 0 else {
+                return (.finished(.rejected(reason: "\(path): no longer there (it was still being written)", quarantined: false)), rereads)
+            }
+        }
+    }
+
     /// Queues a staged file for the next batch and returns at once; `done` is called (on the
     /// committing thread: keep it short) once the batch is durable and recorded, or failed.
     /// Callers bound how many they leave waiting (`maxPending`).

@@ -17,7 +17,7 @@ extension S3ObjectStore {
         var out: [ListedObject] = []
         var token: String?
         repeat {
-            var query = "list-type=2&max-keys=1000&prefix=" + s3QueryEncode(prefix)
+            var query = "list-type=2&max-keys=\(settings.listPageSize)&prefix=" + s3QueryEncode(prefix)
             if let token { query = "continuation-token=" + s3QueryEncode(token) + "&" + query }
             let r = try client.send("GET", key: nil, query: query)
             guard r.isSuccess else { throw .remote(path: client.location(prefix), detail: "listing refused: \(r.errorText)") }

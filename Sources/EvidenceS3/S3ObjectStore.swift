@@ -44,6 +44,8 @@ public struct S3StoreSettings: Sendable, Equatable {
     public var partSize: Int64 = 32 << 20
     /// Reads are ranged GETs of this many bytes.
     public var rangeSize: Int = 8 << 20
+    /// Keys asked for per listing page (S3's most, and default, is 1,000).
+    public var listPageSize: Int = 1000
 
     public init(endpoint: S3Endpoint, objectLock: S3ObjectLock? = nil) {
         self.endpoint = endpoint

@@ -126,3 +126,18 @@ struct ShareFileShareTests {
         }
     }
 }
+
+@Suite("OAuth: the code pasted back")
+struct PastedCodeTests {
+    @Test("the code is read from a redirect address, its query alone, or bare; anything else is nil")
+    func pastedCode() {
+        #expect(AuthorizationRequest.code(fromPasted: "  4/0AbC-d_e  \n") == "4/0AbC-d_e")
+        #expect(AuthorizationRequest.code(fromPasted: "http://127.0.0.1:53682/?state=s&code=4%2F0Ab%2Bc") == "4/0Ab+c")
+        #expect(AuthorizationRequest.code(fromPasted: "https://localhost/cb?code=xyz#frag") == "xyz")
+        #expect(AuthorizationRequest.code(fromPasted: "code=abc&state=1") == "abc")
+        #expect(AuthorizationRequest.code(fromPasted: "http://127.0.0.1/?error=access_denied&code=") == nil)
+        #expect(AuthorizationRequest.code(fromPasted: "http://127.0.0.1/?mycode=abc") == nil, "not a parameter named code")
+        #expect(AuthorizationRequest.code(fromPasted: "two words") == nil)
+        #expect(AuthorizationRequest.code(fromPasted: "") == nil)
+    }
+}

@@ -26,10 +26,16 @@ struct CLI {
     let home: String
     var environment: [String: String] = [:]
 
-    /// `evidence --home <home> args…`, killed after `timeout` seconds.
+    /// `evidence --home <home> args…`, ended after `timeout` seconds. It runs in this process
+    /// (`InProcess`) unless `process` is set or a `prefix` or `cwd` is given: a test of what only
+    /// a process has (its descriptors, signals, exit on a crash, a daemon to kill) asks for one.
     @discardableResult
-    func run(_ args: [String], timeout: Double = 60, prefix: [String] = [], cwd: String? = nil) -> Result {
-        Self.exec(prefix + [Self.binary, "--home", home] + args, timeout: timeout, environment: environment, cwd: cwd)
+    func run(_ args: [String], timeout: Double = 60, prefix: [String] = [], cwd: String? = nil, process: Bool = false) -> Result {
+        if !process && prefix.isEmpty && cwd == nil {
+            let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
+            return InProcess.run(["--home", home] + args, environment: env, timeout: timeout)
+        }
+        return Self.exec(prefix + [Self.binary, "--home", home] + args, timeout: timeout, environment: environment, cwd: cwd)
     }
 
     static func exec(_ argv: [String], timeout: Double = 60, environment: [String: String] = [:], cwd: String? = nil) -> Result {

@@ -113,6 +113,14 @@ struct PortalHTTPTests {
                 #expect(r.text.contains("Nothing matches."))
                 #expect(r.text.contains("value=\"no such file\""))
             }
+            // Read by Hummingbird's form decoder: a bad escape or a repeated parameter is refused,
+            // not guessed at (the hand-written parser took the first `q` and kept `%ZZ` raw).
+            for bad in ["/?q=%ZZ", "/?q=a&q=b", "/status?older=1h&older=2h"] {
+                try await client.execute(uri: bad, method: .get, headers: PortalFixture.basic) { r in
+                    #expect(r.status == .badRequest, "\(bad)")
+                    #expect(r.text.contains("The query could not be read"), "\(bad)")
+                }
+            }
         }
     }
 

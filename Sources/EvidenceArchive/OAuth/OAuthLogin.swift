@@ -44,17 +44,17 @@ public struct AuthorizationRequest: Sendable {
         self.redirectURI = redirectURI
     }
 
-    /// The code in what the operator pasted: the bare code, or an address with `code=…`
-    /// (percent-decoded). Nil when there is nothing usable.
+    /// The code in what the operator pasted: the bare code, or an address (or just its query)
+    /// with `code=…`, read by Foundation's `URLComponents` (percent-decoded). Nil when there is
+    /// nothing usable, or when the address is not one `URLComponents` can read.
     public static func code(fromPasted text: String) -> String? {
         let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !t.isEmpty else { return nil }
-        if t.contains("code="), let q = t.split(separator: "?", maxSplits: 1).last {
-            for pair in q.split(separator: "&") where pair.hasPrefix("code=") {
-                let raw = String(pair.dropFirst(5))
-                let code = raw.removingPercentEncoding ?? raw
-                return code.isEmpty ? nil : code
-            }
+        if t.contains("code=") {
+            let components = t.contains("?") ? URLComponents(string: t) : URLComponents(string: "?" + t)
+            guard let items = components?.queryItems else { return nil }
+            guard let code = items.first(where: { $0.name == "code" })?.value, !code.isEmpty else { return nil }
+            return code
         }
         guard !t.contains(where: { $0 == " " || $0 == "\t" }) else { return nil }
         return t

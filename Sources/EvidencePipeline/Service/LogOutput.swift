@@ -1,6 +1,7 @@
 import EvidenceCore
 import Foundation
 import Logging
+import Synchronization
 
 /// swift-log handler writing one line per message to stderr, as text or JSON. Secrets never
 /// reach it: callers log paths, hashes and remote answers, never credentials. In text lines every
@@ -35,6 +36,14 @@ public struct StderrLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        let line = self.line(event: event)
+        Self.lock.lock()
+        FileHandle.standardError.write(Data(line.utf8))
+        Self.lock.unlock()
+    }
+
+    /// The line `log` writes for `event`, newline included.
+    func line(event: LogEvent) -> String {
         var all = metadata
         if let m = event.metadata { all.merge(m) { _, new in new } }
         let ts = Timestamp.now()
@@ -48,9 +57,65 @@ public struct StderrLogHandler: LogHandler {
             let data = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             line = String(decoding: data, as: UTF8.self) + "\n"
         }
-        Self.lock.lock()
-        FileHandle.standardError.write(Data(line.utf8))
-        Self.lock.unlock()
+        return line
+    }
+
+    /// Makes this handler the process's, at `level` in `format`; for a command run in-process
+    /// (`TaskLog.current` bound), only that command's log is set so.
+    public static func bootstrap(level: Logger.Level, format: Format) {
+        if let log = TaskLog.current {
+            log.use(level: level, format: format)
+        } else {
+            LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: level, format: format) }
+        }
+    }
+}
+
+/// The log of a command run in-process by the CLI tests (`EvidenceCLI.run`), bound to its task:
+/// its lines go to the run's captured stderr at the level and format the command asked for, as
+/// they would have gone to a process's stderr. Several commands run side by side in one test
+/// process, and the process's logging can be bootstrapped only once, so the one handler
+/// installed (`installRouting`) asks the task which log it is writing.
+public final class TaskLog: Sendable {
+    @TaskLocal public static var current: TaskLog?
+
+    private let settings = Mutex<(level: Logger.Level, format: StderrLogHandler.Format)>((.info, .text))
+    private let write: @Sendable (Data) -> Void
+
+    public init(write: @escaping @Sendable (Data) -> Void) { self.write = write }
+
+    func use(level: Logger.Level, format: StderrLogHandler.Format) { settings.withLock { $0 = (level, format) } }
+
+    private static let installed = Mutex(false)
+
+    /// Installs, once per process, the handler that writes to the running task's `TaskLog`
+    /// (and, outside any, to stderr at info, swift-log's default).
+    public static func installRouting() {
+        let first = installed.withLock { done in defer { done = true }; return !done }
+        guard first else { return }
+        LoggingSystem.bootstrap { label in
+            RoutingHandler(label: label)
+        }
+    }
+
+    private struct RoutingHandler: LogHandler {
+        let label: String
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let (level, format) = TaskLog.current?.settings.withLock { $0 } ?? (.info, .text)
+            guard event.level >= level else { return }
+            var handler = StderrLogHandler(label: label, level: level, format: format)
+            handler.metadata = metadata
+            guard let log = TaskLog.current else { return handler.log(event: event) }
+            log.write(Data(handler.line(event: event).utf8))
+        }
     }
 }
 

@@ -106,12 +106,13 @@ public final class WatchService: Service, Sendable {
             return
         }
         let lifecycle = rules[file.rule].map(ItemLifecycle.init)
+        // A file still being written is read again by the ingestor (after each delay, once quiet
+        // for the rule's settle time); a failure of the home itself is tried again here.
+        let reread = Ingestor.Reread(delays: retryDelays, quiet: max(0.2, rules[file.rule]?.settle ?? 1))
         var attempt = 0
         while true {
-            let ingestor = self.ingestor
-            await reading.acquire()
-            let staging = await onIOThread { ingestor.stage(path: file.path, rule: file.rule, lifecycle: lifecycle) }
-            reading.release()
+            let (staging, rereads) = await ingestor.stage(path: file.path, rule: file.rule, lifecycle: lifecycle,
+                                                          retrying: reread, slots: reading)
             let outcome: Ingestor.Outcome
             switch staging {
             case .finished(let o): outcome = o
@@ -129,7 +130,11 @@ public final class WatchService: Service, Sendable {
                 metrics.fileQuarantined()
                 logger.warning("quarantined: \(reason)", metadata: ["rule": "\(file.rule)"])
                 return
-            case .retryLater(let reason), .failed(let reason):
+            case .retryLater(let reason):
+                counters.withLock { $0.failed += 1 }
+                logger.error("giving up for now after \(rereads) re-reads (restart or SIGUSR1 rescans): \(reason)")
+                return
+            case .failed(let reason):
                 guard attempt < retryDelays.count, !Task.isCancelled else {
                     counters.withLock { $0.failed += 1 }
                     logger.error("giving up for now (restart or SIGUSR1 rescans): \(reason)")
@@ -138,14 +143,6 @@ public final class WatchService: Service, Sendable {
                 logger.warning("will retry in \(retryDelays[attempt])s: \(reason)")
                 try? await Task.sleep(for: .seconds(retryDelays[attempt]))
                 attempt += 1
-                if case .retryLater = outcome {
-                    // The writer was still busy: wait until the file is quiet again.
-                    var before = stat(), after = stat()
-                    if lstat(file.path, &before) != 0 { return }
-                    try? await Task.sleep(for: .seconds(max(0.2, rules[file.rule]?.settle ?? 1)))
-                    if lstat(file.path, &after) != 0 { return }
-                    if before.st_size != after.st_size || before.st_mtim.tv_nsec != after.st_mtim.tv_nsec { continue }
-                }
             }
         }
     }

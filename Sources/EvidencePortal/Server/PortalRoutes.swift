@@ -22,28 +22,35 @@ struct PortalRoutes: Sendable {
         router.get("/items/:id/bundle.tar") { request, context in try await self.bundle(request, context, .tar) }
     }
 
-    /// Query parameters as an HTML form sends them (`+` is a space).
-    static func query(_ request: Request, _ name: String) -> String? {
-        guard let q = request.uri.query else { return nil }
-        for pair in q.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard kv.first.map(String.init) == name else { continue }
-            let raw = kv.count > 1 ? String(kv[1]) : ""
-            return raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw
-        }
-        return nil
+    /// The query parameters the pages take, as an HTML form sends them (`+` is a space),
+    /// decoded by Hummingbird's form decoder. Nil for a malformed query (bad percent-encoding,
+    /// a parameter given twice): the page answers 400 rather than guessing which one was meant.
+    struct Parameters: Decodable {
+        var q: String?
+        var older: String?
+    }
+
+    static func parameters(_ request: Request) -> Parameters? {
+        try? URLEncodedFormDecoder().decode(Parameters.self, from: request.uri.query ?? "")
+    }
+
+    static func badQuery() -> Response {
+        Pages.html(.badRequest, ErrorPage.render(status: 400, title: "Bad request",
+                                                 message: "The query could not be read: a malformed escape, or a parameter given twice."))
     }
 
     func search(_ request: Request) async throws -> Response {
-        let query = SearchQuery(Self.query(request, "q") ?? "")
+        guard let parameters = Self.parameters(request) else { return Self.badQuery() }
+        let query = SearchQuery(parameters.q ?? "")
         let data = self.data
         let found = try await blocking { try data.search(query) }
         return Pages.html(.ok, SearchPage.render(query: query, results: found.results, truncated: found.truncated, limit: data.limit))
     }
 
     func status(_ request: Request) async throws -> Response {
+        guard let parameters = Self.parameters(request) else { return Self.badQuery() }
         var stuckAfter = self.stuckAfter
-        if let older = Self.query(request, "older"), !older.isEmpty {
+        if let older = parameters.older, !older.isEmpty {
             guard let s = try? DurationText.seconds(older) else {
                 return Pages.html(.badRequest, ErrorPage.render(status: 400, title: "Bad request",
                                                                message: "older=\(older): expected a duration like 10m, 2h or 1d"))

@@ -7,12 +7,15 @@ import Glibc
 public final class TempDirectory: @unchecked Sendable {
     public let path: String
 
-    /// `label` becomes part of the folder's name, to tell leftovers apart.
-    public init(_ label: String = "test") {
-        let base = (NSTemporaryDirectory() as NSString).appendingPathComponent("evidence-\(label)-XXXXXX")
+    /// `label` becomes part of the folder's name, to tell leftovers apart. `inMemory` puts the
+    /// folder on /dev/shm (tmpfs) when there is one: for tests of tens of thousands of folders,
+    /// which ext4 took minutes to remove here (3.6 ms a folder in a deep chain, under load).
+    public init(_ label: String = "test", inMemory: Bool = false) {
+        let parent = inMemory && access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : NSTemporaryDirectory()
+        let base = (parent as NSString).appendingPathComponent("evidence-\(label)-XXXXXX")
         var template = Array(base.utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard let made else { preconditionFailure("mkdtemp in \(NSTemporaryDirectory()): \(String(cString: strerror(errno)))") }
+        guard let made else { preconditionFailure("mkdtemp in \(parent): \(String(cString: strerror(errno)))") }
         path = String(cString: made)
     }
 

@@ -213,7 +213,9 @@ public final class BoxEmulator: Sendable {
         guard let body = try await BoxShareFileSupport.collect(request) else {
             return oauthError("invalid_request", "Request body too large")
         }
-        let form = BoxShareFileSupport.formFields(body)
+        guard let form = SandboxForm.fields(String(decoding: body, as: UTF8.self)) else {
+            return oauthError("invalid_request", "The request body is not a valid form")
+        }
         let now = env.clock().timeIntervalSince1970
         guard let grant = form["grant_type"], !grant.isEmpty else {
             return oauthError("invalid_request", "The grant type was not specified in the request")

@@ -6,23 +6,9 @@ import Hummingbird
 import NIOCore
 
 /// Plumbing shared by the Box and ShareFile emulations (one namespace so the two do not each
-/// carry a copy): form bodies, streaming a request body to disk while hashing it, the
+/// carry a copy): small bodies, streaming a request body to disk while hashing it, the
 /// "corrupted in transit" byte flip, atomic JSON state files, streamed file downloads.
 enum BoxShareFileSupport {
-    /// `application/x-www-form-urlencoded` fields (`+` is a space; last duplicate wins).
-    static func formFields(_ data: Data) -> [String: String] {
-        var out: [String: String] = [:]
-        for pair in String(decoding: data, as: UTF8.self).split(separator: "&", omittingEmptySubsequences: true) {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ s: Substring) -> String {
-                let spaced = s.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            out[decode(kv[0])] = kv.count > 1 ? decode(kv[1]) : ""
-        }
-        return out
-    }
-
     /// Collects a small body (JSON, form); nil when it is larger than `limit`.
     static func collect(_ request: Request, limit: Int = SandboxRequestContext.maxJSONBody) async throws -> Data? {
         var data = Data()

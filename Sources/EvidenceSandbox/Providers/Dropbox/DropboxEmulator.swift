@@ -310,24 +310,14 @@ public final class DropboxEmulator: Sendable {
         .json(.object([("error", .string(error)), ("error_description", .string(description))]), status: status)
     }
 
-    static func formFields(_ text: String) -> [String: String] {
-        var out: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ s: Substring) -> String {
-                String(s).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(s)
-            }
-            let key = decode(kv[0])
-            if out[key] == nil { out[key] = kv.count > 1 ? decode(kv[1]) : "" }
-        }
-        return out
-    }
-
     func token(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         var request = request
         let buffer = try await request.collectBody(upTo: 64 * 1024)
-        var fields = Self.formFields(String(decoding: buffer.readableBytesView, as: UTF8.self))
-        for (k, v) in request.uri.queryParameters where fields[String(k)] == nil { fields[String(k)] = String(v) }
+        guard var fields = SandboxForm.fields(String(decoding: buffer.readableBytesView, as: UTF8.self)),
+              let query = SandboxForm.fields(request.uri.query ?? "") else {
+            return oauthError("invalid_request", "request body or query is not a valid form")
+        }
+        for (k, v) in query where fields[k] == nil { fields[k] = v }
         var clientID = fields["client_id"]
         var clientSecret = fields["client_secret"]
         if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("basic ") {

@@ -805,13 +805,15 @@ public final class OwnCloudEmulator: Sendable {
             return OwnCloudWire.ocs(status: .unauthorized, code: 997, message: "CSRF check failed", data: .array([]), json: json)
         }
         let body = try await request.collectBody(upTo: 1 << 20)
-        var fields: [String: String] = [:]
-        for (k, v) in query { fields[String(k)] = String(v).replacingOccurrences(of: "+", with: " ") }
-        for (k, v) in DropboxEmulator.formFields(String(decoding: body.readableBytesView, as: UTF8.self)) { fields[k] = v }
         let host = request.head.authority ?? "127.0.0.1"
         func fail(_ code: Int, _ message: String) -> Response {
             OwnCloudWire.ocs(code: code, message: message, data: .array([]), json: json)
         }
+        guard var fields = SandboxForm.fields(request.uri.query ?? ""),
+              let form = SandboxForm.fields(String(decoding: body.readableBytesView, as: UTF8.self)) else {
+            return OwnCloudWire.ocs(status: .badRequest, code: 400, message: "Malformed query or form", data: .array([]), json: json)
+        }
+        fields.merge(form) { _, body in body }
         func ok(_ data: JSONValue) -> Response { OwnCloudWire.ocs(code: 100, message: "OK", data: data, json: json) }
 
         if let id {

@@ -171,7 +171,9 @@ public final class ShareFileEmulator: Sendable {
         guard let data = try await BoxShareFileSupport.collect(request) else {
             return oauthError("invalid_request", "request body too large")
         }
-        let form = BoxShareFileSupport.formFields(data)
+        guard let form = SandboxForm.fields(String(decoding: data, as: UTF8.self)) else {
+            return oauthError("invalid_request", "the request body is not a valid form")
+        }
         let now = env.clock().timeIntervalSince1970
         guard let grant = form["grant_type"], !grant.isEmpty else { return oauthError("invalid_request", "grant_type is required") }
         guard ["password", "refresh_token", "authorization_code"].contains(grant) else {

@@ -45,7 +45,7 @@ struct FsckCommand: ParsableCommand {
         let showProgress = !global.quiet && !global.json && isatty(2) == 1
         let storeReport = home.store.check(rehash: !quick) { done, total in
             if showProgress, done % 16 == 0 || done == total {
-                FileHandle.standardError.write(Data("\r\u{1B}[Kchecking objects \(done)/\(total)".utf8))
+                Output.writeError(Data("\r\u{1B}[Kchecking objects \(done)/\(total)".utf8))
                 Progress.drawn = true
             }
         }

@@ -47,7 +47,7 @@ struct ArchiveCommand: AsyncParsableCommand {
         let ruleList = try RuleSet.load(explicit: rules, config: config, home: homePath, requireFolders: false)
         let home = try global.openHome(mustExist: true)
         var it = try ItemResolver.resolve(item, in: home)
-        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .warning, format: .text) }
+        StderrLogHandler.bootstrap(level: global.verbose ? .debug : .warning, format: .text)
         let logger = Logger(label: "evidence")
         let byName = Dictionary(ruleList.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let archives: Archives

@@ -34,14 +34,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .long, help: ArgumentHelp("Address to listen on, HOST:PORT (default: [serve] listen, else 127.0.0.1:8480).", valueName: "addr"))
-    var listen: String?
-
-    func validate() throws {
-        if let listen, ServeConfig.parseListen(listen) == nil {
-            throw ValidationError("--listen \(listen): expected HOST:PORT like 127.0.0.1:8480 or [::1]:8480")
-        }
-    }
+    @Option(name: .long, help: ArgumentHelp("Address to listen on, HOST:PORT or [v6]:PORT, like 127.0.0.1:8480 (default: [serve] listen, else 127.0.0.1:8480).",
+                                            valueName: "addr"))
+    var listen: ListenAddress?
 
     func run() async throws {
         if let problem = Hardening.disableCoreDumps() { Output.err("warning: \(problem)") }
@@ -56,8 +51,8 @@ struct ServeCommand: AsyncParsableCommand {
                 """)
         }
         var host = serve.host, port = serve.port
-        if let listen, let parsed = ServeConfig.parseListen(listen) {
-            (host, port) = parsed
+        if let listen {
+            (host, port) = (listen.host, listen.port)
             if !serve.allowRemote && !ServeConfig.isLoopback(host) {
                 throw CLIError.config("--listen \(listen): \(host) is not a loopback address: the portal would be reachable "
                     + "from other machines; set `allow_remote = true` in [serve] of \(file) to allow that")
@@ -70,7 +65,7 @@ struct ServeCommand: AsyncParsableCommand {
         let level: Logger.Level = global.verbose ? .debug : global.quiet ? .warning
             : Logger.Level(rawValue: config.logLevel.rawValue) ?? .info
         let format = StderrLogHandler.Format(rawValue: config.logFormat.rawValue) ?? .text
-        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: level, format: format) }
+        StderrLogHandler.bootstrap(level: level, format: format)
         let logger = Logger(label: "evidence.serve")
 
         let portal = Portal(home: home, options: .init(host: host, port: port, auth: auth, tsaCAFiles: config.tsaCAFiles))
@@ -78,7 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             try await portal.run(logger: logger) { bound in
                 // Unbuffered: a parent reading the pipe sees the line at once.
-                FileHandle.standardOutput.write(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
+                Output.writeOutput(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
                 logger.notice("evidence serve started", metadata: ["home": "\(home.path)", "pid": "\(getpid())",
                                                                     "url": "http://\(shownHost):\(bound)/"])
             }

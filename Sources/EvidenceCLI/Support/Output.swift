@@ -1,13 +1,39 @@
 import EvidenceCore
 import Foundation
 import Glibc
+import Synchronization
+
+/// What a command run in-process wrote (`EvidenceCLI.run`), bound to the command's task: every
+/// write of `Output` (and of the log handler) lands here instead of the process's stdout and
+/// stderr. Commands running side by side in one test process each fill their own.
+public final class OutputCapture: Sendable {
+    @TaskLocal static var current: OutputCapture?
+
+    private let buffers = Mutex<(output: Data, error: Data)>((Data(), Data()))
+
+    public var standardOutput: String { String(decoding: buffers.withLock { $0.output }, as: UTF8.self) }
+    public var standardError: String { String(decoding: buffers.withLock { $0.error }, as: UTF8.self) }
+
+    func append(output data: Data) { buffers.withLock { $0.output.append(data) } }
+    func append(error data: Data) { buffers.withLock { $0.error.append(data) } }
+}
 
 enum Output {
+    /// Bytes for stdout: the process's, or the in-process run's capture.
+    static func writeOutput(_ data: Data) {
+        if let capture = OutputCapture.current { capture.append(output: data) } else { FileHandle.standardOutput.write(data) }
+    }
+
+    /// Bytes for stderr: the process's, or the in-process run's capture.
+    static func writeError(_ data: Data) {
+        if let capture = OutputCapture.current { capture.append(error: data) } else { FileHandle.standardError.write(data) }
+    }
+
     static func json(_ value: some Encodable) {
         do {
             var data = try CanonicalJSON.encoder(pretty: true).encode(value)
             data.append(0x0A)
-            FileHandle.standardOutput.write(data)
+            writeOutput(data)
         } catch {
             err("cannot encode JSON: \(error)")
         }
@@ -18,13 +44,13 @@ enum Output {
     /// screen or draw a fake report. Data that could hold a newline is escaped where it is
     /// quoted (`TerminalText.escape`), so it cannot start a line of its own either.
     static func line(_ s: String = "") {
-        FileHandle.standardOutput.write(Data((TerminalText.escapeKeepingLines(s) + "\n").utf8))
+        writeOutput(Data((TerminalText.escapeKeepingLines(s) + "\n").utf8))
     }
 
     /// One line on stderr, prefixed so it is clear which program said it.
     static func err(_ s: String) {
         Progress.clearLine()
-        FileHandle.standardError.write(Data(("evidence: " + TerminalText.escapeKeepingLines(s) + "\n").utf8))
+        writeError(Data(("evidence: " + TerminalText.escapeKeepingLines(s) + "\n").utf8))
     }
 
     static func bytes(_ n: Int64) -> String {
@@ -93,13 +119,13 @@ final class Progress: @unchecked Sendable {  // callers serialise access
         text += String(format: " %3d%%  %d/%d files  %@/%@  %@/s", Int(frac * 100), doneFiles, totalFiles,
                        Output.bytes(bytes), Output.bytes(totalBytes), Output.bytes(Int64(rate)))
         if !name.isEmpty { text += "  " + TerminalText.escape(String(name.suffix(30))) }
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + text).utf8))
+        Output.writeError(Data(("\r\u{1B}[K" + text).utf8))
         Progress.drawn = true
     }
 
     static func clearLine() {
         if drawn {
-            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            Output.writeError(Data("\r\u{1B}[K".utf8))
             drawn = false
         }
     }

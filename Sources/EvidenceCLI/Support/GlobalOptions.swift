@@ -63,7 +63,7 @@ struct GlobalOptions: ParsableArguments {
     /// The home folder, by precedence: --home, $EVIDENCE_HOME, config `home`, ./.evidence.
     func homePath(_ cfg: EvidenceConfig? = nil) throws -> String {
         if let home { return home }
-        if let env = ProcessInfo.processInfo.environment["EVIDENCE_HOME"], !env.isEmpty { return env }
+        if let env = CommandEnvironment.current["EVIDENCE_HOME"], !env.isEmpty { return env }
         let c = try cfg ?? loadConfig()
         return c.home ?? ".evidence"
     }
@@ -112,7 +112,7 @@ struct GlobalOptions: ParsableArguments {
                                                             secretKey: secret, caFile: c.tlsCAFile),
                                        objectLock: lock)
         // For tests and benchmarks: smaller multipart parts (S3's minimum is 5 MiB).
-        if let part = ProcessInfo.processInfo.environment["EVIDENCE_S3_PART_SIZE"].flatMap(Int64.init), part >= 5 << 20 {
+        if let part = CommandEnvironment.current["EVIDENCE_S3_PART_SIZE"].flatMap(Int64.init), part >= 5 << 20 {
             settings.partSize = part
             settings.singlePutLimit = part
         }

@@ -45,29 +45,22 @@ struct RunCommand: AsyncParsableCommand {
     var rules: String?
 
     @Option(name: .long, help: ArgumentHelp("text or json (default: config `log_format`).", valueName: "format"))
-    var logFormat: String?
+    var logFormat: LogFormat?
 
-    @Option(name: .long, help: ArgumentHelp("Serve /metrics, /healthz and /readyz on HOST:PORT (default: [metrics] listen, if the table is there).",
+    @Option(name: .long, help: ArgumentHelp("Serve /metrics, /healthz and /readyz on HOST:PORT or [v6]:PORT, like 127.0.0.1:9464 (default: [metrics] listen, if the table is there).",
                                             valueName: "addr"))
-    var metrics: String?
-
-    func validate() throws {
-        if let f = logFormat, f != "text", f != "json" { throw ValidationError("--log-format must be text or json") }
-        if let metrics, ServeConfig.parseListen(metrics) == nil {
-            throw ValidationError("--metrics \(metrics): expected HOST:PORT like 127.0.0.1:9464 or [::1]:9464")
-        }
-    }
+    var metrics: ListenAddress?
 
     /// `[metrics]`, with --metrics overriding its address; nil when neither asks for metrics.
     func metricsConfig(_ config: EvidenceConfig) throws -> MetricsConfig? {
-        guard let metrics, let parsed = ServeConfig.parseListen(metrics) else { return config.metrics }
+        guard let metrics else { return config.metrics }
         let allowRemote = config.metrics?.allowRemote ?? false
-        if !allowRemote && !ServeConfig.isLoopback(parsed.host) {
-            throw CLIError.config("--metrics \(metrics): \(parsed.host) is not a loopback address: the metrics would be readable "
+        if !allowRemote && !ServeConfig.isLoopback(metrics.host) {
+            throw CLIError.config("--metrics \(metrics): \(metrics.host) is not a loopback address: the metrics would be readable "
                 + "from other machines without authentication; set `allow_remote = true` in [metrics] of "
                 + "\(config.file ?? "evidence.toml") to allow that")
         }
-        return MetricsConfig(listen: metrics, allowRemote: allowRemote)
+        return MetricsConfig(listen: metrics.description, allowRemote: allowRemote)
     }
 
     func run() async throws {
@@ -85,8 +78,8 @@ struct RunCommand: AsyncParsableCommand {
 
         let level: Logger.Level = global.verbose ? .debug : global.quiet ? .warning
             : Logger.Level(rawValue: config.logLevel.rawValue) ?? .info
-        let format = StderrLogHandler.Format(rawValue: logFormat ?? config.logFormat.rawValue) ?? .text
-        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: level, format: format) }
+        let format = logFormat?.handlerFormat ?? StderrLogHandler.Format(rawValue: config.logFormat.rawValue) ?? .text
+        StderrLogHandler.bootstrap(level: level, format: format)
         let logger = Logger(label: "evidence")
         for warning in anchorWarnings { logger.warning("\(warning)") }
 
@@ -113,7 +106,7 @@ struct RunCommand: AsyncParsableCommand {
             alongside.append(endpoint.makeApplication(logger: logger) { port in
                 let url = MetricsEndpoint.baseURL(host: metricsConfig.host, port: port) + "/metrics"
                 // Unbuffered: a parent reading the pipe sees the line at once.
-                FileHandle.standardOutput.write(Data("metrics on \(url)\n".utf8))
+                Output.writeOutput(Data("metrics on \(url)\n".utf8))
                 logger.notice("serving metrics", metadata: ["url": "\(url)"])
             })
         }

@@ -56,7 +56,7 @@ struct AccountsLogin: AsyncParsableCommand {
         guard let account = config.archives[name] else {
             throw CLIError.usage("no archive account \"\(name)\" in \(config.file ?? "the embedded defaults") (have: \(config.archives.keys.sorted().joined(separator: ", ")))")
         }
-        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .critical, format: .text) }
+        StderrLogHandler.bootstrap(level: global.verbose ? .debug : .critical, format: .text)
         let result: Result
         let descriptor = account.descriptor
         do {

@@ -12,14 +12,14 @@ import Foundation
 enum Prompt {
     /// One line, shown as typed. Nil at end of input.
     static func line(_ prompt: String) -> String? {
-        FileHandle.standardError.write(Data(prompt.utf8))
+        Output.writeError(Data(prompt.utf8))
         return readLine(strippingNewline: true)
     }
 
     /// One line with echo off when stdin is a terminal (passwords): nothing typed appears on
     /// the screen or in the scrollback. Echo comes back even on Ctrl-C. Nil at end of input.
     static func secret(_ prompt: String) -> String? {
-        FileHandle.standardError.write(Data(prompt.utf8))
+        Output.writeError(Data(prompt.utf8))
         guard isatty(STDIN_FILENO) == 1 else { return readLine(strippingNewline: true) }
         var t = termios()
         guard tcgetattr(STDIN_FILENO, &t) == 0 else { return readLine(strippingNewline: true) }
@@ -35,7 +35,7 @@ enum Prompt {
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &t)
         signal(SIGINT, SIG_DFL)
         savedTerminal = nil
-        FileHandle.standardError.write(Data("\n".utf8))
+        Output.writeError(Data("\n".utf8))
         return answer
     }
 }

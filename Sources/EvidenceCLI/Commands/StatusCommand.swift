@@ -27,7 +27,7 @@ struct StatusCommand: ParsableCommand {
     var pending = false
 
     @Option(name: .long, help: ArgumentHelp("With --pending: only items at least this old (e.g. 10m, 2h, 1d).", valueName: "duration"))
-    var olderThan: String?
+    var olderThan: DurationArgument?
 
     struct PendingItem: Encodable {
         var id: Int64
@@ -111,9 +111,6 @@ struct StatusCommand: ParsableCommand {
 
     func validate() throws {
         if olderThan != nil && !pending { throw ValidationError("--older-than goes with --pending") }
-        if let o = olderThan {
-            do { _ = try DurationText.seconds(o) } catch { throw ValidationError("--older-than: \(error)") }
-        }
     }
 
     func run() throws {
@@ -125,7 +122,7 @@ struct StatusCommand: ParsableCommand {
         let jobs = try c.jobCounts()
         var pendingItems: [PendingItem]?
         if pending {
-            let age = try olderThan.map { try DurationText.seconds($0) } ?? 0
+            let age = olderThan?.seconds ?? 0
             pendingItems = try c.pendingItems(olderThan: Date().addingTimeInterval(-age)).map { item in
                 let jobs = try c.jobs(itemID: item.id)
                 return PendingItem(id: item.id, sha256: item.sha256.hex, state: item.state.rawValue,

@@ -37,9 +37,14 @@ struct ProbeCommand: ParsableCommand {
     }
 
     /// This very binary (the child is the same `evidence`, whatever PATH says).
+    /// The `evidence` binary the media probe child runs: this process's own, or for a command
+    /// run in-process by the tests (`EvidenceCLI.run`), the one they name.
     static var executable: String {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        if let given = evidenceExecutable { return given }
+        return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
+
+    @TaskLocal static var evidenceExecutable: String?
 
     func run() throws {
         // Everything that opens a file happens before the sandbox, which forbids opening: loading
@@ -64,10 +69,10 @@ struct ProbeCommand: ParsableCommand {
                                           creationTime: Date()))
 
         let report = ProbeSandbox.enter()
-        FileHandle.standardError.write(Data("sandbox: \(report)\n".utf8))
+        Output.writeError(Data("sandbox: \(report)\n".utf8))
 
         let info = MediaProbe.probe(descriptor: descriptor, name: name ?? path ?? "")
         let data = (try? info.map { try encoder.encode($0) } ?? Data("null".utf8)) ?? Data("null".utf8)
-        FileHandle.standardOutput.write(data)
+        Output.writeOutput(data)
     }
 }

@@ -100,7 +100,7 @@ struct AccountsCheck: AsyncParsableCommand {
     func run() async throws {
         let config = try global.loadConfig()
         let home = try global.homePath(config)
-        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .critical, format: .text) }
+        StderrLogHandler.bootstrap(level: global.verbose ? .debug : .critical, format: .text)
         let names = name.map { [$0] } ?? config.archives.keys.sorted()
         if let name, config.archives[name] == nil {
             throw CLIError.usage("no archive account \"\(name)\" in \(config.file ?? "the embedded defaults") (have: \(config.archives.keys.sorted().joined(separator: ", ")))")

@@ -4,7 +4,7 @@ import EvidenceCore
 import EvidencePipeline
 import Foundation
 
-struct IngestCommand: ParsableCommand {
+struct IngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest",
         abstract: "Store files and folders now, without the service.",
@@ -55,7 +55,7 @@ struct IngestCommand: ParsableCommand {
         if let jobs, !(1...64).contains(jobs) { throw ValidationError("--jobs must be between 1 and 64") }
     }
 
-    func run() throws {
+    func run() async throws {
         let config = try global.loadConfig()
         let home = try global.openHome()
         let ingestor = Ingestor(home: home, actor: "cli:\(ProcessInfo.processInfo.userName)",
@@ -84,66 +84,72 @@ struct IngestCommand: ParsableCommand {
         let lock = NSLock()
         let board = Board(files.count)
         let workers = max(1, min(jobs ?? config.workers.ingest, files.count))
-        // Bounds the files read and not yet committed (each holds a temp file and its descriptor).
-        let room = DispatchSemaphore(value: Ingestor.maxPending)
         let committed = DispatchGroup()
         let listFiles = !global.json && !global.quiet
+        // Called on the committing thread too: the output goes where this command's goes.
+        let output = OutputCapture.current
         let report = { @Sendable (i: Int, outcome: Ingestor.Outcome, attempt: Int) in
             let file = files[i]
             lock.lock()
             defer { lock.unlock() }
-            progress.finishFile(size: file.size)
-            switch outcome {
-            case .ingested(let o):
-                let item = o.item
-                board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
-                                   size: item.size, media: item.media?.summary)
-                if listFiles {
-                    Progress.clearLine()
-                    Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+            OutputCapture.$current.withValue(output) {
+                progress.finishFile(size: file.size)
+                switch outcome {
+                case .ingested(let o):
+                    let item = o.item
+                    board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
+                                       size: item.size, media: item.media?.summary)
+                    if listFiles {
+                        Progress.clearLine()
+                        Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                    }
+                case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
+                    // Whoever reads this must know nothing will try again by itself.
+                    let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
+                    let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
+                    board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
+                    Output.err(told)
                 }
-            case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
-                // Whoever reads this must know nothing will try again by itself.
-                let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
-                let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
-                board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
-                Output.err(told)
             }
         }
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while true {
-                lock.lock()
-                let i = board.next
-                board.next += 1
-                lock.unlock()
-                guard i < files.count else { return }
-                let file = files[i]
-                room.wait()
-                var staging = ingestor.stage(path: file.path, followSymlinks: followSymlinks) { bytes in
-                    lock.lock(); progress.update(fileBytes: bytes, name: file.path); lock.unlock()
-                }
-                var attempt = 0
-                while case .finished(.retryLater) = staging, attempt < retries {
-                    attempt += 1
-                    Thread.sleep(forTimeInterval: 0.5 * Double(attempt))
-                    staging = ingestor.stage(path: file.path, followSymlinks: followSymlinks)
-                }
-                switch staging {
-                case .finished(let outcome):
-                    report(i, outcome, attempt)
-                    room.signal()
-                case .staged(let staged):
-                    committed.enter()
-                    let attempts = attempt
-                    ingestor.commit(staged) { outcome in
-                        report(i, outcome, attempts)
-                        room.signal()
-                        committed.leave()
+        // The same re-reads as the watcher's for a file still being written (`Ingestor.Reread`):
+        // --retries of them, 0.5 s, 1 s, 1.5 s … apart.
+        let reread = Ingestor.Reread(delays: (0..<retries).map { 0.5 * Double($0 + 1) }, quiet: 0)
+        let room = AsyncGate(Ingestor.maxPending)
+        let followSymlinks = self.followSymlinks
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<workers {
+                group.addTask {
+                    while true {
+                        let i: Int = lock.withLock {
+                            defer { board.next += 1 }
+                            return board.next
+                        }
+                        guard i < files.count else { return }
+                        let file = files[i]
+                        await room.acquire()
+                        let (staging, rereads) = await ingestor.stage(path: file.path, followSymlinks: followSymlinks, retrying: reread) { bytes in
+                            lock.lock(); progress.update(fileBytes: bytes, name: file.path); lock.unlock()
+                        }
+                        switch staging {
+                        case .finished(let outcome):
+                            report(i, outcome, rereads)
+                            room.release()
+                        case .staged(let staged):
+                            committed.enter()
+                            ingestor.commit(staged) { outcome in
+                                report(i, outcome, rereads)
+                                room.release()
+                                committed.leave()
+                            }
+                        }
                     }
                 }
             }
         }
-        committed.wait()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            committed.notify(queue: .global()) { done.resume() }
+        }
         try home.catalog.flushHead()
         entries += board.results.compactMap { $0 }
         failures += board.results.filter { $0?.item == nil }.count

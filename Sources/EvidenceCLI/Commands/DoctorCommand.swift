@@ -56,7 +56,7 @@ struct DoctorCommand: AsyncParsableCommand {
     var offline = false
 
     @Option(help: ArgumentHelp("Free space below which `disk` fails (bytes, or with K/M/G/T).", valueName: "size"))
-    var minFree: String = "1G"
+    var minFree: ByteSize = ByteSize(argument: "1G")!
 
     struct Check: Encodable {
         enum Status: String, Encodable { case ok, warn, fail }
@@ -67,12 +67,8 @@ struct DoctorCommand: AsyncParsableCommand {
         var milliseconds: Int?
     }
 
-    func validate() throws {
-        guard Self.parseSize(minFree) != nil else { throw ValidationError("--min-free \"\(minFree)\": expected bytes or a size like 500M, 2G") }
-    }
-
     func run() async throws {
-        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .critical, format: .text) }
+        StderrLogHandler.bootstrap(level: global.verbose ? .debug : .critical, format: .text)
         var checks: [Check] = []
         func add(_ c: Check) {
             checks.append(c)
@@ -364,7 +360,7 @@ struct DoctorCommand: AsyncParsableCommand {
         let free = Int64(st.f_bavail) * Int64(st.f_frsize)
         let total = Int64(st.f_blocks) * Int64(st.f_frsize)
         let pct = total > 0 ? Double(free) * 100 / Double(total) : 0
-        let minimum = Self.parseSize(minFree) ?? (1 << 30)
+        let minimum = minFree.bytes
         let detail = "\(Output.bytes(free)) free of \(Output.bytes(total)) (\(String(format: "%.0f", pct)) %) at \(path)"
         if free < minimum {
             return Check(check: "disk", status: .fail, detail: detail + ", below \(Output.bytes(minimum))",
@@ -400,20 +396,5 @@ struct DoctorCommand: AsyncParsableCommand {
         if folders > limit { return Check(check: "inotify", status: .fail, detail: detail + ": new folders would go unwatched", fix: fix) }
         if folders * 5 > limit * 4 { return Check(check: "inotify", status: .warn, detail: detail + " (above 80 %, and other programs share it)", fix: fix) }
         return Check(check: "inotify", status: .ok, detail: detail)
-    }
-
-    /// "1048576", "500M", "2G", "1T" (powers of 1024).
-    static func parseSize(_ text: String) -> Int64? {
-        let t = text.trimmingCharacters(in: .whitespaces).uppercased().replacingOccurrences(of: "IB", with: "").replacingOccurrences(of: "B", with: "")
-        let digits = t.prefix { $0.isNumber }
-        guard let n = Int64(digits) else { return nil }
-        switch t.dropFirst(digits.count) {
-        case "": return n
-        case "K": return n << 10
-        case "M": return n << 20
-        case "G": return n << 30
-        case "T": return n << 40
-        default: return nil
-        }
     }
 }

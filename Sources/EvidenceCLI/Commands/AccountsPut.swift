@@ -67,7 +67,7 @@ struct AccountsPut: AsyncParsableCommand {
 
     func run() async throws {
         let config = try global.loadConfig()
-        LoggingSystem.bootstrap { StderrLogHandler(label: $0, level: global.verbose ? .debug : .warning, format: .text) }
+        StderrLogHandler.bootstrap(level: global.verbose ? .debug : .warning, format: .text)
         guard config.archives[name] != nil else {
             throw CLIError.usage("no archive account \"\(name)\" in \(config.file ?? "the embedded defaults")")
         }

@@ -1,0 +1,71 @@
+import EvidenceCLI
+import Foundation
+import Synchronization
+
+/// Runs an `evidence` command line in this test process (`EvidenceCLI.run`), on a thread of its
+/// own: the command's tasks prefer that thread (`withTaskExecutorPreference`), so a synchronous
+/// test waiting here never holds the cooperative pool the command needs, and commands of tests
+/// running side by side never wait for each other's threads. Output, log and environment are the
+/// command's own (bound to its task), as a child process would have them.
+enum InProcess {
+    static func run(_ args: [String], environment: [String: String], timeout: Double) -> CLI.Result {
+        let executor = ThreadExecutor()
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<CLI.Result?>(nil)
+        Task(executorPreference: executor) {
+            let r = await EvidenceCLI.run(args, environment: environment, executable: CLI.binary)
+            result.withLock { $0 = CLI.Result(status: r.status, stdout: r.stdout, stderr: r.stderr) }
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + timeout) == .success
+        executor.stop()
+        guard finished else {
+            // A command still running is not stopped (it shares this process): report what a
+            // killed child reports, SIGKILL's number, so the test fails naming the timeout.
+            return CLI.Result(status: SIGKILL, stdout: "", stderr: "in-process run of \(args) did not end within \(timeout) s")
+        }
+        return result.withLock { $0! }
+    }
+}
+
+/// One thread running the jobs of the tasks that prefer it, in order.
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {  // `jobs` and `stopped` are guarded by `condition`
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopped = false
+
+    init() {
+        let thread = Thread { [self] in loop() }
+        thread.name = "evidence-in-process"
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        condition.lock()
+        jobs.append(unowned)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Ends the thread once the jobs queued so far have run; a job enqueued later (a command
+    /// that outlived its timeout) still runs, on the thread's way out.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopped { condition.wait() }
+            if jobs.isEmpty { condition.unlock(); return }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
