@@ -1,6 +1,7 @@
 import EvidenceCore
 import Foundation
 import Logging
+import Synchronization
 
 /// swift-log handler writing one line per message to stderr, as text or JSON. Secrets never
 /// reach it: callers log paths, hashes and remote answers, never credentials. In text lines every
@@ -13,7 +14,8 @@ public struct StderrLogHandler: LogHandler {
     public var logLevel: Logger.Level
     let label: String
     let format: Format
-    private static let lock = NSLock()
+    /// Held while a line is written, so lines from several threads never interleave.
+    private static let writing = Mutex(())
 
     public init(label: String, level: Logger.Level, format: Format) {
         self.label = label
@@ -48,9 +50,7 @@ public struct StderrLogHandler: LogHandler {
             let data = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             line = String(decoding: data, as: UTF8.self) + "\n"
         }
-        Self.lock.lock()
-        FileHandle.standardError.write(Data(line.utf8))
-        Self.lock.unlock()
+        Self.writing.withLock { _ in FileHandle.standardError.write(Data(line.utf8)) }
     }
 }
 

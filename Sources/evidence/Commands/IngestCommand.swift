@@ -3,6 +3,7 @@ import EvidenceCatalog
 import EvidenceCore
 import EvidencePipeline
 import Foundation
+import Synchronization
 
 struct IngestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -75,13 +76,16 @@ struct IngestCommand: ParsableCommand {
         let progress = Progress(totalBytes: files.reduce(0) { $0 + $1.size }, totalFiles: files.count,
                                 quiet: global.quiet || global.json)
         // Several files read at once; those read wait together for their batch's commit (one
-        // folder fsync and one catalog transaction per batch, not per file).
-        final class Board: @unchecked Sendable {   // guarded by `lock`
-            var results: [Entry?]
-            var next = 0
-            init(_ n: Int) { results = Array(repeating: nil, count: n) }
+        // folder fsync and one catalog transaction per batch, not per file). The board (results,
+        // next file) is held while anything is printed, so lines and the progress bar never mix.
+        final class Board: Sendable {
+            struct State {
+                var results: [Entry?]
+                var next = 0
+            }
+            let state: Mutex<State>
+            init(_ n: Int) { state = Mutex(State(results: Array(repeating: nil, count: n))) }
         }
-        let lock = NSLock()
         let board = Board(files.count)
         let workers = max(1, min(jobs ?? config.workers.ingest, files.count))
         // Bounds the files read and not yet committed (each holds a temp file and its descriptor).
@@ -90,37 +94,37 @@ struct IngestCommand: ParsableCommand {
         let listFiles = !global.json && !global.quiet
         let report = { @Sendable (i: Int, outcome: Ingestor.Outcome, attempt: Int) in
             let file = files[i]
-            lock.lock()
-            defer { lock.unlock() }
-            progress.finishFile(size: file.size)
-            switch outcome {
-            case .ingested(let o):
-                let item = o.item
-                board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
-                                   size: item.size, media: item.media?.summary)
-                if listFiles {
-                    Progress.clearLine()
-                    Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+            board.state.withLock { board in
+                progress.finishFile(size: file.size)
+                switch outcome {
+                case .ingested(let o):
+                    let item = o.item
+                    board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
+                                       size: item.size, media: item.media?.summary)
+                    if listFiles {
+                        Progress.clearLine()
+                        Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                    }
+                case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
+                    // Whoever reads this must know nothing will try again by itself.
+                    let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
+                    let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
+                    board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
+                    Output.err(told)
                 }
-            case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
-                // Whoever reads this must know nothing will try again by itself.
-                let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
-                let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
-                board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
-                Output.err(told)
             }
         }
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             while true {
-                lock.lock()
-                let i = board.next
-                board.next += 1
-                lock.unlock()
+                let i = board.state.withLock { board in
+                    defer { board.next += 1 }
+                    return board.next
+                }
                 guard i < files.count else { return }
                 let file = files[i]
                 room.wait()
                 var staging = ingestor.stage(path: file.path, followSymlinks: followSymlinks) { bytes in
-                    lock.lock(); progress.update(fileBytes: bytes, name: file.path); lock.unlock()
+                    board.state.withLock { _ in progress.update(fileBytes: bytes, name: file.path) }
                 }
                 var attempt = 0
                 while case .finished(.retryLater) = staging, attempt < retries {
@@ -145,8 +149,9 @@ struct IngestCommand: ParsableCommand {
         }
         committed.wait()
         try home.catalog.flushHead()
-        entries += board.results.compactMap { $0 }
-        failures += board.results.filter { $0?.item == nil }.count
+        let results = board.state.withLock { $0.results }
+        entries += results.compactMap { $0 }
+        failures += results.filter { $0?.item == nil }.count
         Progress.clearLine()
         if global.json {
             Output.json(entries)
