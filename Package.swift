@@ -80,7 +80,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // The content-addressed store in an S3-compatible bucket (libcurl's SigV4), for several nodes.
         .target(name: "EvidenceS3",
-                dependencies: ["EvidenceCore", "EvidenceStore", "CCurl", "CEvidenceLazy"],
+                dependencies: ["EvidenceCore", "EvidenceStore", "EvidenceHTTP", "CCurl", "CEvidenceLazy"],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceCatalog",
                 dependencies: ["EvidenceBlocking", "EvidenceCore", "EvidenceStore", "CLibPQ", "CEvidenceLazy", .product(name: "GRDB", package: "GRDB.swift")],
@@ -175,7 +175,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "EvidenceStoreTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceStore", "EvidenceCore"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceS3Tests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceS3", "EvidenceStore", "EvidenceCore"],
+        .testTarget(name: "EvidenceS3Tests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceS3", "EvidenceHTTP", "EvidenceStore", "EvidenceCore"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCatalogTests", dependencies: ["EvidenceTesting", "EvidenceCatalog", "EvidenceCore", "EvidenceStore", .product(name: "GRDB", package: "GRDB.swift")],
                     swiftSettings: swiftSettings),
