@@ -70,6 +70,8 @@ let package = Package(
 
         // MARK: Modules
         .target(name: "EvidenceCore", swiftSettings: swiftSettings),
+        // The one way to run blocking work from async code: a pool of dedicated threads.
+        .target(name: "EvidenceBlocking", swiftSettings: swiftSettings),
         // The one place processes are started (posix_spawn): never Foundation's Process.
         .systemLibrary(name: "CEvidenceSys"),
         .target(name: "EvidenceProcess", dependencies: ["CEvidenceSys"], swiftSettings: swiftSettings),
@@ -78,10 +80,10 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // The content-addressed store in an S3-compatible bucket (libcurl's SigV4), for several nodes.
         .target(name: "EvidenceS3",
-                dependencies: ["EvidenceCore", "EvidenceStore", "CCurl", "CEvidenceLazy"],
+                dependencies: ["EvidenceCore", "EvidenceStore", "EvidenceHTTP", "CCurl", "CEvidenceLazy"],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceCatalog",
-                dependencies: ["EvidenceCore", "EvidenceStore", "CLibPQ", "CEvidenceLazy", .product(name: "GRDB", package: "GRDB.swift")],
+                dependencies: ["EvidenceBlocking", "EvidenceCore", "EvidenceStore", "CLibPQ", "CEvidenceLazy", .product(name: "GRDB", package: "GRDB.swift")],
                 swiftSettings: swiftSettings),
         // Config validation asks the provider registry (EvidenceArchive) which keys each kind takes.
         .target(name: "EvidenceConfig",
@@ -124,7 +126,7 @@ let package = Package(
                           swiftSettings: swiftSettings),
         .target(name: "EvidencePipeline",
                 dependencies: [
-                    "EvidenceCore", "EvidenceStore", "EvidenceS3", "EvidenceCatalog", "EvidenceMedia",
+                    "EvidenceBlocking", "EvidenceCore", "EvidenceStore", "EvidenceS3", "EvidenceCatalog", "EvidenceMedia",
                     "EvidenceConfig", "EvidenceWatch", "EvidenceHTTP", "EvidenceNotary", "EvidenceCertificate", "EvidenceArchive",
                     "EvidenceProcess",
                     .product(name: "Logging", package: "swift-log"),
@@ -178,7 +180,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "EvidenceStoreTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceStore", "EvidenceCore"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceS3Tests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceS3", "EvidenceStore", "EvidenceCore"],
+        .testTarget(name: "EvidenceS3Tests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceS3", "EvidenceHTTP", "EvidenceStore", "EvidenceCore"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCatalogTests", dependencies: ["EvidenceTesting", "EvidenceCatalog", "EvidenceCore", "EvidenceStore", .product(name: "GRDB", package: "GRDB.swift")],
                     swiftSettings: swiftSettings),

@@ -1,4 +1,4 @@
-import Dispatch
+import EvidenceBlocking
 import EvidenceCore
 import EvidenceStore
 import Foundation
@@ -39,9 +39,14 @@ final class CustodyHead: Sendable {
         switch action {
         case .writeNow: try flush()
         case .schedule:
-            DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
-                self?.state.withLock { $0.scheduled = false }
-                try? self?.flush()
+            // The wait suspends a task; the write (an fsync) runs on the blocking pool, never
+            // on libdispatch's global queues, which are only as wide as the CPU count.
+            Task { [weak self, interval] in
+                try? await Task.sleep(for: .seconds(interval))
+                BlockingPool.shared.submit { [weak self] in
+                    self?.state.withLock { $0.scheduled = false }
+                    try? self?.flush()
+                }
             }
         case .nothing: break
         }

@@ -21,8 +21,9 @@ enum CurlGlobal {
     static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 }
 
-/// CURLcode numbers and names, and how each maps onto `HTTPError`.
-enum CurlCode {
+/// CURLcode numbers and names, and how each maps onto `HTTPError`: the one table for every
+/// libcurl client of ours (`HTTPClient`'s transfers and the S3 store's requests).
+public enum CurlCode {
     static let names: [Int: String] = [
         1: "CURLE_UNSUPPORTED_PROTOCOL", 2: "CURLE_FAILED_INIT", 3: "CURLE_URL_MALFORMAT",
         4: "CURLE_NOT_BUILT_IN", 5: "CURLE_COULDNT_RESOLVE_PROXY", 6: "CURLE_COULDNT_RESOLVE_HOST",
@@ -43,11 +44,11 @@ enum CurlCode {
         98: "CURLE_SSL_CLIENTCERT", 99: "CURLE_UNRECOVERABLE_POLL",
     ]
 
-    static func name(_ code: Int) -> String { names[code] ?? "CURLE_\(code)" }
+    public static func name(_ code: Int) -> String { names[code] ?? "CURLE_\(code)" }
 
     static let timedOut = 28
     static let abortedByCallback = 42
-    static let readError = 26
+    public static let readError = 26
     static let writeError = 23
     static let badArgument = 43
 
@@ -56,4 +57,14 @@ enum CurlCode {
 
     /// Failures of the request itself or of this machine, which a retry will not fix.
     static let permanent: Set<Int> = [1, 2, 3, 4, 43, 45, 47, 61, 63]
+
+    /// The failure of a `curl_easy_perform` that returned `code`, with curl's `text` (already
+    /// redacted): `.timeout`, `.tls` (never retried) or `.transport`, retryable unless `permanent`.
+    public static func failure(_ code: Int, _ text: String, method: String, url: String) -> HTTPError {
+        let kind: HTTPError.Kind = code == timedOut ? .timeout
+            : tls.contains(code) ? .tls
+            : .transport(code: code, name: name(code))
+        return HTTPError(kind: kind, method: method, url: Redact.url(url), message: text,
+                         isRetryable: kind == .tls ? false : !permanent.contains(code))
+    }
 }

@@ -115,11 +115,15 @@ public final class HTTPClient: Sendable {
     }
 
     /// `left` seconds of pause plus up to a tenth of it (at most 1 s), so held requests spread out.
-    private static func jittered(_ left: Double) -> Double { left + Double.random(in: 0...min(1, left / 10)) }
+    static func jittered(_ left: Double) -> Double { left + Double.random(in: 0...min(1, left / 10)) }
 
     /// Not sent: the origin is paused for longer than the retry policy waits.
     private static func pausedError(_ request: HTTPRequest, left: Double) -> HTTPError {
-        HTTPError(kind: .paused, method: request.method, url: Redact.url(request.url), retryAfter: left.rounded(.up))
+        pausedError(method: request.method, url: request.url, left: left)
+    }
+
+    static func pausedError(method: String, url: String, left: Double) -> HTTPError {
+        HTTPError(kind: .paused, method: method, url: Redact.url(url), retryAfter: left.rounded(.up))
     }
 
     private func log(_ request: HTTPRequest, _ outcome: TransferJob.Outcome, elapsed: Duration) {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// When a server says "wait" — 429 or 503 with `Retry-After` — every request this process
 /// sends to that origin waits until then, not only the one that got the answer.
@@ -8,11 +9,10 @@ import Foundation
 /// a rate limit counts an account's requests, not one request's retries. That is how a client
 /// turns one 429 into a retry storm. The pause is process-wide and per origin
 /// (scheme, host, port), shared by every `HTTPClient`.
-public final class OriginPause: @unchecked Sendable {
+public final class OriginPause: Sendable {
     public static let shared = OriginPause()
 
-    private let lock = NSLock()
-    private var until: [String: Date] = [:]
+    private let until = Mutex<[String: Date]>([:])
 
     public init() {}
 
@@ -31,28 +31,26 @@ public final class OriginPause: @unchecked Sendable {
               let seconds = response.header("retry-after").flatMap({ RetryAfter.seconds($0, now: now) }), seconds > 0,
               let origin = Self.origin(of: url) else { return }
         let end = now.addingTimeInterval(seconds)
-        lock.lock()
-        defer { lock.unlock() }
-        if until[origin].map({ $0 < end }) ?? true { until[origin] = end }
+        until.withLock { until in
+            if until[origin].map({ $0 < end }) ?? true { until[origin] = end }
+        }
     }
 
     /// Seconds until requests to `url`'s origin may go again; 0 when they may now.
     public func remaining(for url: String, now: Date = Date()) -> Double {
         guard let origin = Self.origin(of: url) else { return 0 }
-        lock.lock()
-        defer { lock.unlock() }
-        guard let end = until[origin] else { return 0 }
-        let left = end.timeIntervalSince(now)
-        if left <= 0 { until[origin] = nil }
-        return max(0, left)
+        return until.withLock { until in
+            guard let end = until[origin] else { return 0 }
+            let left = end.timeIntervalSince(now)
+            if left <= 0 { until[origin] = nil }
+            return max(0, left)
+        }
     }
 
     /// Forgets the pause of `url`'s origin (a test server that stops: a later one may get its
     /// port). Only that origin: tests run in parallel, and another's pause must hold.
     public func reset(origin url: String) {
         guard let origin = Self.origin(of: url) else { return }
-        lock.lock()
-        until[origin] = nil
-        lock.unlock()
+        _ = until.withLock { $0.removeValue(forKey: origin) }
     }
 }

@@ -494,14 +494,9 @@ final class Transfer {
         var text = String(cString: errorBuffer)
         if text.isEmpty { text = String(cString: curl_easy_strerror(CURLcode(UInt32(code)))) }
         text = Redact.text(text.trimmingCharacters(in: .whitespacesAndNewlines), secrets: secrets)
-        if code == CurlCode.timedOut {
-            return error(.timeout, text)
-        }
-        if CurlCode.tls.contains(code) {
-            return error(.tls, text + Self.tlsAdvice(text, configuration))
-        }
-        return error(.transport(code: code, name: CurlCode.name(code)), text,
-                     retryable: !CurlCode.permanent.contains(code))
+        var failure = CurlCode.failure(code, text, method: request.method, url: request.url)
+        if failure.kind == .tls { failure.message += Self.tlsAdvice(text, configuration) }
+        return failure
     }
 
     /// What to change in the config after a TLS failure: another host's certificate is not

@@ -1,9 +1,10 @@
 import Foundation
+import Synchronization
 
 /// What the awaiting task and the pool thread share for one attempt: the request, the
 /// continuation (resumed exactly once) and the cancellation flag that curl's progress callback
 /// polls.
-final class TransferJob: @unchecked Sendable {
+final class TransferJob: Sendable {
     typealias Outcome = Result<HTTPResponse, HTTPError>
 
     let request: HTTPRequest
@@ -11,11 +12,12 @@ final class TransferJob: @unchecked Sendable {
     let progress: (@Sendable (Int64, Int64) -> Void)?
 
     private enum Phase { case queued, running, finished }
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    private var phase = Phase.queued
-    private var cancelled = false
-    private var continuation: CheckedContinuation<Outcome, Never>?
+    private struct State {
+        var phase = Phase.queued
+        var cancelled = false
+        var continuation: CheckedContinuation<Outcome, Never>?
+    }
+    private let state = Mutex(State())
 
     init(request: HTTPRequest, configuration: HTTPClientConfiguration,
          progress: (@Sendable (Int64, Int64) -> Void)?) {
@@ -29,55 +31,52 @@ final class TransferJob: @unchecked Sendable {
     }
 
     var isCancelled: Bool {
-        lock.withLock { cancelled }
+        state.withLock { $0.cancelled }
     }
 
     /// Stores the continuation; false (and resumed with `.cancelled`) if the task was cancelled
     /// before it got here.
     func attach(_ continuation: CheckedContinuation<Outcome, Never>) -> Bool {
-        lock.lock()
-        if cancelled {
-            phase = .finished
-            lock.unlock()
-            continuation.resume(returning: .failure(cancelledError))
-            return false
+        let attached = state.withLock { s in
+            if s.cancelled {
+                s.phase = .finished
+                return false
+            }
+            s.continuation = continuation
+            return true
         }
-        self.continuation = continuation
-        lock.unlock()
-        return true
+        if !attached { continuation.resume(returning: .failure(cancelledError)) }
+        return attached
     }
 
     /// Called by the pool thread before the transfer; false when the job was cancelled while it
     /// waited in the queue (its task has already been answered).
     func start() -> Bool {
-        lock.withLock {
-            guard phase == .queued, !cancelled else { return false }
-            phase = .running
+        state.withLock { s in
+            guard s.phase == .queued, !s.cancelled else { return false }
+            s.phase = .running
             return true
         }
     }
 
     func finish(_ outcome: Outcome) {
-        lock.lock()
-        let continuation = self.continuation
-        self.continuation = nil
-        phase = .finished
-        lock.unlock()
+        let continuation = state.withLock { s in
+            defer { s.continuation = nil; s.phase = .finished }
+            return s.continuation
+        }
         continuation?.resume(returning: outcome)
     }
 
     /// A queued job is answered at once; a running one is aborted by curl's progress callback,
     /// which then answers it (after the temporary download file is removed).
     func cancel() {
-        lock.lock()
-        cancelled = true
-        guard phase == .queued, let continuation else {
-            lock.unlock()
-            return
+        let waiting = state.withLock { s -> CheckedContinuation<Outcome, Never>? in
+            s.cancelled = true
+            guard s.phase == .queued, let continuation = s.continuation else { return nil }
+            s.continuation = nil
+            s.phase = .finished
+            return continuation
         }
-        self.continuation = nil
-        phase = .finished
-        lock.unlock()
-        continuation.resume(returning: .failure(cancelledError))
+        waiting?.resume(returning: .failure(cancelledError))
     }
 }

@@ -3,6 +3,7 @@ import EvidenceMedia
 import EvidenceProcess
 import Foundation
 import Logging
+import Synchronization
 
 /// How a stored copy is probed for media facts: given its path and its original name.
 public typealias MediaProber = @Sendable (_ path: String, _ name: String?) -> MediaInfo?
@@ -92,11 +93,10 @@ public enum ChildMediaProbe {
     static let warned = OnceSet()
 
     /// Strings already seen, across threads.
-    final class OnceSet: @unchecked Sendable {
-        private let lock = NSLock()
-        private var seen: Set<String> = []
+    final class OnceSet: Sendable {
+        private let seen = Mutex<Set<String>>([])
 
         /// True the first time `value` is given.
-        func insert(_ value: String) -> Bool { lock.withLock { seen.insert(value).inserted } }
+        func insert(_ value: String) -> Bool { seen.withLock { $0.insert(value).inserted } }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Group commit: files staged while a batch is being made durable wait and go together in the
 /// next one, so a burst pays one folder fsync and one catalog commit per batch instead of per
@@ -6,7 +7,7 @@ import Foundation
 ///
 /// Batches are committed one at a time on a thread of their own, started when work arrives and
 /// ended when the queue is empty. `submit` never blocks: callers bound what they leave waiting.
-final class GroupCommitter: @unchecked Sendable {   // state guarded by `lock`
+final class GroupCommitter: Sendable {
     /// Files per batch at most: enough to amortize the fsyncs, few enough that every staged
     /// file's descriptor stays open without nearing the descriptor limit.
     static let maxBatch = 128
@@ -16,22 +17,24 @@ final class GroupCommitter: @unchecked Sendable {   // state guarded by `lock`
         let done: @Sendable (Ingestor.Outcome) -> Void
     }
 
-    private let lock = NSLock()
-    private var queue: [Entry] = []
-    private var running = false
-    private var batchCount = 0
+    private struct State {
+        var queue: [Entry] = []
+        var running = false
+        var batchCount = 0
+    }
+    private let state = Mutex(State())
 
     /// Batches committed so far (a burst of n files takes far fewer than n).
-    var batches: Int { lock.lock(); defer { lock.unlock() }; return batchCount }
+    var batches: Int { state.withLock { $0.batchCount } }
 
     /// Queues `entry`; `commit` is run on the committing thread for each batch (the same
     /// function for every entry of one Ingestor).
     func submit(_ entry: Entry, commit: @escaping @Sendable ([Entry]) -> Void) {
-        lock.lock()
-        queue.append(entry)
-        let start = !running
-        running = true
-        lock.unlock()
+        let start = state.withLock { s in
+            s.queue.append(entry)
+            defer { s.running = true }
+            return !s.running
+        }
         guard start else { return }
         let thread = Thread { [self] in drain(commit) }
         thread.name = "evidence-commit"
@@ -39,16 +42,16 @@ final class GroupCommitter: @unchecked Sendable {   // state guarded by `lock`
     }
 
     private func drain(_ commit: ([Entry]) -> Void) {
-        lock.lock()
-        while !queue.isEmpty {
-            let batch = Array(queue.prefix(Self.maxBatch))
-            queue.removeFirst(batch.count)
-            batchCount += 1
-            lock.unlock()
+        while true {
+            // The queue found empty and `running` cleared in one step: a `submit` after it starts a new thread.
+            let batch = state.withLock { s -> [Entry] in
+                let batch = Array(s.queue.prefix(Self.maxBatch))
+                s.queue.removeFirst(batch.count)
+                if batch.isEmpty { s.running = false } else { s.batchCount += 1 }
+                return batch
+            }
+            if batch.isEmpty { return }
             commit(batch)
-            lock.lock()
         }
-        running = false
-        lock.unlock()
     }
 }

@@ -81,7 +81,7 @@ public struct Ingestor: Sendable {
         case .finished(let outcome):
             return outcome
         case .staged(let staged):
-            final class Box: @unchecked Sendable { var outcome: Outcome? }   // written before `done` is signalled
+            final class Box: @unchecked Sendable { var outcome: Outcome? }   // ownership hand-off: written before `done` is signalled, read after
             let box = Box()
             let done = DispatchSemaphore(value: 0)
             commit(staged) { box.outcome = $0; done.signal() }

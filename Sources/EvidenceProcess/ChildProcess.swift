@@ -1,6 +1,7 @@
 import CEvidenceSys
 import Foundation
 import Glibc
+import Synchronization
 
 /// A child process started with `posix_spawn`: the one place this project starts processes.
 ///
@@ -19,7 +20,7 @@ import Glibc
 /// Waiting never uses the cooperative thread pool: `wait()` blocks the calling thread and
 /// `exit()` waits on a thread of its own. The child is reaped exactly once, whichever of
 /// `wait`, `exit`, `isRunning` or `run` sees it end first; the others read the recorded result.
-public final class ChildProcess: @unchecked Sendable {
+public final class ChildProcess: Sendable {
     /// Where a standard stream of the child goes.
     public enum Output: Sendable {
         /// The parent's own stream.
@@ -102,8 +103,8 @@ public final class ChildProcess: @unchecked Sendable {
     /// Read end of the child's standard error when it was `.pipe`; the caller closes it.
     public let stderrPipe: Int32?
 
-    private let lock = NSLock()
-    private var recorded: Termination?
+    /// How the child ended, once it has been reaped (exactly once, by whichever caller saw it end).
+    private let recorded = Mutex<Termination?>(nil)
 
     /// Starts `executable` (a path, or a name looked up on `PATH`) with `arguments`.
     ///
@@ -262,16 +263,12 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Sends `signal` to the child, unless it has already been reaped (its pid may be reused).
     public func signal(_ signal: Int32) {
-        lock.lock()
-        defer { lock.unlock() }
-        if recorded == nil { kill(pid, signal) }
+        recorded.withLock { if $0 == nil { _ = kill(pid, signal) } }
     }
 
     /// Sends `signal` to the child's process group (started with `newProcessGroup`).
     public func signalGroup(_ signal: Int32) {
-        lock.lock()
-        defer { lock.unlock() }
-        if recorded == nil { kill(-pid, signal) }
+        recorded.withLock { if $0 == nil { _ = kill(-pid, signal) } }
     }
 
     /// False once the child has ended (it is reaped then).
@@ -289,7 +286,7 @@ public final class ChildProcess: @unchecked Sendable {
             var info = siginfo_t()
             if waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == ECHILD {
                 // Reaped by something other than this object: the status is lost.
-                return lock.withLock { recorded } ?? .exited(-1)
+                return recorded.withLock { $0 } ?? .exited(-1)
             }
         }
     }
@@ -327,15 +324,15 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     private func reapIfEnded() -> Termination? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let recorded { return recorded }
-        var status: Int32 = 0
-        let r = waitpid(pid, &status, WNOHANG)
-        guard r == pid else { return nil }
-        let low = status & 0x7f
-        recorded = low == 0 ? .exited((status >> 8) & 0xff) : .signaled(low)
-        return recorded
+        recorded.withLock { recorded in
+            if let recorded { return recorded }
+            var status: Int32 = 0
+            let r = waitpid(pid, &status, WNOHANG)
+            guard r == pid else { return nil }
+            let low = status & 0x7f
+            recorded = low == 0 ? .exited((status >> 8) & 0xff) : .signaled(low)
+            return recorded
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 import CCurl
+import EvidenceHTTP
 import EvidenceStore
 import Foundation
 import Glibc
+import Synchronization
 
 /// Where an S3-compatible bucket is and how to sign for it.
 public struct S3Endpoint: Sendable, Equatable {
@@ -32,20 +34,26 @@ public struct S3Endpoint: Sendable, Equatable {
 /// SHA-256 of small bodies, `UNSIGNED-PAYLOAD` for streamed objects, whose integrity the
 /// server checks instead by `x-amz-checksum-sha256`. Easy handles are kept between requests
 /// (their connections stay alive); a request runs on the calling thread, which blocks, like
-/// the local store's file I/O.
-final class S3Client: @unchecked Sendable {
+/// the local store's file I/O. Retries are EvidenceHTTP's (`HTTPClient.retryingBlocking`).
+final class S3Client: Sendable {
     let endpoint: S3Endpoint
-    private let lock = NSLock()
-    private var idle: [UnsafeMutableRawPointer] = []
+    let retry: RetryPolicy
+    /// Idle easy handles.
+    private let idle = Mutex<[CurlHandle]>([])
 
     static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-    init(endpoint: S3Endpoint) {
+    /// 4 attempts, 0.2 s doubling (jittered) between them, never less than a `Retry-After`; one
+    /// longer than a minute is not waited out by a thread that holds an ingest.
+    static let defaultRetry = RetryPolicy(maxAttempts: 4, base: 0.2, cap: 5, maxRetryAfter: 60)
+
+    init(endpoint: S3Endpoint, retry: RetryPolicy = S3Client.defaultRetry) {
         self.endpoint = endpoint
+        self.retry = retry
         _ = Self.globalInit
     }
 
-    deinit { idle.forEach { curl_easy_cleanup($0) } }
+    deinit { idle.withLock { $0.forEach { curl_easy_cleanup($0.raw) } } }
 
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
@@ -65,10 +73,11 @@ final class S3Client: @unchecked Sendable {
         var secrets: [String] = []
         var isSuccess: Bool { (200..<300).contains(status) }
 
-        /// `<Code>` and `<Message>` of an S3 error body (at most 300 characters), or the status alone.
+        /// `<Code>` and `<Message>` of an S3 error body (at most 300 characters), or the status
+        /// alone when the body is not XML.
         var errorText: String {
-            let x = S3XML(body)
-            let code = x.first("Code"), message = x.first("Message").map { String($0.prefix(300)) }
+            let x = try? S3XML(parsing: body)
+            let code = x?.first("Code"), message = x?.first("Message").map { String($0.prefix(300)) }
             var text = "HTTP \(status)" + (code.map { " \($0)" } ?? "") + (message.map { ": \($0)" } ?? "")
             for secret in secrets where !secret.isEmpty { text = text.replacingOccurrences(of: secret, with: "***") }
             return text
@@ -78,47 +87,74 @@ final class S3Client: @unchecked Sendable {
     /// `s3://bucket/key`, for messages.
     func location(_ key: String?) -> String { "s3://\(endpoint.bucket)" + (key.map { "/" + $0 } ?? "") }
 
-    /// One request, retried (up to 4 attempts, backing off) when the connection failed or the
-    /// server answered 500/502/503/504: a bounded body is resent from its start. Other answers are
-    /// returned as they are. `query` is `name=value&…`, already encoded and sorted by name.
-    func send(_ method: String, key: String?, query: String = "", headers: [(String, String)] = [],
-              body: Body = .none, maxBody: Int = 16 << 20) throws(StoreError) -> Response {
-        var attempt = 0
-        while true {
-            attempt += 1
-            let result = once(method, key: key, query: query, headers: headers, body: body, maxBody: maxBody)
-            switch result {
-            case .answer(let r) where [500, 502, 503, 504].contains(r.status) && attempt < 4:
-                break
-            case .answer(let r):
-                return r
-            case .failed(let detail, let permanent) where attempt >= 4 || permanent:
-                throw .remote(path: location(key), detail: "S3 \(method) failed: \(detail)")
-            case .failed:
-                break
-            }
-            usleep(UInt32(200_000 * attempt))
+    /// The text of the answer's first `<name>`, or `StoreError.remote` naming `key` and what is
+    /// wrong with the answer (not XML, no such element).
+    func field(_ r: Response, _ name: String, key: String?, what: String) throws(StoreError) -> String {
+        do { return try S3XML(parsing: r.body).required(name) } catch {
+            throw .remote(path: location(key), detail: "\(what): unreadable answer (HTTP \(r.status)): \(error)")
         }
     }
 
-    enum Outcome {
-        case answer(Response)
-        /// `permanent`: a retry cannot help (TLS verification, a malformed URL, a local error).
-        case failed(String, permanent: Bool = false)
+    /// The XML of an answer, or `StoreError.remote` naming `key` and what is wrong with it.
+    func xml(_ r: Response, key: String?, what: String) throws(StoreError) -> S3XML {
+        do { return try S3XML(parsing: r.body) } catch {
+            throw .remote(path: location(key), detail: "\(what): unreadable answer (HTTP \(r.status)): \(error)")
+        }
     }
 
-    /// libcurl codes a retry does not fix: unsupported protocol, malformed URL, TLS set-up and
-    /// certificate verification failures.
-    static let permanentCodes: Set<UInt32> = [1, 3, 35, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98]
+    /// One request through EvidenceHTTP's retry loop (`HTTPClient.retryingBlocking`): a
+    /// connection failure or an answer it judges retryable (408, 429, 5xx: S3's `SlowDown` and
+    /// `InternalError`) is sent again after the `retry` back-off, never sooner than the server's
+    /// `Retry-After`, and a 429/503 with `Retry-After` pauses every request to the endpoint
+    /// (`OriginPause`). A bounded body is resent from its start. Other answers, and the last
+    /// retryable one, are returned as they are; a request that got no answer throws
+    /// `StoreError.remote`. `query` is `name=value&…`, already encoded and sorted by name.
+    func send(_ method: String, key: String?, query: String = "", headers: [(String, String)] = [],
+              body: Body = .none, maxBody: Int = 16 << 20) throws(StoreError) -> Response {
+        let url = self.url(key: key, query: query)
+        do {
+            let answer = try HTTPClient.retryingBlocking(method: method, url: url, policy: retry) { () throws(HTTPError) in
+                try once(method, url: url, headers: headers, body: body, maxBody: maxBody)
+            }
+            return Response(status: answer.status, headers: answer.headers, body: answer.body,
+                            secrets: [endpoint.secretKey, endpoint.accessKey])
+        } catch {
+            throw .remote(path: location(key), detail: "S3 \(method) failed: \(Self.detail(error))")
+        }
+    }
 
-    private func once(_ method: String, key: String?, query: String, headers: [(String, String)],
-                      body: Body, maxBody: Int) -> Outcome {
-        guard let h = takeHandle() else { return .failed("libcurl could not be initialised", permanent: true) }
+    func url(key: String?, query: String) -> String {
+        var path = "/" + endpoint.bucket
+        if let key { path += "/" + key }
+        return endpoint.url + path + (query.isEmpty ? "" : "?" + query)
+    }
+
+    /// What went wrong, without the method and URL the store's error already names.
+    static func detail(_ e: HTTPError) -> String {
+        let what: String
+        switch e.kind {
+        case .transport(_, let name): what = e.message.isEmpty ? name : "\(e.message) (\(name))"
+        case .timeout: what = "timed out" + (e.message.isEmpty ? "" : ": \(e.message)")
+        case .paused: what = "not sent: the server asked to wait \(e.retryAfter.map { "\(Int($0)) s" } ?? "longer")"
+        case .status(let code): what = "HTTP \(code)"
+        case .tls, .tooLarge, .cancelled: what = e.message.isEmpty ? e.description : e.message
+        }
+        return what
+    }
+
+    /// One attempt: the answer, or the `HTTPError` EvidenceHTTP's curl-error table gives (`CurlCode`).
+    private func once(_ method: String, url: String, headers: [(String, String)],
+                      body: Body, maxBody: Int) throws(HTTPError) -> HTTPResponse {
+        func failure(_ code: Int, _ message: String) -> HTTPError {
+            HTTPError(kind: .transport(code: code, name: CurlCode.name(code)), method: method, url: url, message: message,
+                      isRetryable: false)
+        }
+        guard let h = takeHandle() else { throw failure(2, "libcurl could not be initialised") }
         var keep = true
         defer { giveBack(h, keep: keep) }
         curl_easy_reset(h)
         let call = S3Call(body: body, maxBody: maxBody)
-        return withExtendedLifetime(call) { () -> Outcome in
+        let outcome = withExtendedLifetime(call) { () -> Result<HTTPResponse, HTTPError> in
             var list: UnsafeMutablePointer<curl_slist>?
             defer { curl_easy_reset(h); curl_slist_free_all(list) }
             var lines = headers.map { "\($0.0): \($0.1)" }
@@ -135,9 +171,6 @@ final class S3Client: @unchecked Sendable {
             // removed that way although it is not sent, and the server refuses the signature.
             for line in lines { list = curl_slist_append(list, line) }
 
-            var path = "/" + endpoint.bucket
-            if let key { path += "/" + key }
-            let url = endpoint.url + path + (query.isEmpty ? "" : "?" + query)
             let me = Unmanaged.passUnretained(call).toOpaque()
             var codes: [CURLcode] = []
             func long(_ o: CURLoption, _ v: Int) { codes.append(evidence_curl_setopt_long(h, o, v)) }
@@ -197,11 +230,14 @@ final class S3Client: @unchecked Sendable {
             }
             if let bad = codes.first(where: { $0 != CURLE_OK }) {
                 keep = false
-                return .failed("curl option not accepted: \(String(cString: curl_easy_strerror(bad)))", permanent: true)
+                return .failure(failure(Int(bad.rawValue), "curl option not accepted: \(String(cString: curl_easy_strerror(bad)))"))
             }
             let code = curl_easy_perform(h)
-            if let local = call.localError { keep = false; return .failed(local, permanent: true) }
-            if call.tooLarge { keep = false; return .failed("answer larger than \(maxBody) bytes") }
+            if let local = call.localError { keep = false; return .failure(failure(CurlCode.readError, local)) }
+            if call.tooLarge {
+                keep = false
+                return .failure(HTTPError(kind: .tooLarge, method: method, url: url, message: "answer larger than \(maxBody) bytes"))
+            }
             guard code == CURLE_OK else {
                 keep = false
                 // curl's own text names the host and the failure, never the credentials.
@@ -210,28 +246,32 @@ final class S3Client: @unchecked Sendable {
                     text += endpoint.caFile.map { " (the server's certificate is not signed by a trusted CA, nor by \($0) from [store] tls_ca_file)" }
                         ?? " (the server's certificate is not signed by a trusted CA: set [store] tls_ca_file to the CA's PEM file)"
                 }
-                return .failed(text, permanent: Self.permanentCodes.contains(code.rawValue))
+                return .failure(CurlCode.failure(Int(code.rawValue), text, method: method, url: url))
             }
             var status = 0
             _ = evidence_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
-            return .answer(Response(status: status, headers: call.headers, body: call.body,
-                                    secrets: [endpoint.secretKey, endpoint.accessKey]))
+            return .success(HTTPResponse(status: status, headers: call.headers, body: call.body, url: url))
         }
+        return try outcome.get()
     }
 
     private func takeHandle() -> UnsafeMutableRawPointer? {
-        lock.lock()
-        if let h = idle.popLast() { lock.unlock(); return h }
-        lock.unlock()
-        return curl_easy_init()
+        idle.withLock { $0.popLast() }?.raw ?? curl_easy_init()
     }
 
     private func giveBack(_ h: UnsafeMutableRawPointer, keep: Bool) {
-        lock.lock()
-        if keep && idle.count < 8 { idle.append(h); lock.unlock(); return }
-        lock.unlock()
-        curl_easy_cleanup(h)
+        let kept = keep && idle.withLock { handles in
+            guard handles.count < 8 else { return false }
+            handles.append(CurlHandle(raw: h))
+            return true
+        }
+        if !kept { curl_easy_cleanup(h) }
     }
+}
+
+/// A libcurl easy handle between requests: owned by the idle list or by the one request that took it.
+private struct CurlHandle: @unchecked Sendable {   // C handle; used by one thread at a time (taken from and given back to the list)
+    let raw: UnsafeMutableRawPointer
 }
 
 /// The state of one request, handed to curl's callbacks as their user pointer.
@@ -302,58 +342,6 @@ private final class S3Call {
         guard offset >= 0, offset <= length else { return 1 }
         position = offset
         return 0
-    }
-}
-
-/// Enough XML for S3's answers: the text of elements by name, entities decoded. S3 answers are
-/// flat lists of simple elements; nothing here trusts their structure beyond that.
-struct S3XML {
-    let text: String
-    init(_ data: Data) { text = String(decoding: data, as: UTF8.self) }
-    init(_ string: String) { text = string }
-
-    /// Every `<name>…</name>` in order (also `<name attr="…">`).
-    func all(_ name: String) -> [String] {
-        var out: [String] = []
-        var rest = text[...]
-        while let open = rest.range(of: "<\(name)") {
-            let after = rest[open.upperBound...]
-            guard let first = after.first, first == ">" || first == " " else { rest = after; continue }
-            guard let gt = after.firstIndex(of: ">") else { break }
-            if gt > after.startIndex, after[after.index(before: gt)] == "/" { out.append(""); rest = after[after.index(after: gt)...]; continue }
-            let content = after[after.index(after: gt)...]
-            guard let close = content.range(of: "</\(name)>") else { break }
-            out.append(Self.decode(String(content[..<close.lowerBound])))
-            rest = content[close.upperBound...]
-        }
-        return out
-    }
-
-    func first(_ name: String) -> String? { all(name).first }
-
-    /// The `<parent>` blocks, each as its own document.
-    func blocks(_ parent: String) -> [S3XML] {
-        var out: [S3XML] = []
-        var rest = text[...]
-        while let open = rest.range(of: "<\(parent)>") {
-            guard let close = rest[open.upperBound...].range(of: "</\(parent)>") else { break }
-            out.append(S3XML(String(rest[open.upperBound..<close.lowerBound])))
-            rest = rest[close.upperBound...]
-        }
-        return out
-    }
-
-    static func decode(_ s: String) -> String {
-        guard s.contains("&") else { return s }
-        var out = s
-        for (entity, char) in [("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&apos;", "'"), ("&#39;", "'"), ("&#34;", "\""), ("&#xD;", "\r"), ("&#13;", "\r"), ("&#xA;", "\n"), ("&#10;", "\n")] {
-            out = out.replacingOccurrences(of: entity, with: char)
-        }
-        return out.replacingOccurrences(of: "&amp;", with: "&")
-    }
-
-    static func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
     }
 }
 

@@ -21,12 +21,17 @@ extension S3ObjectStore {
             if let token { query = "continuation-token=" + s3QueryEncode(token) + "&" + query }
             let r = try client.send("GET", key: nil, query: query)
             guard r.isSuccess else { throw .remote(path: client.location(prefix), detail: "listing refused: \(r.errorText)") }
-            let x = S3XML(r.body)
-            for entry in x.blocks("Contents") {
-                guard let key = entry.first("Key") else { continue }
-                out.append(ListedObject(key: key, size: entry.first("Size").flatMap { Int64($0) } ?? -1))
+            let x = try client.xml(r, key: prefix, what: "listing not read")
+            do throws(S3XML.Malformed) {
+                for entry in x.blocks("Contents") {
+                    let key = try entry.required("Key"), size = try entry.required("Size")
+                    guard let bytes = Int64(size) else { throw S3XML.Malformed(description: "<Size> of \(key) is not a number: \(size.prefix(40))") }
+                    out.append(ListedObject(key: key, size: bytes))
+                }
+                token = x.first("IsTruncated") == "true" ? try x.required("NextContinuationToken") : nil
+            } catch {
+                throw .remote(path: client.location(prefix), detail: "listing not read: \(error)")
             }
-            token = x.first("IsTruncated") == "true" ? x.first("NextContinuationToken") : nil
         } while token != nil
         return out
     }

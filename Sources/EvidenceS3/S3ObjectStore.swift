@@ -2,6 +2,7 @@ import EvidenceCore
 import EvidenceStore
 import Foundation
 import Glibc
+import Synchronization
 
 /// Retention written on every object stored, with S3 Object Lock.
 public struct S3ObjectLock: Sendable, Equatable {
@@ -70,7 +71,7 @@ public struct S3StoreSettings: Sendable, Equatable {
 ///   whoever overwrote a key in the bucket gets a refusal, never their bytes passed on.
 /// - The store's identity is `evidence/store-id` in the bucket, written once (`If-None-Match: *`),
 ///   so a catalog shared by several nodes refuses a node configured with another bucket.
-public final class S3ObjectStore: ContentStore, @unchecked Sendable {
+public final class S3ObjectStore: ContentStore, Sendable {
     public let settings: S3StoreSettings
     public let home: String
     public let tmpDir: String
@@ -78,8 +79,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     let tmpFolder: BeneathRoot
     /// Spools of this process's recent ingests, for `withLocalCopy` right after (the media probe):
     /// the bytes just hashed, without downloading them again. At most `keptLimit`.
-    private let lock = NSLock()
-    private var kept: [(SHA256Digest, SourceSpool)] = []
+    private let kept = Mutex<[(SHA256Digest, SourceSpool)]>([])
     private static let keptLimit = 4
 
     public static let storeIDKey = "evidence/store-id"
@@ -215,9 +215,11 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
             ("Content-Type", "application/octet-stream"),
             ("x-amz-checksum-algorithm", "SHA256"),
         ] + lockHeaders(until: until))
-        guard created.isSuccess, let uploadID = S3XML(created.body).first("UploadId"), !uploadID.isEmpty else {
+        guard created.isSuccess else {
             throw .remote(path: where_, detail: "multipart upload not started: \(created.errorText)")
         }
+        let uploadID = try client.field(created, "UploadId", key: key, what: "multipart upload not started")
+        guard !uploadID.isEmpty else { throw .remote(path: where_, detail: "multipart upload not started: an empty <UploadId>") }
         let idQuery = "uploadId=" + s3QueryEncode(uploadID)
         var done = false
         defer {
@@ -249,7 +251,7 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
         let r = try client.send("POST", key: key, query: idQuery, headers: [("Content-Type", "application/xml")],
                                 body: .data(Data(xml.utf8)))
         // S3 may answer 200 and still report an error in the body of a completion.
-        guard r.isSuccess, S3XML(r.body).first("Code") == nil else {
+        guard r.isSuccess, try client.xml(r, key: key, what: "multipart upload not completed").first("Code") == nil else {
             throw .remote(path: where_, detail: "multipart upload not completed: \(r.errorText)")
         }
         done = true
@@ -433,12 +435,13 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     public func legalHold(_ d: SHA256Digest) throws(StoreError) -> Bool {
         let key = Self.key(d)
         let r = try client.send("GET", key: key, query: "legal-hold=")
-        if r.status == 404, S3XML(r.body).first("Code") == "NoSuchObjectLockConfiguration" { return false }
+        if r.status == 404, (try? S3XML(parsing: r.body))?.first("Code") == "NoSuchObjectLockConfiguration" { return false }
         guard r.isSuccess else {
             if r.status == 404 { throw .notFound(path: client.location(key)) }
             throw .remote(path: client.location(key), detail: "legal hold not read: \(r.errorText)")
         }
-        return S3XML(r.body).first("Status") == "ON"
+        // No <Status> is a hold never set (moto answers `<LegalHold/>`; AWS the 404 above).
+        return try client.xml(r, key: key, what: "legal hold not read").first("Status") == "ON"
     }
 
     public struct BucketState: Sendable, Equatable {
@@ -452,30 +455,32 @@ public final class S3ObjectStore: ContentStore, @unchecked Sendable {
     public func bucketState() throws(StoreError) -> BucketState {
         let v = try client.send("GET", key: nil, query: "versioning=")
         guard v.isSuccess else { throw .remote(path: client.location(nil), detail: "bucket not reachable: \(v.errorText)") }
+        let versioning = try client.xml(v, key: nil, what: "versioning not read").first("Status")
         let lock = try client.send("GET", key: nil, query: "object-lock=")
-        let x = S3XML(lock.body)
-        let enabled = lock.isSuccess && x.first("ObjectLockEnabled") == "Enabled"
-        let retention = x.first("Mode").map { mode in
-            mode + (x.first("Days").map { " \($0) days" } ?? x.first("Years").map { " \($0) years" } ?? "")
+        // No Object Lock configuration is an error answer (404), not a malformed one.
+        let x = lock.isSuccess ? try client.xml(lock, key: nil, what: "Object Lock configuration not read") : nil
+        let enabled = x?.first("ObjectLockEnabled") == "Enabled"
+        let retention = x?.first("Mode").map { mode in
+            mode + (x?.first("Days").map { " \($0) days" } ?? x?.first("Years").map { " \($0) years" } ?? "")
         }
-        return BucketState(versioning: S3XML(v.body).first("Status"), objectLockEnabled: enabled, defaultRetention: retention)
+        return BucketState(versioning: versioning, objectLockEnabled: enabled, defaultRetention: retention)
     }
 
     // MARK: Internals
 
     private func keep(_ spool: SourceSpool) {
-        lock.lock()
-        kept.append((spool.digest, spool))
-        let evicted = kept.count > Self.keptLimit ? kept.removeFirst().1 : nil
-        lock.unlock()
+        let evicted = kept.withLock { kept in
+            kept.append((spool.digest, spool))
+            return kept.count > Self.keptLimit ? kept.removeFirst().1 : nil
+        }
         evicted?.discard()
     }
 
     private func takeKept(_ d: SHA256Digest) -> SourceSpool? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let i = kept.firstIndex(where: { $0.0 == d }) else { return nil }
-        return kept.remove(at: i).1
+        kept.withLock { kept in
+            guard let i = kept.firstIndex(where: { $0.0 == d }) else { return nil }
+            return kept.remove(at: i).1
+        }
     }
 
     private func makeTemp() throws(StoreError) -> (Int32, String) {

@@ -1,11 +1,12 @@
 import Dispatch
 import Foundation
 import Glibc
+import Synchronization
 
 /// Streams a file through SHA-256 with the I/O on its own thread: while the calling thread
 /// hashes chunk k, the I/O thread reads chunk k+1 (and, when copying, writes chunk k).
 /// Memory is fixed at `depth` buffers of `chunkSize`, whatever the file size.
-final class ChunkPipeline: @unchecked Sendable {
+final class ChunkPipeline: @unchecked Sendable {   // ownership hand-off: a buffer is the I/O thread's until queued, the hasher's until released (the semaphores order it)
     static let depth = 3
     /// 256 KiB: the I/O thread stays ahead of SHA-256 (a read from the page cache is ~10x
     /// faster than hashing it) and syscalls are a few thousand per GiB, while the three buffers
@@ -16,16 +17,18 @@ final class ChunkPipeline: @unchecked Sendable {
     private let path: String
     private let sink: TempFile?
     private let buffers: [UnsafeMutableRawBufferPointer]
-    private let lock = NSLock()
     private let ready = DispatchSemaphore(value: 0)
     // Created at 0 and signalled up: libdispatch traps when a semaphore is destroyed below
     // the value it was created with.
     private let free = DispatchSemaphore(value: 0)
     private let ioDone = DispatchSemaphore(value: 0)
-    private var queue: [(index: Int, count: Int)] = []
-    private var uses: [Int]
-    private var ioError: StoreError?
-    private var stop = false
+    private struct Shared {
+        var queue: [(index: Int, count: Int)] = []
+        /// Holders of each buffer (hasher, writer); free again at 0.
+        var uses = Array(repeating: 0, count: ChunkPipeline.depth)
+        var ioError: StoreError?
+    }
+    private let shared = Mutex(Shared())
 
     /// Files up to this size are read, hashed and written on the calling thread through one
     /// buffer: for them a second thread costs more than the overlap gains (bursts of small files).
@@ -41,7 +44,6 @@ final class ChunkPipeline: @unchecked Sendable {
             UnsafeMutableRawBufferPointer.allocate(byteCount: inline ? Int(Self.inlineLimit) : Self.chunkSize,
                                                    alignment: 4096)
         }
-        uses = Array(repeating: 0, count: Self.depth)
         for _ in 0..<Self.depth { free.signal() }
     }
 
@@ -57,9 +59,7 @@ final class ChunkPipeline: @unchecked Sendable {
         var total: Int64 = 0
         while true {
             ready.wait()
-            lock.lock()
-            let next = queue.isEmpty ? nil : queue.removeFirst()
-            lock.unlock()
+            let next = shared.withLock { $0.queue.isEmpty ? nil : $0.queue.removeFirst() }
             guard let (index, count) = next else { break }    // end of stream (or I/O error)
             hasher.update(UnsafeRawBufferPointer(rebasing: buffers[index][0..<count]))
             total += Int64(count)
@@ -67,7 +67,7 @@ final class ChunkPipeline: @unchecked Sendable {
             progress?(total)
         }
         ioDone.wait()
-        if let ioError { throw ioError }
+        if let ioError = shared.withLock({ $0.ioError }) { throw ioError }
         return total
     }
 
@@ -89,10 +89,10 @@ final class ChunkPipeline: @unchecked Sendable {
     }
 
     private func release(_ index: Int) {
-        lock.lock()
-        uses[index] -= 1
-        let freed = uses[index] == 0
-        lock.unlock()
+        let freed = shared.withLock { s in
+            s.uses[index] -= 1
+            return s.uses[index] == 0
+        }
         if freed { free.signal() }
     }
 
@@ -111,10 +111,11 @@ final class ChunkPipeline: @unchecked Sendable {
             repeat { n = read(src, buf.baseAddress, buf.count) } while n < 0 && errno == EINTR
             if n < 0 { fail(StoreError.from(errno: errno, path: path, operation: "read")); return }
             if n == 0 { return }
-            lock.lock()
-            uses[index] = sink == nil ? 1 : 2
-            queue.append((index, n))
-            lock.unlock()
+            let holders = sink == nil ? 1 : 2
+            shared.withLock { s in
+                s.uses[index] = holders
+                s.queue.append((index, n))
+            }
             ready.signal()
             if let sink {
                 do throws(StoreError) {
@@ -131,8 +132,6 @@ final class ChunkPipeline: @unchecked Sendable {
     }
 
     private func fail(_ e: StoreError) {
-        lock.lock()
-        if ioError == nil { ioError = e }
-        lock.unlock()
+        shared.withLock { s in if s.ioError == nil { s.ioError = e } }
     }
 }

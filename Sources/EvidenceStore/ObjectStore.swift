@@ -2,6 +2,7 @@ import Dispatch
 import EvidenceCore
 import Foundation
 import Glibc
+import Synchronization
 
 /// The content-addressed store: `objects/sha256/ab/cd/<hex>`, written through `tmp/`
 /// (temp file, fsync, rename, directory fsync), objects read-only, one object per content.
@@ -386,26 +387,31 @@ private func followingStat(_ path: String) -> Result<SourceStat, StoreError> {
 }
 
 /// The shared state of `ObjectStore.concurrently`: the next index to take and the results.
-private final class ParallelWork<T>: @unchecked Sendable {   // `next` and `results` guarded by `lock`
+private final class ParallelWork<T>: @unchecked Sendable {   // ownership hand-off: slot i is written only by the thread that took index i, and read after every thread has finished
     let body: (Int) -> T
     let count: Int
-    var results: [T?]
-    var next = 0
-    let lock = NSLock()
+    private let next = Mutex(0)
+    private let slots: UnsafeMutableBufferPointer<T?>
     init(_ count: Int, _ body: @escaping (Int) -> T) {
         self.count = count
         self.body = body
-        results = Array(repeating: nil, count: count)
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
     }
+    deinit {
+        _ = slots.deinitialize()
+        slots.deallocate()
+    }
+    /// Read once every `run` has returned.
+    var results: [T?] { Array(slots) }
     func run() {
         while true {
-            lock.lock()
-            let i = next
-            next += 1
-            lock.unlock()
+            let i = next.withLock { n in
+                defer { n += 1 }
+                return n
+            }
             guard i < count else { return }
-            let r = body(i)
-            lock.lock(); results[i] = r; lock.unlock()
+            slots[i] = body(i)
         }
     }
 }

@@ -1,6 +1,7 @@
 import EvidenceCore
 import Foundation
 import Glibc
+import Synchronization
 
 /// A source file read once into a local spool (a temp file in a store's `tmp/`) while it is
 /// hashed, for stores whose key needs the digest before the upload starts (S3).
@@ -13,7 +14,7 @@ import Glibc
 /// the remote store has the whole object. It is named `<pid>.<random>.tmp`, so a crashed
 /// process's spool is cleaned like any other temp file of a dead writer, and removed by
 /// `discard()` (or when the value goes away).
-public final class SourceSpool: @unchecked Sendable {
+public final class SourceSpool: Sendable {
     public let digest: SHA256Digest
     public let size: Int64
     /// The source as it was when read (identical before and after the read).
@@ -21,8 +22,7 @@ public final class SourceSpool: @unchecked Sendable {
     /// The spool's path (in the scratch folder, by descriptor), readable until `discard()`.
     public let path: String
     private let temp: TempFile
-    private let lock = NSLock()
-    private var discarded = false
+    private let discarded = Mutex(false)
 
     private init(digest: SHA256Digest, size: Int64, source: SourceStat, temp: TempFile, folderPath: String) {
         self.digest = digest
@@ -43,11 +43,11 @@ public final class SourceSpool: @unchecked Sendable {
 
     /// Removes the spool (once).
     public func discard() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !discarded else { return }
-        discarded = true
-        temp.discard()
+        let first = discarded.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        if first { temp.discard() }
     }
 
     /// Reads `path` once into a new spool in the folder `scratch` (a descriptor; `scratchPath`

@@ -4,7 +4,7 @@ import EvidenceCore
 /// and not in the store until `ObjectStore.commit`. Dropping it uncommitted removes the copy.
 ///
 /// Handed from the thread that staged it to the one that commits it, never used by two at once.
-public final class StagedObject: @unchecked Sendable {
+public final class StagedObject: Sendable {
     /// The source path it was read from.
     public let path: String
     public let digest: SHA256Digest

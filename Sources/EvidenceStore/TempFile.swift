@@ -5,7 +5,7 @@ import Glibc
 /// work folder), removed unless published. It is created, published (`renameat`) and removed
 /// (`unlinkat`) relative to that descriptor, so a folder on the path swapped for a link
 /// cannot move it elsewhere.
-final class TempFile: @unchecked Sendable {
+final class TempFile: @unchecked Sendable {   // ownership hand-off: written, published or discarded by one thread at a time (staged on one, committed on another)
     /// For messages only.
     private(set) var path: String
     private let folderPath: String

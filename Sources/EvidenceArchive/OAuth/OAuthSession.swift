@@ -1,5 +1,6 @@
 import EvidenceHTTP
 import Foundation
+import Synchronization
 
 /// One account's OAuth 2 access tokens: obtained from the token endpoint, cached in the token
 /// file, refreshed once for everybody (single flight) when it expires or a call comes back 401.
@@ -173,12 +174,27 @@ public actor OAuthSession {
 
     /// One refresh's state, shared with the retry loop's `beforeRetry`: the refresh token sent
     /// last, how many answers were lost, and a usable record found in the token file.
-    private final class RefreshRound: @unchecked Sendable {
-        // Touched only from the actor (`refresh` and `nextRefresh`), one at a time.
-        var token: String
-        var lost = 0
-        var found: TokenRecord?
-        init(token: String) { self.token = token }
+    private final class RefreshRound: Sendable {
+        private struct State {
+            var token: String
+            var lost = 0
+            var found: TokenRecord?
+        }
+        private let state: Mutex<State>
+        init(token: String) { state = Mutex(State(token: token)) }
+
+        var token: String {
+            get { state.withLock { $0.token } }
+            set { state.withLock { $0.token = newValue } }
+        }
+        var lost: Int {
+            get { state.withLock { $0.lost } }
+            set { state.withLock { $0.lost = newValue } }
+        }
+        var found: TokenRecord? {
+            get { state.withLock { $0.found } }
+            set { state.withLock { $0.found = newValue } }
+        }
     }
 
     private func refreshForm(_ token: String) -> [(String, String)] {

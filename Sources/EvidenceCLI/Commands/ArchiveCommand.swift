@@ -56,9 +56,7 @@ struct ArchiveCommand: AsyncParsableCommand {
         } catch { throw CLIError.config(error.description) }
 
         let progress = Progress(totalBytes: it.size, totalFiles: 1, quiet: global.quiet || global.json)
-        let lock = NSLock()
         let archiver = ArchiveHandler(home: home, rules: byName, archives: archives, progress: { path, sent, total in
-            lock.lock(); defer { lock.unlock() }
             progress.update(fileBytes: min(sent, total), name: path)
         })
         let sharer = ShareHandler(home: home, rules: byName, archives: archives)

@@ -3,6 +3,7 @@ import EvidenceCatalog
 import EvidenceCore
 import EvidencePipeline
 import Foundation
+import Synchronization
 
 struct IngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -75,13 +76,16 @@ struct IngestCommand: AsyncParsableCommand {
         let progress = Progress(totalBytes: files.reduce(0) { $0 + $1.size }, totalFiles: files.count,
                                 quiet: global.quiet || global.json)
         // Several files read at once; those read wait together for their batch's commit (one
-        // folder fsync and one catalog transaction per batch, not per file).
-        final class Board: @unchecked Sendable {   // guarded by `lock`
-            var results: [Entry?]
-            var next = 0
-            init(_ n: Int) { results = Array(repeating: nil, count: n) }
+        // folder fsync and one catalog transaction per batch, not per file). The board (results,
+        // next file) is held while anything is printed, so lines and the progress bar never mix.
+        final class Board: Sendable {
+            struct State {
+                var results: [Entry?]
+                var next = 0
+            }
+            let state: Mutex<State>
+            init(_ n: Int) { state = Mutex(State(results: Array(repeating: nil, count: n))) }
         }
-        let lock = NSLock()
         let board = Board(files.count)
         let workers = max(1, min(jobs ?? config.workers.ingest, files.count))
         let committed = DispatchGroup()
@@ -90,25 +94,25 @@ struct IngestCommand: AsyncParsableCommand {
         let output = OutputCapture.current
         let report = { @Sendable (i: Int, outcome: Ingestor.Outcome, attempt: Int) in
             let file = files[i]
-            lock.lock()
-            defer { lock.unlock() }
             OutputCapture.$current.withValue(output) {
-                progress.finishFile(size: file.size)
-                switch outcome {
-                case .ingested(let o):
-                    let item = o.item
-                    board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
-                                       size: item.size, media: item.media?.summary)
-                    if listFiles {
-                        Progress.clearLine()
-                        Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                board.state.withLock { board in
+                    progress.finishFile(size: file.size)
+                    switch outcome {
+                    case .ingested(let o):
+                        let item = o.item
+                        board.results[i] = Entry(path: file.path, status: Self.status(o), item: item.id, sha256: item.sha256.hex,
+                                           size: item.size, media: item.media?.summary)
+                        if listFiles {
+                            Progress.clearLine()
+                            Output.line("\(item.sha256.short)  #\(item.id)  \(o.label.padding(toLength: 16, withPad: " ", startingAt: 0))  \(file.path)")
+                        }
+                    case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
+                        // Whoever reads this must know nothing will try again by itself.
+                        let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
+                        let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
+                        board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
+                        Output.err(told)
                     }
-                case .rejected(let reason, _), .retryLater(let reason), .failed(let reason):
-                    // Whoever reads this must know nothing will try again by itself.
-                    let gaveUp: Bool = { if case .retryLater = outcome { return true } else { return false } }()
-                    let told = gaveUp ? "\(reason) (gave up after \(attempt) re-read\(attempt == 1 ? "" : "s"); ingest it again once it is complete)" : reason
-                    board.results[i] = Entry(path: file.path, status: Self.status(outcome), reason: told)
-                    Output.err(told)
                 }
             }
         }
@@ -121,7 +125,7 @@ struct IngestCommand: AsyncParsableCommand {
             for _ in 0..<workers {
                 group.addTask {
                     while true {
-                        let i: Int = lock.withLock {
+                        let i = board.state.withLock { board in
                             defer { board.next += 1 }
                             return board.next
                         }
@@ -129,7 +133,7 @@ struct IngestCommand: AsyncParsableCommand {
                         let file = files[i]
                         await room.acquire()
                         let (staging, rereads) = await ingestor.stage(path: file.path, followSymlinks: followSymlinks, retrying: reread) { bytes in
-                            lock.lock(); progress.update(fileBytes: bytes, name: file.path); lock.unlock()
+                            board.state.withLock { _ in progress.update(fileBytes: bytes, name: file.path) }
                         }
                         switch staging {
                         case .finished(let outcome):
@@ -151,8 +155,9 @@ struct IngestCommand: AsyncParsableCommand {
             committed.notify(queue: .global()) { done.resume() }
         }
         try home.catalog.flushHead()
-        entries += board.results.compactMap { $0 }
-        failures += board.results.filter { $0?.item == nil }.count
+        let results = board.state.withLock { $0.results }
+        entries += results.compactMap { $0 }
+        failures += results.filter { $0?.item == nil }.count
         Progress.clearLine()
         if global.json {
             Output.json(entries)

@@ -78,14 +78,17 @@ enum Output {
 }
 
 /// A one-line progress bar on stderr, only when stderr is a terminal; at most 10 redraws/s.
-final class Progress: @unchecked Sendable {  // callers serialise access
+final class Progress: Sendable {
     private let totalBytes: Int64
     private let totalFiles: Int
     private let enabled: Bool
-    private var lastDraw = 0.0
     private let start = Date()
-    private(set) var doneBytes: Int64 = 0
-    private(set) var doneFiles = 0
+    private struct State {
+        var lastDraw = 0.0
+        var doneBytes: Int64 = 0
+        var doneFiles = 0
+    }
+    private let state = Mutex(State())
     nonisolated(unsafe) static var drawn = false
 
     init(totalBytes: Int64, totalFiles: Int, quiet: Bool) {
@@ -96,20 +99,24 @@ final class Progress: @unchecked Sendable {  // callers serialise access
     }
 
     func update(fileBytes: Int64, name: String) {
-        draw(bytes: doneBytes + fileBytes, name: name)
+        state.withLock { s in draw(&s, bytes: s.doneBytes + fileBytes, name: name) }
     }
 
     func finishFile(size: Int64) {
-        doneBytes += size
-        doneFiles += 1
-        draw(bytes: doneBytes, name: "", force: doneFiles == totalFiles)
+        state.withLock { s in
+            s.doneBytes += size
+            s.doneFiles += 1
+            draw(&s, bytes: s.doneBytes, name: "", force: s.doneFiles == totalFiles)
+        }
     }
 
-    private func draw(bytes: Int64, name: String, force: Bool = false) {
+    /// With the state held: one redraw at a time, in order.
+    private func draw(_ s: inout State, bytes: Int64, name: String, force: Bool = false) {
         guard enabled else { return }
         let now = Date().timeIntervalSince1970
-        guard force || now - lastDraw >= 0.1 else { return }
-        lastDraw = now
+        guard force || now - s.lastDraw >= 0.1 else { return }
+        s.lastDraw = now
+        let doneFiles = s.doneFiles
         let frac = totalBytes > 0 ? min(1, Double(bytes) / Double(totalBytes)) : Double(doneFiles) / Double(max(1, totalFiles))
         let width = 24
         let filled = Int(frac * Double(width))

@@ -6,8 +6,7 @@ import Foundation
 /// Parameters always travel separately from the SQL (`PQexecParams`, text format), so no value
 /// is ever spliced into a statement; the password is given to libpq as a parameter of its own,
 /// never as part of a URL that could reach a log or an error message.
-// Unchecked: the pool hands a connection to one thread at a time, and only then is it used.
-final class PGConnection: @unchecked Sendable {
+final class PGConnection: @unchecked Sendable {   // C handle (PGconn): the pool hands it to one thread at a time, and only then is it used
     private let conn: OpaquePointer
     /// Where the catalog is, for messages: `host:port/db` without user or password.
     let label: String

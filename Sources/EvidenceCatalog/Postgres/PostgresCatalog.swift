@@ -198,7 +198,7 @@ public final class PostgresCatalog: Catalog {
     }
 
     /// A small set of idle connections; a new one is opened when none is idle.
-    final class Pool: @unchecked Sendable {
+    final class Pool: Sendable {
         // Connections are handed to one thread at a time; the list itself is behind the lock.
         private let idle = Mutex<[PGConnection]>([])
         let target: PostgresTarget

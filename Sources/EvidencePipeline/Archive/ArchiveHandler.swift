@@ -1,4 +1,5 @@
 import EvidenceArchive
+import EvidenceBlocking
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
@@ -95,9 +96,8 @@ public struct ArchiveHandler: JobHandler {
         // On an I/O thread: for an S3 store this is a download of the whole object.
         let opened: Int32
         let (store, object) = (home.store, upload.object)
-        switch await onIOThread({ Result { () throws(StoreError) in try store.openObject(object).fd } }) {
-        case .success(let fd): opened = fd
-        case .failure(let error): throw JobError("\(store.location(of: object)): \(error.description)", retryable: true)
+        do { opened = try await onIOThread { () throws(StoreError) in try store.openObject(object).fd } } catch {
+            throw JobError("\(store.location(of: object)): \(error.description)", retryable: true)
         }
         defer { close(opened) }
         let local = "/proc/self/fd/\(opened)"
@@ -151,16 +151,14 @@ public struct ArchiveHandler: JobHandler {
         defer { try? FileManager.default.removeItem(atPath: temp) }
         do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
         let length = remote.size
-        let same = await onIOThread { () -> Result<Bool, StoreError> in
-            Result { () throws(StoreError) in
+        do {
+            return try await onIOThread { () throws(StoreError) -> Bool in
                 let back = try FileHasher.hash(path: temp)
                 guard back.size == length else { return false }
                 return SHA256Digest(bytes: try FileHasher.digest(path: local, algorithm: .sha256, offset: 0, length: length)) == back.digest
             }
-        }
-        switch same {
-        case .success(let isPrefix): return isPrefix
-        case .failure(let error): throw JobError("\(provider.account): \(path): \(error.description)", retryable: true)
+        } catch {
+            throw JobError("\(provider.account): \(path): \(error.description)", retryable: true)
         }
     }
 
@@ -187,10 +185,11 @@ public struct ArchiveHandler: JobHandler {
         let temp = scratch + "/\(getpid()).readback-\(UUID().uuidString)"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
         try await provider.download(path, to: temp)
-        let back = await onIOThread { Result { try FileHasher.hash(path: temp).digest } }
-        switch back {
-        case .success(let digest): return digest == sha256 ? "read-back sha256" : nil
-        case .failure(let error): throw ArchiveError(.local, "\(error)")
+        do {
+            let digest = try await onIOThread { () throws(StoreError) in try FileHasher.hash(path: temp).digest }
+            return digest == sha256 ? "read-back sha256" : nil
+        } catch {
+            throw ArchiveError(.local, "\(error)")
         }
     }
 

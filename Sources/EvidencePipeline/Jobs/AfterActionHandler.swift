@@ -1,3 +1,4 @@
+import EvidenceBlocking
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
@@ -35,15 +36,16 @@ public struct AfterActionHandler: JobHandler {
         }
         let (path, sourceID) = (sourceRef.path, sourceRef.id)
         let home = self.home
-        let found = await onIOThread { Result { () throws(CatalogError) in
-            (try home.catalog.item(id: itemID), try home.catalog.sources(itemID: itemID).first(where: { $0.id == sourceID }))
-        } }
-        let item: Item
-        let source: SourceSighting
-        switch found {
-        case .success(let (i?, s?)): item = i; source = s
-        case .success: throw JobError("item \(itemID) or source \(sourceID) is gone", retryable: false)
-        case .failure(let e): throw JobError(e.description, retryable: true)
+        let found: (Item?, SourceSighting?)
+        do {
+            found = try await onIOThread { () throws(CatalogError) in
+                (try home.catalog.item(id: itemID), try home.catalog.sources(itemID: itemID).first(where: { $0.id == sourceID }))
+            }
+        } catch {
+            throw JobError(error.description, retryable: true)
+        }
+        guard case (let item?, let source?) = found else {
+            throw JobError("item \(itemID) or source \(sourceID) is gone", retryable: false)
         }
 
         let plan = rules[ruleName].map(ItemLifecycle.init)
@@ -58,15 +60,18 @@ public struct AfterActionHandler: JobHandler {
         }
 
         // This rule's own evidence, from the catalog: what it lacks is queued, and the source waits.
-        let missing = await onIOThread { Result { () throws(CatalogError) -> [JobSpec] in
-            let lacking = plan.missingStages(item: item, proofs: try home.catalog.proofs(itemID: itemID),
-                                             archived: try home.catalog.archivedFiles(itemID: itemID))
-            for spec in lacking { _ = try home.catalog.enqueue(spec, itemID: itemID, dedupeKey: spec.itemKey(itemID)) }
-            return lacking
-        } }
-        switch missing {
-        case .failure(let e): throw JobError(e.description, retryable: true)
-        case .success(let lacking) where !lacking.isEmpty:
+        let lacking: [JobSpec]
+        do {
+            lacking = try await onIOThread { () throws(CatalogError) -> [JobSpec] in
+                let lacking = plan.missingStages(item: item, proofs: try home.catalog.proofs(itemID: itemID),
+                                                 archived: try home.catalog.archivedFiles(itemID: itemID))
+                for spec in lacking { _ = try home.catalog.enqueue(spec, itemID: itemID, dedupeKey: spec.itemKey(itemID)) }
+                return lacking
+            }
+        } catch {
+            throw JobError(error.description, retryable: true)
+        }
+        if !lacking.isEmpty {
             let age = -job.createdAt.timeIntervalSinceNow
             let what = lacking.map { spec -> String in
                 if case .notarize(_, let notary) = spec.payload { return "notary \(notary)" }
@@ -74,8 +79,6 @@ public struct AfterActionHandler: JobHandler {
             }
             return .notYet(until: Date().addingTimeInterval(min(600, max(1, age / 10))),
                            reason: "rule \(plan.rule.name) still needs \(what.joined(separator: ", ")) for item #\(itemID); \(path) left in place")
-        case .success:
-            break
         }
         if action == .keep {
             return .done(JobTransition(state: nil, event: .ruleStagesComplete, details: ["rule": plan.rule.name, "path": path]))
@@ -84,10 +87,10 @@ public struct AfterActionHandler: JobHandler {
         let dest: String? = if case .move(let dir) = action { destination(for: path, in: dir, rule: plan.rule) } else { nil }
         let objectPath = home.store.location(of: item.sha256)
         let (root, beforeAct) = (plan.rule.path, self.beforeAct)
-        return try await onIOThread { () -> Result<JobOutcome, JobError> in
-            Self.perform(action: action, path: path, root: root, dest: dest, source: source, item: item, objectPath: objectPath,
-                         home: home, beforeAct: beforeAct)
-        }.get()
+        return try await onIOThread { () throws(JobError) -> JobOutcome in
+            try Self.perform(action: action, path: path, root: root, dest: dest, source: source, item: item, objectPath: objectPath,
+                             home: home, beforeAct: beforeAct).get()
+        }
     }
 
     /// Keeps sub-folders below the watched root: `<root>/a/b.mp4` → `<dir>/a/b.mp4`.

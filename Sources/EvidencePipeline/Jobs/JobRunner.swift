@@ -1,3 +1,4 @@
+import EvidenceBlocking
 import EvidenceCatalog
 import EvidenceCore
 import Foundation
@@ -59,9 +60,9 @@ public final class JobRunner: Service, Sendable {
         let (catalog, owner) = (self.catalog, self.owner)
         // Leases of processes that are gone (a previous run killed) go back to the queue now;
         // one a live `evidence archive` holds stays with it.
-        let released = try await onIOThread { Result { () throws(CatalogError) in
+        let released = try await onIOThread { () throws(CatalogError) in
             try catalog.releaseLeases(owners: catalog.leaseOwners().filter { Lease.isGone($0, current: owner) })
-        } }.get()
+        }
         if released > 0 { logger.notice("returned \(released) job lease(s) of a previous run to the queue") }
         started.withLock { $0 = true }
         await withGracefulShutdownHandler {
@@ -99,13 +100,12 @@ public final class JobRunner: Service, Sendable {
         while !isStopping && !Task.isCancelled {
             let seen = signal?.generation
             // SQLite calls block: they run on the I/O threads, never on the cooperative pool.
-            let claimed = await onIOThread {
-                Result { () throws(CatalogError) in try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: now()) }
-            }
             let job: QueuedJob?
-            switch claimed {
-            case .success(let j): job = j
-            case .failure(let error):
+            do {
+                job = try await onIOThread { () throws(CatalogError) in
+                    try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: now())
+                }
+            } catch {
                 // The catalog is unavailable (locked for long, disk gone): back off, never spin.
                 logger.error("cannot claim jobs: \(error)")
                 try? await Task.sleep(for: .seconds(min(5, idlePoll * 10)))
@@ -141,12 +141,12 @@ public final class JobRunner: Service, Sendable {
             }
             switch outcome {
             case .done(let transition):
-                try await onIOThread { Result { () throws(CatalogError) in
-                    try catalog.completeJob(job.id, owner: owner, transition: transition) } }.get()
+                try await onIOThread { () throws(CatalogError) in
+                    try catalog.completeJob(job.id, owner: owner, transition: transition) }
                 log.debug("job done")
             case .notYet(let until, let reason):
-                try await onIOThread { Result { () throws(CatalogError) in
-                    try catalog.releaseJob(job.id, owner: owner, runAt: until) } }.get()
+                try await onIOThread { () throws(CatalogError) in
+                    try catalog.releaseJob(job.id, owner: owner, runAt: until) }
                 log.debug("job waits: \(reason)")
             }
         } catch let error as JobError {
@@ -158,9 +158,9 @@ public final class JobRunner: Service, Sendable {
                 ? now().addingTimeInterval(max(error.retryAfter ?? 0, backoff.delay(afterAttempt: job.attempts)))
                 : nil
             do {
-                let after = try await onIOThread { Result { () throws(CatalogError) in
+                let after = try await onIOThread { () throws(CatalogError) in
                     try catalog.failJob(job.id, owner: owner, error: error.message, retryAt: retryAt, onGiveUp: error.onGiveUp)
-                } }.get()
+                }
                 if after.state == .failed {
                     metrics.jobFailed(kind: job.kind.rawValue)
                     log.error("job failed for good after \(after.attempts) attempt(s): \(error.message)")

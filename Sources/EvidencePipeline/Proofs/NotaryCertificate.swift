@@ -1,3 +1,4 @@
+import EvidenceBlocking
 import EvidenceCatalog
 import EvidenceCore
 import EvidenceNotary
@@ -16,12 +17,12 @@ public enum NotaryCertificate {
         try await metrics.timeNotary(proof.notary, .certificate) { () async throws(NotaryError) in
             try await qed.downloadCertificate(slug: slug, to: temp)
         }
-        return try await onIOThread { Result { () throws -> Data in
+        return try await onIOThread { () throws -> Data in
             let data = try Data(contentsOf: URL(fileURLWithPath: temp))
             let digest = try home.store.put(data).digest
             try home.catalog.saveCertificate(Certificate(itemID: proof.itemID, origin: proof.notary, sha256: digest,
                                                          size: Int64(data.count)))
             return data
-        } }.get()
+        }
     }
 }

@@ -14,7 +14,8 @@ public struct StderrLogHandler: LogHandler {
     public var logLevel: Logger.Level
     let label: String
     let format: Format
-    private static let lock = NSLock()
+    /// Held while a line is written, so lines from several threads never interleave.
+    private static let writing = Mutex(())
 
     public init(label: String, level: Logger.Level, format: Format) {
         self.label = label
@@ -37,9 +38,7 @@ public struct StderrLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         let line = self.line(event: event)
-        Self.lock.lock()
-        FileHandle.standardError.write(Data(line.utf8))
-        Self.lock.unlock()
+        Self.writing.withLock { _ in FileHandle.standardError.write(Data(line.utf8)) }
     }
 
     /// The line `log` writes for `event`, newline included.

@@ -1,3 +1,4 @@
+import EvidenceBlocking
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore

@@ -87,24 +87,19 @@ enum Pages {
 }
 
 /// The running SHA-256 of a streamed original (one writer at a time: the body writes sequentially).
-final class HasherBox: @unchecked Sendable {
+final class HasherBox: @unchecked Sendable {   // C handle (an OpenSSL digest context): the body's writes are sequential, one at a time
     private let hasher = SHA256Hasher()
     func update(_ data: Data) { hasher.update(data) }
     func finalize() -> SHA256Digest { hasher.finalize() }
 }
 
 /// Lets the response body (a `@Sendable` closure) own the handle.
-final class FileBox: @unchecked Sendable {   // one reader at a time: the body writes sequentially
+final class FileBox: Sendable {
     private let file: FileHandle
     init(_ file: FileHandle) { self.file = file }
     func read(_ n: Int) async throws -> Data {
         let file = self.file
-        return try await blocking { try file.read(upToCount: n) ?? Data() }
+        return try await onIOThread { try file.read(upToCount: n) ?? Data() }
     }
 }
 
-/// Catalog and file work off the cooperative thread pool (SQLite reads and file I/O block).
-func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    let result: Result<T, any Error> = await onIOThread { Result { try work() } }
-    return try result.get()
-}

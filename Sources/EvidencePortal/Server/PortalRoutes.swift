@@ -43,7 +43,7 @@ struct PortalRoutes: Sendable {
         guard let parameters = Self.parameters(request) else { return Self.badQuery() }
         let query = SearchQuery(parameters.q ?? "")
         let data = self.data
-        let found = try await blocking { try data.search(query) }
+        let found = try await onIOThread { try data.search(query) }
         return Pages.html(.ok, SearchPage.render(query: query, results: found.results, truncated: found.truncated, limit: data.limit))
     }
 
@@ -58,14 +58,14 @@ struct PortalRoutes: Sendable {
             stuckAfter = s
         }
         let data = self.data
-        let report = try await blocking { [stuckAfter] in try data.status(stuckAfter: stuckAfter) }
+        let report = try await onIOThread { [stuckAfter] in try data.status(stuckAfter: stuckAfter) }
         return Pages.html(.ok, StatusPage.render(report))
     }
 
     func item(_ context: PortalContext) async throws -> Response {
         guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
         let data = self.data
-        guard let details = try await blocking({ try data.details(itemID: id) }) else {
+        guard let details = try await onIOThread({ try data.details(itemID: id) }) else {
             return Pages.notFound("There is no item #\(id).")
         }
         return Pages.html(.ok, ItemPage.render(details))
@@ -77,7 +77,7 @@ struct PortalRoutes: Sendable {
         }
         let origin = String(file.dropLast(4))
         let home = data.home
-        let found: (Item, Certificate, Data)? = try await blocking {
+        let found: (Item, Certificate, Data)? = try await onIOThread {
             guard let item = try home.catalog.item(id: id),
                   let cert = try home.catalog.certificates(itemID: id).first(where: { $0.origin == origin }) else { return nil }
             let bytes = try home.store.read(cert.sha256)
@@ -99,7 +99,7 @@ struct PortalRoutes: Sendable {
     func bundle(_ request: Request, _ context: PortalContext, _ format: BundleDownload.Format) async throws -> Response {
         guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
         let home = data.home, cas = tsaCAFiles
-        guard let item = try await blocking({ try home.catalog.item(id: id) }) else {
+        guard let item = try await onIOThread({ try home.catalog.item(id: id) }) else {
             return Pages.notFound("There is no item #\(id).")
         }
         let fileName = BundleDownload.folderName(for: item) + "." + format.rawValue
@@ -118,7 +118,7 @@ struct PortalRoutes: Sendable {
             busy.headers[.retryAfter] = "5"
             return busy
         }
-        let download = try await blocking { try BundleDownload.make(home: home, item: item, format: format, tsaCAFiles: cas) }
+        let download = try await onIOThread { try BundleDownload.make(home: home, item: item, format: format, tsaCAFiles: cas) }
         withExtendedLifetime(slot) {}   // held until the bundle is built
         switch download.body {
         case .file(let file):
