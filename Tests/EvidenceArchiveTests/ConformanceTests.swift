@@ -8,7 +8,7 @@ import Testing
 /// One suite every provider passes (like rclone's fstests): the per-provider part is
 /// `ProviderUnderTest.make()`. Bytes are checked independently of the provider where files
 /// land in a local folder (local, WebDAV), and by reading back through the provider everywhere.
-@Suite("Archive provider conformance", .serialized)
+@Suite("Archive provider conformance")
 struct ConformanceTests {
     @Test("nested folders are made, and making existing ones again is fine", arguments: ProviderUnderTest.allCases)
     func folders(_ which: ProviderUnderTest) async throws {

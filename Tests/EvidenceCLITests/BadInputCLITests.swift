@@ -59,7 +59,8 @@ struct BadInputCLITests {
     func unreadable() throws {
         let s = Scratch()
         chmod(s.path, 0o777)
-        s.file("drop/ok.txt", "ok")
+        // Readable by others on purpose: commands run in-process set this process's umask to 077.
+        chmod(s.file("drop/ok.txt", "ok"), 0o644)
         let secret = s.file("drop/locked.txt", "locked")
         chmod(secret, 0o000)
         chmod(s.path + "/drop", 0o755)

@@ -1,4 +1,5 @@
 import EvidenceCLI
+import EvidenceTesting
 import Foundation
 import Synchronization
 
@@ -25,47 +26,5 @@ enum InProcess {
             return CLI.Result(status: SIGKILL, stdout: "", stderr: "in-process run of \(args) did not end within \(timeout) s")
         }
         return result.withLock { $0! }
-    }
-}
-
-/// One thread running the jobs of the tasks that prefer it, in order.
-final class ThreadExecutor: TaskExecutor, @unchecked Sendable {  // `jobs` and `stopped` are guarded by `condition`
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var stopped = false
-
-    init() {
-        let thread = Thread { [self] in loop() }
-        thread.name = "evidence-in-process"
-        thread.stackSize = 8 << 20
-        thread.start()
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let unowned = UnownedJob(job)
-        condition.lock()
-        jobs.append(unowned)
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// Ends the thread once the jobs queued so far have run; a job enqueued later (a command
-    /// that outlived its timeout) still runs, on the thread's way out.
-    func stop() {
-        condition.lock()
-        stopped = true
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func loop() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty && !stopped { condition.wait() }
-            if jobs.isEmpty { condition.unlock(); return }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
     }
 }
