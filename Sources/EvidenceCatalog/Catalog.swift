@@ -20,10 +20,6 @@ public protocol Catalog: Sendable {
     /// Records a source that could not be taken in (event `quarantined`).
     func recordQuarantine(path: String, rule: String?, reason: String) throws(CatalogError) -> QuarantineEntry
 
-    /// Changes an item's state with an event of `kind` (e.g. `.verified`, `.failed`).
-    func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
-                    details: [String: String], wake: [JobKind]) throws(CatalogError) -> Item
-
     /// Appends an event that changes no state (e.g. `.sourceDeleting`).
     @discardableResult
     func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent
@@ -137,17 +133,17 @@ public protocol Catalog: Sendable {
     func jobCounts() throws(CatalogError) -> [String: Int]
     /// Jobs per kind and state (`queued`, `running`, `done`, `failed`): kind → state → count.
     func jobCountsByKind() throws(CatalogError) -> [String: [String: Int]]
-    func retryFailed(itemID: Int64?) throws(CatalogError) -> Int
+    /// Re-queues failed jobs (all, or one item's) with fresh attempts and a `retry` event each,
+    /// then asks `decide` (the item's lifecycle) for each of their items with its state and the
+    /// state it went to `failed` from (nil when none is recorded), and applies the transition it
+    /// returns, all in one transaction. The catalog decides nothing itself. Returns the number of
+    /// jobs re-queued.
+    func retryFailed(itemID: Int64?, then decide: @escaping @Sendable (_ state: ItemState, _ failedFrom: ItemState?) -> JobTransition?)
+        throws(CatalogError) -> Int
 }
 
 extension Catalog {
     public var jobSignal: JobSignal? { nil }
-
-    /// `transition` that wakes no parked job.
-    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
-                           details: [String: String]) throws(CatalogError) -> Item {
-        try transition(itemID: itemID, to: state, reason: reason, event: kind, details: details, wake: [])
-    }
 }
 
 /// What the pipeline learned about one source it stored.
@@ -242,6 +238,9 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
     case database(path: String, detail: String)
     case notFound(String)
     case appendOnly(path: String)
+    /// A coded column (a state, a kind, a role) holds a value this version does not know: a
+    /// catalog edited by hand or written by a newer version. `row` names the row in its table.
+    case unknownValue(table: String, row: String, column: String, value: String)
 
     public var description: String {
         switch self {
@@ -250,6 +249,8 @@ public enum CatalogError: Error, CustomStringConvertible, Sendable {
         case .database(let p, let d): return "\(p): catalog error: \(d)"
         case .notFound(let what): return "not found: \(what)"
         case .appendOnly(let p): return "\(p): the custody log is append-only"
+        case .unknownValue(let table, let row, let column, let value):
+            return "\(table) \(row) has the unknown \(column) \"\(value.prefix(80))\""
         }
     }
 }

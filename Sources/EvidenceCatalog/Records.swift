@@ -2,44 +2,108 @@ import EvidenceCore
 import Foundation
 import GRDB
 
-// One Codable record per table; columns in snake_case. Public value types live in
-// EvidenceCore; these map them to rows.
+// One record per table, its columns named once in its `Columns` (snake_case, as in the schema).
+// Public value types live in EvidenceCore; these map them to rows, for both catalogs (the
+// PostgreSQL one builds the same records from its rows). Coded columns (states, kinds, roles)
+// are their enums here: a value this version does not know (a catalog edited by hand or
+// written by a newer version) is refused with the table, the row and the value, never taken
+// for another one.
 
-struct ItemRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
-    static let databaseTableName = "item"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+/// What every catalog record shares: snake_case columns, dates stored as `StoredDate` text.
+protocol CatalogRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable {}
+
+extension CatalogRecord {
+    static var databaseColumnDecodingStrategy: DatabaseColumnDecodingStrategy { .convertFromSnakeCase }
+    static var databaseColumnEncodingStrategy: DatabaseColumnEncodingStrategy { .convertToSnakeCase }
     static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+
+    /// The stored text of a coded column as its enum; a value this version does not know is
+    /// refused naming the table, the row and the value.
+    static func coded<Value: RawRepresentable>(_ raw: String, _ column: some ColumnExpression, row: String)
+        throws(CatalogError) -> Value where Value.RawValue == String
+    {
+        guard let value = Value(rawValue: raw) else {
+            throw CatalogError.unknownValue(table: databaseTableName, row: row, column: column.name, value: raw)
+        }
+        return value
+    }
+
+    /// `coded` for a column that may be NULL.
+    static func codedIfPresent<Value: RawRepresentable>(_ raw: String?, _ column: some ColumnExpression, row: String)
+        throws(CatalogError) -> Value? where Value.RawValue == String
+    {
+        guard let raw else { return nil }
+        return try coded(raw, column, row: row) as Value
+    }
+
+    /// Checks the coded columns of a SQLite row before the record is decoded from it, so that an
+    /// unknown value is refused naming its row (the decoder alone would only name the type).
+    static func checkCoded<Value: RawRepresentable>(_ type: Value.Type, _ column: some ColumnExpression, in row: Row, name: String)
+        throws where Value.RawValue == String
+    {
+        _ = try codedIfPresent(try row.decode(String?.self, forColumn: column), column, row: name) as Value?
+    }
+
+    /// A stored SHA-256 as a digest; anything but 64 hex digits is refused naming the row.
+    static func digest(_ hex: String, _ column: some ColumnExpression, row: String) throws(CatalogError) -> SHA256Digest {
+        guard let digest = SHA256Digest(hex: hex) else {
+            throw CatalogError.database(path: "\(databaseTableName) \(row)",
+                                        detail: "its \(column.name) \"\(hex.prefix(80))\" is not 64 hex digits")
+        }
+        return digest
+    }
+}
+
+struct ItemRow: CatalogRecord {
+    static let databaseTableName = "item"
+    enum Columns: String, ColumnExpression {
+        case id, sha256, size, state
+        case stateReason = "state_reason", mediaJson = "media_json", dateTaken = "date_taken"
+        case createdAt = "created_at", updatedAt = "updated_at", failedFrom = "failed_from"
+    }
     var id: Int64?
     var sha256: String
     var size: Int64
-    var state: String
+    var state: ItemState
     var stateReason: String?
     var mediaJson: String?
     var dateTaken: Date?
     var createdAt: Date
     var updatedAt: Date
+    /// The state a retry returns a failed item to: the one it was in when it went to `failed`
+    /// (set in the transaction of that move; nil while it is not failed).
+    var failedFrom: ItemState?
+
+    init(id: Int64?, sha256: String, size: Int64, state: ItemState, stateReason: String?, mediaJson: String?,
+         dateTaken: Date?, createdAt: Date, updatedAt: Date, failedFrom: ItemState?) {
+        self.id = id; self.sha256 = sha256; self.size = size; self.state = state; self.stateReason = stateReason
+        self.mediaJson = mediaJson; self.dateTaken = dateTaken; self.createdAt = createdAt; self.updatedAt = updatedAt
+        self.failedFrom = failedFrom
+    }
+
+    init(row: Row) throws {
+        let name = String(try row.decode(Int64.self, forColumn: Columns.id))
+        try Self.checkCoded(ItemState.self, Columns.state, in: row, name: name)
+        try Self.checkCoded(ItemState.self, Columns.failedFrom, in: row, name: name)
+        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+    }
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
-    /// The item; a row whose state or hash this version cannot read (a catalog edited by hand or
-    /// written by a newer version) is an error naming the item, never shown as another state.
-    func model() throws -> Item {
+    /// The item; a row whose hash this version cannot read is an error naming the item.
+    func model() throws(CatalogError) -> Item {
         let media = mediaJson.flatMap { try? CanonicalJSON.decoder().decode(MediaInfo.self, from: Data($0.utf8)) }
-        guard let digest = SHA256Digest(hex: sha256) else {
-            throw CatalogError.database(path: "item \(id ?? 0)", detail: "its sha256 \"\(sha256.prefix(80))\" is not 64 hex digits")
-        }
-        return Item(id: id ?? 0, sha256: digest, size: size,
-                    state: try ItemState.stored(state, item: id ?? 0), stateReason: stateReason, media: media,
-                    dateTaken: dateTaken, createdAt: createdAt, updatedAt: updatedAt)
+        return Item(id: id ?? 0, sha256: try Self.digest(sha256, Columns.sha256, row: String(id ?? 0)), size: size,
+                    state: state, stateReason: stateReason, media: media, dateTaken: dateTaken, createdAt: createdAt,
+                    updatedAt: updatedAt)
     }
 }
 
-struct SourceRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
+struct SourceRow: CatalogRecord {
     static let databaseTableName = "source"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case id, itemId = "item_id", path, name, rule, device, inode, size, mtimeNanos = "mtime_nanos", seenAt = "seen_at"
+    }
     var id: Int64?
     var itemId: Int64
     var path: String
@@ -61,11 +125,11 @@ struct SourceRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
     }
 }
 
-struct QuarantineRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
+struct QuarantineRow: CatalogRecord {
     static let databaseTableName = "quarantine"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case id, path, rule, reason, at, resolved
+    }
     var id: Int64?
     var path: String
     var rule: String?
@@ -80,11 +144,13 @@ struct QuarantineRow: Codable, FetchableRecord, MutablePersistableRecord, Sendab
     }
 }
 
-struct CustodyRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+/// A custody event. Its `kind` stays text: reading the log accepts any kind, so that a log
+/// written by another version stays verifiable (`CustodyEventKind`).
+struct CustodyRow: CatalogRecord, PersistableRecord {
     static let databaseTableName = "custody_event"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case seq, itemId = "item_id", at, kind, actor, details, prevHash = "prev_hash", hash
+    }
     var seq: Int64
     var itemId: Int64?
     var at: String
@@ -105,15 +171,17 @@ struct CustodyRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     }
 }
 
-struct JobRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
+struct JobRow: CatalogRecord {
     static let databaseTableName = "job"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case id, kind, itemId = "item_id", state, attempts, maxAttempts = "max_attempts", nextRunAt = "next_run_at"
+        case leaseOwner = "lease_owner", leaseExpiresAt = "lease_expires_at", lastError = "last_error", payload
+        case dedupeKey = "dedupe_key", createdAt = "created_at", updatedAt = "updated_at"
+    }
     var id: Int64?
-    var kind: String
+    var kind: JobKind
     var itemId: Int64?
-    var state: String
+    var state: QueuedJob.State
     var attempts: Int
     var maxAttempts: Int
     var nextRunAt: Date
@@ -125,35 +193,49 @@ struct JobRow: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
     var createdAt: Date
     var updatedAt: Date
 
+    init(id: Int64?, kind: JobKind, itemId: Int64?, state: QueuedJob.State, attempts: Int, maxAttempts: Int, nextRunAt: Date,
+         leaseOwner: String?, leaseExpiresAt: Date?, lastError: String?, payload: String, dedupeKey: String,
+         createdAt: Date, updatedAt: Date) {
+        self.id = id; self.kind = kind; self.itemId = itemId; self.state = state; self.attempts = attempts
+        self.maxAttempts = maxAttempts; self.nextRunAt = nextRunAt; self.leaseOwner = leaseOwner
+        self.leaseExpiresAt = leaseExpiresAt; self.lastError = lastError; self.payload = payload; self.dedupeKey = dedupeKey
+        self.createdAt = createdAt; self.updatedAt = updatedAt
+    }
+
+    init(row: Row) throws {
+        let name = String(try row.decode(Int64.self, forColumn: Columns.id))
+        try Self.checkCoded(JobKind.self, Columns.kind, in: row, name: name)
+        try Self.checkCoded(QueuedJob.State.self, Columns.state, in: row, name: name)
+        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+    }
+
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
-    /// The job, or an error naming it when its kind or parameters cannot be read (a catalog
-    /// written by hand or by a newer version).
-    func model() throws -> QueuedJob {
-        guard let jobKind = JobKind(rawValue: kind) else {
-            throw CatalogError.notFound("job \(id ?? 0): unknown kind \"\(kind)\"")
-        }
+    /// The job, or an error naming it when its parameters cannot be read (a catalog written by
+    /// hand or by a newer version).
+    func model() throws(CatalogError) -> QueuedJob {
         let fields = (try? CanonicalJSON.decoder().decode([String: String].self, from: Data(payload.utf8))) ?? [:]
         let typed: JobPayload
-        do { typed = try JobPayload(kind: jobKind, fields: fields) } catch {
+        do { typed = try JobPayload(kind: kind, fields: fields) } catch {
             throw CatalogError.notFound("job \(id ?? 0): \(error)")
         }
-        return QueuedJob(id: id ?? 0, itemID: itemId, state: QueuedJob.State(rawValue: state) ?? .failed,
-                         attempts: attempts, maxAttempts: maxAttempts, nextRunAt: nextRunAt, leaseOwner: leaseOwner,
-                         leaseExpiresAt: leaseExpiresAt, lastError: lastError, payload: typed, createdAt: createdAt,
-                         updatedAt: updatedAt)
+        return QueuedJob(id: id ?? 0, itemID: itemId, state: state, attempts: attempts, maxAttempts: maxAttempts,
+                         nextRunAt: nextRunAt, leaseOwner: leaseOwner, leaseExpiresAt: leaseExpiresAt, lastError: lastError,
+                         payload: typed, createdAt: createdAt, updatedAt: updatedAt)
     }
 }
 
-struct ProofRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+struct ProofRow: CatalogRecord, PersistableRecord {
     static let databaseTableName = "proof"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case itemId = "item_id", notary, kind, state, remoteId = "remote_id", receipt, txHash = "tx_hash"
+        case blockHeight = "block_height", network, link, provenAt = "proven_at", error, submittedAt = "submitted_at"
+        case updatedAt = "updated_at"
+    }
     var itemId: Int64
     var notary: String
-    var kind: String
-    var state: String
+    var kind: ProofKind
+    var state: Proof.State
     var remoteId: String?
     var receipt: String?
     var txHash: String?
@@ -166,27 +248,36 @@ struct ProofRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     var updatedAt: Date
 
     init(_ p: Proof) {
-        itemId = p.itemID; notary = p.notary; kind = p.kind.rawValue; state = p.state.rawValue; remoteId = p.remoteID
+        itemId = p.itemID; notary = p.notary; kind = p.kind; state = p.state; remoteId = p.remoteID
         receipt = p.receipt?.hex; txHash = p.txHash; blockHeight = p.blockHeight; network = p.network; link = p.link
         provenAt = p.provenAt; error = p.error; submittedAt = p.submittedAt; updatedAt = p.updatedAt
     }
 
-    func model() throws -> Proof {
-        guard let proofKind = ProofKind(rawValue: kind) else {
-            throw CatalogError.notFound("proof of item \(itemId) by \(notary): unknown kind \"\(kind)\"")
-        }
-        return Proof(itemID: itemId, notary: notary, kind: proofKind, state: Proof.State(rawValue: state) ?? .failed,
-              remoteID: remoteId, receipt: receipt.flatMap { SHA256Digest(hex: $0) }, txHash: txHash,
-              blockHeight: blockHeight, network: network, link: link, provenAt: provenAt, error: error,
-              submittedAt: submittedAt, updatedAt: updatedAt)
+    /// How a proof row is named in errors: its item and notary (the key).
+    static func name(itemID: Int64, notary: String) -> String { "of item \(itemID) by \(notary)" }
+
+    init(row: Row) throws {
+        let name = Self.name(itemID: try row.decode(Int64.self, forColumn: Columns.itemId),
+                             notary: try row.decode(String.self, forColumn: Columns.notary))
+        try Self.checkCoded(ProofKind.self, Columns.kind, in: row, name: name)
+        try Self.checkCoded(Proof.State.self, Columns.state, in: row, name: name)
+        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+    }
+
+    func model() throws(CatalogError) -> Proof {
+        let name = Self.name(itemID: itemId, notary: notary)
+        return Proof(itemID: itemId, notary: notary, kind: kind, state: state, remoteID: remoteId,
+                     receipt: try receipt.map { (hex) throws(CatalogError) in try Self.digest(hex, Columns.receipt, row: name) },
+                     txHash: txHash, blockHeight: blockHeight, network: network, link: link, provenAt: provenAt, error: error,
+                     submittedAt: submittedAt, updatedAt: updatedAt)
     }
 }
 
-struct CertificateRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+struct CertificateRow: CatalogRecord, PersistableRecord {
     static let databaseTableName = "certificate"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case itemId = "item_id", origin, sha256, size, createdAt = "created_at"
+    }
     var itemId: Int64
     var origin: String
     var sha256: String
@@ -197,20 +288,26 @@ struct CertificateRow: Codable, FetchableRecord, PersistableRecord, Sendable {
         itemId = c.itemID; origin = c.origin; sha256 = c.sha256.hex; size = c.size; createdAt = c.createdAt
     }
 
-    func model() -> Certificate {
-        Certificate(itemID: itemId, origin: origin, sha256: SHA256Digest(hex: sha256)!, size: size, createdAt: createdAt)
+    init(itemId: Int64, origin: String, sha256: String, size: Int64, createdAt: Date) {
+        self.itemId = itemId; self.origin = origin; self.sha256 = sha256; self.size = size; self.createdAt = createdAt
+    }
+
+    func model() throws(CatalogError) -> Certificate {
+        Certificate(itemID: itemId, origin: origin, sha256: try Self.digest(sha256, Columns.sha256, row: "of item \(itemId) from \(origin)"),
+                    size: size, createdAt: createdAt)
     }
 }
 
-struct ArchivedFileRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+struct ArchivedFileRow: CatalogRecord, PersistableRecord {
     static let databaseTableName = "archived_file"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case itemId = "item_id", account, remotePath = "remote_path", role, sha256, size, verifiedBy = "verified_by"
+        case remoteId = "remote_id", verifiedAt = "verified_at"
+    }
     var itemId: Int64
     var account: String
     var remotePath: String
-    var role: String
+    var role: ArchiveRole
     var sha256: String
     var size: Int64
     var verifiedBy: String
@@ -218,24 +315,39 @@ struct ArchivedFileRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     var verifiedAt: Date
 
     init(_ f: ArchivedFile) {
-        itemId = f.itemID; account = f.account; remotePath = f.remotePath; role = f.role.rawValue; sha256 = f.sha256.hex
+        itemId = f.itemID; account = f.account; remotePath = f.remotePath; role = f.role; sha256 = f.sha256.hex
         size = f.size; verifiedBy = f.verifiedBy; remoteId = f.remoteID; verifiedAt = f.verifiedAt
     }
 
-    func model() throws -> ArchivedFile {
-        guard let archiveRole = ArchiveRole(rawValue: role) else {
-            throw CatalogError.notFound("archived file \(remotePath) of item \(itemId): unknown role \"\(role)\"")
-        }
-        return ArchivedFile(itemID: itemId, account: account, remotePath: remotePath, role: archiveRole, sha256: SHA256Digest(hex: sha256)!,
+    init(itemId: Int64, account: String, remotePath: String, role: ArchiveRole, sha256: String, size: Int64,
+         verifiedBy: String, remoteId: String?, verifiedAt: Date) {
+        self.itemId = itemId; self.account = account; self.remotePath = remotePath; self.role = role; self.sha256 = sha256
+        self.size = size; self.verifiedBy = verifiedBy; self.remoteId = remoteId; self.verifiedAt = verifiedAt
+    }
+
+    /// How an archive copy is named in errors: its remote path and item.
+    static func name(itemID: Int64, remotePath: String) -> String { "\(remotePath) of item \(itemID)" }
+
+    init(row: Row) throws {
+        let name = Self.name(itemID: try row.decode(Int64.self, forColumn: Columns.itemId),
+                             remotePath: try row.decode(String.self, forColumn: Columns.remotePath))
+        try Self.checkCoded(ArchiveRole.self, Columns.role, in: row, name: name)
+        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+    }
+
+    func model() throws(CatalogError) -> ArchivedFile {
+        ArchivedFile(itemID: itemId, account: account, remotePath: remotePath, role: role,
+                     sha256: try Self.digest(sha256, Columns.sha256, row: Self.name(itemID: itemId, remotePath: remotePath)),
                      size: size, verifiedBy: verifiedBy, remoteID: remoteId, verifiedAt: verifiedAt)
     }
 }
 
-struct SharedLinkRow: Codable, FetchableRecord, PersistableRecord, Sendable {
+struct SharedLinkRow: CatalogRecord, PersistableRecord {
     static let databaseTableName = "shared_link"
-    static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+    enum Columns: String, ColumnExpression {
+        case itemId = "item_id", account, remotePath = "remote_path", url, expires, passwordProtected = "password_protected"
+        case fallback, createdAt = "created_at"
+    }
     var itemId: Int64
     var account: String
     var remotePath: String
@@ -248,6 +360,12 @@ struct SharedLinkRow: Codable, FetchableRecord, PersistableRecord, Sendable {
     init(_ l: SharedLink) {
         itemId = l.itemID; account = l.account; remotePath = l.remotePath; url = l.url; expires = l.expires
         passwordProtected = l.passwordProtected; fallback = l.fallback; createdAt = l.createdAt
+    }
+
+    init(itemId: Int64, account: String, remotePath: String, url: String, expires: Date?, passwordProtected: Bool,
+         fallback: String?, createdAt: Date) {
+        self.itemId = itemId; self.account = account; self.remotePath = remotePath; self.url = url; self.expires = expires
+        self.passwordProtected = passwordProtected; self.fallback = fallback; self.createdAt = createdAt
     }
 
     func model() -> SharedLink {

@@ -6,14 +6,14 @@ import GRDB
 extension SQLiteCatalog {
     public func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile] {
         try read { db in
-            try ArchivedFileRow.filter(Column("item_id") == itemID).order(Column("remote_path")).fetchAll(db).map { try $0.model() }
+            try ArchivedFileRow.filter(ArchivedFileRow.Columns.itemId == itemID).order(ArchivedFileRow.Columns.remotePath).fetchAll(db).map { try $0.model() }
         }
     }
 
     /// Every archive copy recorded, for `log verify`'s cross-check against the custody events.
     public func allArchivedFiles() throws(CatalogError) -> [ArchivedFile] {
         try read { db in
-            try ArchivedFileRow.order(Column("item_id"), Column("remote_path")).fetchAll(db).map { try $0.model() }
+            try ArchivedFileRow.order(ArchivedFileRow.Columns.itemId, ArchivedFileRow.Columns.remotePath).fetchAll(db).map { try $0.model() }
         }
     }
 
@@ -28,11 +28,11 @@ extension SQLiteCatalog {
     }
 
     public func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink] {
-        try read { db in try SharedLinkRow.filter(Column("item_id") == itemID).fetchAll(db).map { $0.model() } }
+        try read { db in try SharedLinkRow.filter(SharedLinkRow.Columns.itemId == itemID).fetchAll(db).map { $0.model() } }
     }
 
     public func allSharedLinks() throws(CatalogError) -> [SharedLink] {
-        try read { db in try SharedLinkRow.order(Column("item_id")).fetchAll(db).map { $0.model() } }
+        try read { db in try SharedLinkRow.order(SharedLinkRow.Columns.itemId).fetchAll(db).map { $0.model() } }
     }
 
     /// Records the link (the URL stays in the `shared_link` table) with a custody event that

@@ -51,9 +51,9 @@ extension SQLiteCatalog {
             created = false
         } else {
             let mtime = Date(timeIntervalSince1970: Double(r.mtimeNanos) / 1e9)
-            row = ItemRow(id: nil, sha256: r.sha256.hex, size: r.size, state: ItemState.ingested.rawValue,
+            row = ItemRow(id: nil, sha256: r.sha256.hex, size: r.size, state: .ingested,
                           stateReason: nil, mediaJson: mediaJSON, dateTaken: r.media?.creationTime ?? mtime,
-                          createdAt: now, updatedAt: now)
+                          createdAt: now, updatedAt: now, failedFrom: nil)
             try row.insert(db)
             created = true
         }
@@ -63,7 +63,7 @@ extension SQLiteCatalog {
         try source.insert(db)
         let event = r.sightingEvent(created: created)
         _ = try Self.appendEvent(db, itemID: row.id, kind: event.kind, actor: r.actor, details: event.details)
-        for job in r.sightingJobs(created: created, itemID: row.id!, itemIsDone: row.state == ItemState.done.rawValue,
+        for job in r.sightingJobs(created: created, itemID: row.id!, itemIsDone: row.state == .done,
                                   source: SourceRef(id: source.id!, path: r.path)) {
             _ = try Self.insertJob(db, job.spec, itemID: row.id, dedupeKey: job.dedupeKey, now: now)
         }
@@ -84,15 +84,6 @@ extension SQLiteCatalog {
         }
     }
 
-    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
-                           details: [String: String], wake: [JobKind] = []) throws(CatalogError) -> Item {
-        try write { db in
-            try Self.applyTransition(db, itemID: itemID, JobTransition(state: state, event: kind, reason: reason, details: details,
-                                                                       wake: wake))
-            return try ItemRow.fetchOne(db, key: itemID)!.model()
-        }
-    }
-
     @discardableResult
     public func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent {
         try write { db in try Self.appendEvent(db, itemID: itemID, kind: kind, actor: "evidence", details: details) }
@@ -105,7 +96,7 @@ extension SQLiteCatalog {
     }
 
     public func item(sha256: SHA256Digest) throws(CatalogError) -> Item? {
-        try read { db in try ItemRow.filter(Column("sha256") == sha256.hex).fetchOne(db)?.model() }
+        try read { db in try ItemRow.filter(ItemRow.Columns.sha256 == sha256.hex).fetchOne(db)?.model() }
     }
 
     public func items(matching reference: String) throws(CatalogError) -> [Item] {
@@ -129,7 +120,7 @@ extension SQLiteCatalog {
     }
 
     public func allItems() throws(CatalogError) -> [Item] {
-        try read { db in try ItemRow.order(Column("id")).fetchAll(db).map { try $0.model() } }
+        try read { db in try ItemRow.order(ItemRow.Columns.id).fetchAll(db).map { try $0.model() } }
     }
 
     public func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64,
@@ -141,40 +132,40 @@ extension SQLiteCatalog {
 
     public func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting] {
         try read { db in
-            try SourceRow.filter(Column("item_id") == itemID).order(Column("id")).fetchAll(db).map { $0.model() }
+            try SourceRow.filter(SourceRow.Columns.itemId == itemID).order(SourceRow.Columns.id).fetchAll(db).map { $0.model() }
         }
     }
 
     public func allSources() throws(CatalogError) -> [SourceSighting] {
-        try read { db in try SourceRow.order(Column("id")).fetchAll(db).map { $0.model() } }
+        try read { db in try SourceRow.order(SourceRow.Columns.id).fetchAll(db).map { $0.model() } }
     }
 
     public func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent] {
         try read { db in
-            try CustodyRow.filter(Column("item_id") == itemID).order(Column("seq")).fetchAll(db).map { $0.model() }
+            try CustodyRow.filter(CustodyRow.Columns.itemId == itemID).order(CustodyRow.Columns.seq).fetchAll(db).map { $0.model() }
         }
     }
 
     /// The newest custody event (the chain's head); nil for an empty log.
     public func lastEvent() throws(CatalogError) -> CustodyEvent? {
-        try read { db in try CustodyRow.order(Column("seq").desc).fetchOne(db)?.model() }
+        try read { db in try CustodyRow.order(CustodyRow.Columns.seq.desc).fetchOne(db)?.model() }
     }
 
     public func allEvents() throws(CatalogError) -> [CustodyEvent] {
-        try read { db in try CustodyRow.order(Column("seq")).fetchAll(db).map { $0.model() } }
+        try read { db in try CustodyRow.order(CustodyRow.Columns.seq).fetchAll(db).map { $0.model() } }
     }
 
     public func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry] {
         try read { db in
-            let q = includeResolved ? QuarantineRow.all() : QuarantineRow.filter(Column("resolved") == false)
-            return try q.order(Column("id")).fetchAll(db).map { $0.model() }
+            let q = includeResolved ? QuarantineRow.all() : QuarantineRow.filter(QuarantineRow.Columns.resolved == false)
+            return try q.order(QuarantineRow.Columns.id).fetchAll(db).map { $0.model() }
         }
     }
 
     public func pendingItems(olderThan cutoff: Date?) throws(CatalogError) -> [Item] {
         try read { db in
             try ItemRow.fetchAll(db, sql: """
-                SELECT * FROM item WHERE state NOT IN ('done', 'failed', 'quarantined') AND created_at <= ?
+                SELECT * FROM item WHERE state NOT IN ('done', 'failed') AND created_at <= ?
                 ORDER BY created_at
                 """, arguments: [StoredDate.text(cutoff ?? Date.distantFuture)]).map { try $0.model() }
         }
@@ -209,7 +200,7 @@ extension SQLiteCatalog {
                 s.bytes += row["b"] as Int64
             }
             s.quarantined = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM quarantine WHERE resolved = 0") ?? 0
-            s.oldestPending = try Date.fetchOne(db, sql: "SELECT MIN(created_at) FROM item WHERE state NOT IN ('done', 'failed', 'quarantined')")
+            s.oldestPending = try Date.fetchOne(db, sql: "SELECT MIN(created_at) FROM item WHERE state NOT IN ('done', 'failed')")
             s.sources = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM source") ?? 0
             s.events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM custody_event") ?? 0
             for row in try Row.fetchAll(db, sql: """

@@ -6,7 +6,7 @@ extension SQLiteCatalog {
     static func insertJob(_ db: Database, _ spec: JobSpec, itemID: Int64?, dedupeKey: String, now: Date) throws -> QueuedJob {
         if let existing = try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE dedupe_key = ?"),
                                               arguments: [dedupeKey]) { return try existing.model() }
-        var row = JobRow(id: nil, kind: spec.kind.rawValue, itemId: itemID, state: QueuedJob.State.queued.rawValue, attempts: 0,
+        var row = JobRow(id: nil, kind: spec.kind, itemId: itemID, state: .queued, attempts: 0,
                          maxAttempts: spec.maxAttempts, nextRunAt: spec.runAt ?? now, leaseOwner: nil,
                          leaseExpiresAt: nil, lastError: nil,
                          payload: String(decoding: try CanonicalJSON.encode(spec.payload.fields), as: UTF8.self),
@@ -36,12 +36,12 @@ extension SQLiteCatalog {
                     job = try row.model()
                 } catch {
                     // Unreadable parameters: fail it for good, visibly, and take the next one.
-                    row.state = QueuedJob.State.failed.rawValue
+                    row.state = .failed
                     row.lastError = "\(error)"
                     try row.update(db)
                     continue
                 }
-                row.state = QueuedJob.State.running.rawValue
+                row.state = .running
                 row.leaseOwner = owner
                 row.leaseExpiresAt = now.addingTimeInterval(lease)
                 row.attempts += 1
@@ -63,10 +63,10 @@ extension SQLiteCatalog {
     public func claimJob(id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
         try write(durable: false) { db in
             guard var row = try JobRow.fetchOne(db, key: id) else { return nil }
-            let free = row.state == QueuedJob.State.queued.rawValue || row.state == QueuedJob.State.failed.rawValue
-                || (row.state == QueuedJob.State.running.rawValue && (row.leaseExpiresAt ?? .distantPast) < now)
+            let free = row.state == .queued || row.state == .failed
+                || (row.state == .running && (row.leaseExpiresAt ?? .distantPast) < now)
             guard free else { return nil }
-            row.state = QueuedJob.State.running.rawValue
+            row.state = .running
             row.leaseOwner = owner
             row.leaseExpiresAt = now.addingTimeInterval(lease)
             row.attempts += 1
@@ -82,7 +82,7 @@ extension SQLiteCatalog {
     public func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError) {
         try write { db in
             var row = try Self.leasedJob(db, id, owner)
-            row.state = QueuedJob.State.done.rawValue
+            row.state = .done
             row.leaseOwner = nil
             row.leaseExpiresAt = nil
             row.lastError = nil
@@ -106,10 +106,10 @@ extension SQLiteCatalog {
             row.leaseExpiresAt = nil
             row.updatedAt = Date()
             if let retryAt, row.attempts < row.maxAttempts {
-                row.state = QueuedJob.State.queued.rawValue
+                row.state = .queued
                 row.nextRunAt = retryAt
             } else {
-                row.state = QueuedJob.State.failed.rawValue
+                row.state = .failed
                 if let t = onGiveUp, let itemID = row.itemId { try Self.applyTransition(db, itemID: itemID, t) }
             }
             try row.update(db)
@@ -122,7 +122,7 @@ extension SQLiteCatalog {
     public func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError) {
         try write(durable: false) { db in
             var row = try Self.leasedJob(db, id, owner)
-            row.state = QueuedJob.State.queued.rawValue
+            row.state = .queued
             row.attempts = max(0, row.attempts - 1)
             row.leaseOwner = nil
             row.leaseExpiresAt = nil
@@ -175,7 +175,9 @@ extension SQLiteCatalog {
     public func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob] {
         // A job whose parameters cannot be read was failed when it was claimed; it still counts
         // in `jobCounts`, but cannot be shown as a job.
-        try read { db in try JobRow.filter(Column("item_id") == itemID).order(Column("id")).fetchAll(db).compactMap { try? $0.model() } }
+        try read { db in
+            try JobRow.filter(JobRow.Columns.itemId == itemID).order(JobRow.Columns.id).fetchAll(db).compactMap { try? $0.model() }
+        }
     }
 
     /// Jobs that failed for good, or are retrying after an error; newest first.
@@ -208,43 +210,38 @@ extension SQLiteCatalog {
         }
     }
 
-    /// Re-queues failed jobs (all, or one item's) with fresh attempts; failed items go back to
-    /// the state they failed from. Returns the number of jobs re-queued.
-    public func retryFailed(itemID: Int64?) throws(CatalogError) -> Int {
+    /// Re-queues failed jobs (all, or one item's) with fresh attempts, then applies what the
+    /// lifecycle (`decide`) says of each of their items. Returns the number of jobs re-queued.
+    public func retryFailed(itemID: Int64?,
+                            then decide: @escaping @Sendable (_ state: ItemState, _ failedFrom: ItemState?) -> JobTransition?)
+        throws(CatalogError) -> Int
+    {
         try write { db in
             let now = Date()
-            var rows = try JobRow.filter(Column("state") == QueuedJob.State.failed.rawValue).fetchAll(db)
-            if let itemID { rows = rows.filter { $0.itemId == itemID } }
+            var failed = JobRow.filter(JobRow.Columns.state == QueuedJob.State.failed.rawValue)
+            if let itemID { failed = failed.filter(JobRow.Columns.itemId == itemID) }
+            let rows = try failed.order(JobRow.Columns.id).fetchAll(db)
             for var row in rows {
-                row.state = QueuedJob.State.queued.rawValue
+                row.state = .queued
                 row.attempts = 0
                 row.nextRunAt = now
                 row.updatedAt = now
                 try row.update(db)
                 if let item = row.itemId {
                     _ = try Self.appendEvent(db, itemID: item, kind: .retry, actor: "operator",
-                                             details: ["job": row.kind, "last_error": row.lastError ?? ""])
+                                             details: ["job": row.kind.rawValue, "last_error": row.lastError ?? ""])
                 }
             }
-            let items = Set(rows.compactMap(\.itemId))
-            for id in items {
-                guard var item = try ItemRow.fetchOne(db, key: id), item.state == ItemState.failed.rawValue else { continue }
-                let back = try String.fetchOne(db, sql: """
-                    SELECT json_extract(details, '$.from') FROM custody_event
-                    WHERE item_id = ? AND json_extract(details, '$.to') = 'failed' ORDER BY seq DESC LIMIT 1
-                    """, arguments: [id]) ?? ItemState.ingested.rawValue
-                item.state = back
-                item.stateReason = nil
-                item.updatedAt = now
-                try item.update(db)
+            for id in Set(rows.compactMap(\.itemId)).sorted() {
+                guard let item = try ItemRow.fetchOne(db, key: id) else { continue }
+                if let transition = decide(item.state, item.failedFrom) { try Self.applyTransition(db, itemID: id, transition) }
             }
             return rows.count
         }
     }
 
     static func leasedJob(_ db: Database, _ id: Int64, _ owner: String) throws -> JobRow {
-        guard let row = try JobRow.fetchOne(db, key: id), row.state == QueuedJob.State.running.rawValue,
-              row.leaseOwner == owner else {
+        guard let row = try JobRow.fetchOne(db, key: id), row.state == .running, row.leaseOwner == owner else {
             throw CatalogError.notFound("job \(id) leased by \(owner) (the lease expired and was taken over)")
         }
         return row
@@ -254,10 +251,12 @@ extension SQLiteCatalog {
         guard var item = try ItemRow.fetchOne(db, key: itemID) else { throw CatalogError.notFound("item \(itemID)") }
         var d = t.details
         if let r = t.reason { d["reason"] = r }
-        if let state = t.state, state.rawValue != item.state {
-            d["from"] = item.state
+        if let state = t.state, state != item.state {
+            d["from"] = item.state.rawValue
             d["to"] = state.rawValue
-            item.state = state.rawValue
+            // Kept with the item in the same transaction: where a retry takes it back to.
+            item.failedFrom = state == .failed ? item.state : nil
+            item.state = state
             item.stateReason = t.reason
             item.updatedAt = Date()
             try item.update(db)

@@ -5,12 +5,12 @@ import GRDB
 extension SQLiteCatalog {
     public func proofs(itemID: Int64) throws(CatalogError) -> [Proof] {
         try read { db in
-            try ProofRow.filter(Column("item_id") == itemID).order(Column("notary")).fetchAll(db).map { try $0.model() }
+            try ProofRow.filter(ProofRow.Columns.itemId == itemID).order(ProofRow.Columns.notary).fetchAll(db).map { try $0.model() }
         }
     }
 
     public func allProofs() throws(CatalogError) -> [Proof] {
-        try read { db in try ProofRow.order(Column("item_id"), Column("notary")).fetchAll(db).map { try $0.model() } }
+        try read { db in try ProofRow.order(ProofRow.Columns.itemId, ProofRow.Columns.notary).fetchAll(db).map { try $0.model() } }
     }
 
     @discardableResult
@@ -25,10 +25,9 @@ extension SQLiteCatalog {
             try ProofRow(proof).save(db)
             _ = try Self.appendEvent(db, itemID: proof.itemID, kind: .notary(proof.state), actor: "evidence",
                                      details: proof.custodyDetails)
-            let state = try ItemState.stored(before.state, item: proof.itemID)
             let confirmed = try String.fetchSet(db, sql: "SELECT notary FROM proof WHERE item_id = ? AND state = 'confirmed'",
                                                 arguments: [proof.itemID])
-            if let transition = decide(state, confirmed) {
+            if let transition = decide(before.state, confirmed) {
                 try Self.applyTransition(db, itemID: proof.itemID, transition)
             }
             return try ItemRow.fetchOne(db, key: proof.itemID)!.model()
@@ -37,13 +36,13 @@ extension SQLiteCatalog {
 
     public func certificates(itemID: Int64) throws(CatalogError) -> [Certificate] {
         try read { db in
-            try CertificateRow.filter(Column("item_id") == itemID).order(Column("origin")).fetchAll(db).map { $0.model() }
+            try CertificateRow.filter(CertificateRow.Columns.itemId == itemID).order(CertificateRow.Columns.origin).fetchAll(db).map { try $0.model() }
         }
     }
 
     /// Every certificate recorded, for `log verify`'s cross-check against the custody events.
     public func allCertificates() throws(CatalogError) -> [Certificate] {
-        try read { db in try CertificateRow.order(Column("item_id"), Column("origin")).fetchAll(db).map { $0.model() } }
+        try read { db in try CertificateRow.order(CertificateRow.Columns.itemId, CertificateRow.Columns.origin).fetchAll(db).map { try $0.model() } }
     }
 
     public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {

@@ -75,6 +75,21 @@ enum Schema {
                 t.column("value", .text).notNull()
             }
         }
+        // (v6-job-wake is PostgreSQL's alone: SQLite has no NOTIFY.)
+        m.registerMigration("v7-item-failed-from") { db in
+            // Where a retry takes a failed item back to, kept with the item from now on. Items
+            // already failed get it from the custody event of their last move to failed, which
+            // is where retry used to look it up.
+            try db.alter(table: "item") { t in
+                t.add(column: "failed_from", .text)
+            }
+            try db.execute(sql: """
+                UPDATE item SET failed_from = (
+                  SELECT json_extract(e.details, '$.from') FROM custody_event e
+                  WHERE e.item_id = item.id AND json_extract(e.details, '$.to') = 'failed' ORDER BY e.seq DESC LIMIT 1)
+                WHERE state = 'failed'
+                """)
+        }
         return m
     }
 }

@@ -91,13 +91,15 @@ public struct JobSpec: Sendable, Equatable {
 
     public var kind: JobKind { payload.kind }
 
-    public init(_ payload: JobPayload, maxAttempts: Int = 8, runAt: Date? = nil, scope: String? = nil) {
-        self.payload = payload; self.maxAttempts = maxAttempts; self.runAt = runAt; self.scope = scope
+    /// `maxAttempts` nil: the kind's own (`JobKind.maxAttempts`).
+    public init(_ payload: JobPayload, maxAttempts: Int? = nil, runAt: Date? = nil, scope: String? = nil) {
+        self.payload = payload; self.maxAttempts = maxAttempts ?? payload.kind.maxAttempts; self.runAt = runAt
+        self.scope = scope
     }
 
     /// A job that waits for its item's transition to name it in `wake` (an after-action waits
     /// for `done`), instead of being claimed and put back again and again.
-    public static func parked(_ payload: JobPayload, maxAttempts: Int = 8, scope: String? = nil) -> JobSpec {
+    public static func parked(_ payload: JobPayload, maxAttempts: Int? = nil, scope: String? = nil) -> JobSpec {
         JobSpec(payload, maxAttempts: maxAttempts, runAt: .distantFuture, scope: scope)
     }
 
@@ -106,18 +108,5 @@ public struct JobSpec: Sendable, Equatable {
     /// The dedupe key of this job for an item.
     public func itemKey(_ itemID: Int64) -> String {
         "\(kind.rawValue):item:\(itemID)" + (scope.map { ":" + $0 } ?? "")
-    }
-}
-
-/// Exponential backoff with jitter: base·2^(attempt-1), capped, times a factor in [0.5, 1.5).
-public struct Backoff: Sendable, Equatable {
-    public var base: Double
-    public var cap: Double
-
-    public init(base: Double = 2, cap: Double = 600) { self.base = base; self.cap = cap }
-
-    public func delay(afterAttempt attempt: Int, jitter: Double = Double.random(in: 0.5..<1.5)) -> Double {
-        let exp = base * pow(2, Double(max(0, attempt - 1)))
-        return min(cap, exp) * jitter
     }
 }

@@ -14,6 +14,18 @@ public enum JobKind: String, Codable, Sendable, CaseIterable {
     case afterAction = "after-action"
     /// Copy one custody anchor to the `[custody] anchor_archive` account (no item).
     case anchorCopy = "anchor-copy"
+
+    /// Attempts a job of this kind gets before it fails for good (`evidence retry` gives it fresh
+    /// ones): local work few, work that waits on a notary or a provider more, an after-action
+    /// (which waits on its rule's stages) and an anchor copy (which must eventually arrive) most.
+    public var maxAttempts: Int {
+        switch self {
+        case .verify, .certificate: 8
+        case .notarize, .archive, .share: 12
+        case .afterAction: 20
+        case .anchorCopy: 50
+        }
+    }
 }
 
 /// What an after-action job does with its source once the item is final and the source's own

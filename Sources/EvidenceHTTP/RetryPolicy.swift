@@ -1,3 +1,4 @@
+import EvidenceCore
 import Foundation
 
 /// How a caller judges an answer; the one retry loop (`HTTPClient.execute`) does the rest.
@@ -18,7 +19,8 @@ public enum Resend: Sendable {
     case stop
 }
 
-/// Exponential backoff with jitter, never shorter than what the server asked for.
+/// How often and how soon the HTTP client tries again: `Backoff` (EvidenceCore's one formula)
+/// with HTTP's own parameters, never shorter than what the server asked for.
 public struct RetryPolicy: Sendable {
     /// Attempts in all, the first included. 1 means no retry.
     public var maxAttempts = 5
@@ -40,12 +42,13 @@ public struct RetryPolicy: Sendable {
     /// No retries at all.
     public static let never = RetryPolicy(maxAttempts: 1)
 
-    /// Seconds to wait after failed attempt `attempt` (1-based):
-    /// `min(cap, base·2^(attempt-1)) · jitter`, but never less than `retryAfter`.
+    /// The back-off between attempts, from `base` and `cap`.
+    public var backoff: Backoff { Backoff(base: base, cap: cap) }
+
+    /// Seconds to wait after failed attempt `attempt` (1-based): `backoff`'s delay, but never
+    /// less than `retryAfter`.
     public func delay(afterAttempt attempt: Int, retryAfter: Double? = nil,
                       jitter: Double = Double.random(in: 0.5..<1.5)) -> Double {
-        let exponent = Double(max(0, min(attempt - 1, 62)))
-        let backoff = min(cap, base * pow(2, exponent)) * jitter
-        return max(backoff, retryAfter ?? 0)
+        max(backoff.delay(afterAttempt: attempt, jitter: jitter), retryAfter ?? 0)
     }
 }

@@ -29,15 +29,14 @@ public struct CatalogGauges: Sendable {
     /// Reads the catalog and sets the gauges. Blocking (SQLite): call it off the cooperative pool.
     ///
     /// `evidence_items{state="quarantined"}` counts what `evidence status` lists as quarantined:
-    /// the files not taken in (unresolved quarantine entries), or items in that state if more.
+    /// the files not taken in (unresolved quarantine entries; no item is ever in that state).
     public func update(now: Date = Date()) throws(CatalogError) {
         let summary = try catalog.summary()
         let jobs = try catalog.jobCountsByKind()
         for state in ItemState.allCases {
-            var n = summary.byState[state.rawValue] ?? 0
-            if state == .quarantined { n = max(n, summary.quarantined) }
-            gauge(MetricDescriptions.items, [("state", state.rawValue)]).set(to: Double(n))
+            gauge(MetricDescriptions.items, [("state", state.rawValue)]).set(to: Double(summary.byState[state.rawValue] ?? 0))
         }
+        gauge(MetricDescriptions.items, [("state", "quarantined")]).set(to: Double(summary.quarantined))
         for kind in Set(jobKinds).union(jobs.keys).sorted() {
             gauge(MetricDescriptions.jobsQueued, [("kind", kind)]).set(to: Double(jobs[kind]?["queued"] ?? 0))
         }

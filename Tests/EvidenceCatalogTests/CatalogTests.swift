@@ -91,7 +91,7 @@ struct CatalogTests {
         let c = try backend.make()
         _ = try c.recordIngest(record("a", path: "/a", size: 5))
         let b = try c.recordIngest(record("b", path: "/b", size: 7, inode: 2)).item
-        _ = try c.transition(itemID: b.id, to: .failed, reason: "notary said no", event: .failed, details: [:])
+        try apply(JobTransition(state: .failed, event: .failed, reason: "notary said no"), to: b.id, in: c, failing: "notary said no")
         let s = try c.summary()
         #expect(s.items == 2 && s.bytes == 12)
         #expect(s.byState == ["ingested": 1, "failed": 1])

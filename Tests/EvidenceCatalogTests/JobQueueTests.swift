@@ -81,7 +81,7 @@ struct JobQueueTests {
         #expect(try c.item(id: id)?.state == .failed)
         #expect(try c.troubledJobs(limit: 10).map(\.id) == [job.id])
         // retry re-queues with fresh attempts and puts the item back where it failed from.
-        #expect(try c.retryFailed(itemID: nil) == 1)
+        #expect(try c.retryFailed(itemID: nil, then: lifecycleRetry) == 1)
         #expect(try c.item(id: id)?.state == .ingested)
         let again = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: Date().addingTimeInterval(1)))
         #expect(again.attempts == 1)

@@ -89,8 +89,8 @@ struct PostgresCatalogTests {
             }
             group.addTask {
                 for i in 0..<rounds {
-                    _ = try b.transition(itemID: item.id, to: i % 2 == 0 ? .submitted : .ingested, reason: "round \(i)",
-                                         event: .retry, details: ["round": "\(i)"])
+                    try apply(JobTransition(state: i % 2 == 0 ? .submitted : .ingested, event: .retry, reason: "round \(i)",
+                                            details: ["round": "\(i)"]), to: item.id, in: b)
                 }
             }
             try await group.waitForAll()
@@ -156,7 +156,7 @@ struct PostgresCatalogTests {
             try await group.waitForAll()
         }
         let applied = try server.psql("SELECT count(*) FROM evidence_migration", database: db)
-        #expect(applied.trimmingCharacters(in: .whitespacesAndNewlines) == "6", "every migration applied once")
+        #expect(applied.trimmingCharacters(in: .whitespacesAndNewlines) == "7", "every migration applied once")
         let again = try PostgresCatalog(target, headPath: nil)
         #expect(try again.allEvents().isEmpty)
     }

@@ -78,7 +78,7 @@ struct RenderingTests {
         let lines = registry.lines
         #expect(lines.contains(#"evidence_items{state="ingested"} 2.0"#), "\(registry.emitToString())")
         #expect(lines.contains(#"evidence_items{state="quarantined"} 1.0"#))
-        for state in ItemState.allCases where state != .ingested && state != .quarantined {
+        for state in ItemState.allCases where state != .ingested {
             #expect(lines.contains(#"evidence_items{state="\#(state.rawValue)"} 0.0"#), "\(state)")
         }
         #expect(lines.contains(#"evidence_jobs_queued{kind="verify"} 1.0"#))
@@ -92,7 +92,11 @@ struct RenderingTests {
 
         // Done items are not pending: the age falls to 0 and the counts follow at the next scrape.
         for item in try f.home.catalog.allItems() {
-            _ = try f.home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: .shared, details: [:])
+            // As each item's last job does when it completes.
+            let c = f.home.catalog
+            let job = try c.enqueue(JobSpec(.share(rule: "cam")), itemID: item.id, dedupeKey: "test-done:\(item.id)")
+            let claimed = try #require(try c.claimJob(id: job.id, owner: "test", lease: 60, now: Date()))
+            try c.completeJob(claimed.id, owner: "test", transition: JobTransition(state: .done, event: .shared))
         }
         try gauges.update()
         #expect(registry.lines.contains("evidence_oldest_pending_age_seconds 0.0"))

@@ -59,8 +59,17 @@ struct AfterActionTests {
         }
 
         func markDone(_ item: Item) throws {
-            // As the lifecycle's transition to done does: it wakes the parked after-actions.
-            _ = try home.catalog.transition(itemID: item.id, to: .done, reason: nil, event: .shared, details: [:], wake: [.afterAction])
+            // As the share job's completion does: the lifecycle's transition to done, which wakes
+            // the parked after-actions.
+            guard let rule = try home.catalog.sources(itemID: item.id).first?.rule.flatMap({ rules[$0] }) else {
+                throw SetupError.ingest("item \(item.id) has no rule")
+            }
+            let transition = ItemLifecycle(rule: rule).transition(from: item.state, on: .shared(details: [:]))
+            let job = try home.catalog.enqueue(JobSpec(.share(rule: rule.name)), itemID: item.id, dedupeKey: "test-share:\(UUID())")
+            guard let claimed = try home.catalog.claimJob(id: job.id, owner: "test", lease: 60, now: Date()) else {
+                throw SetupError.ingest("share job \(job.id) not claimed")
+            }
+            try home.catalog.completeJob(claimed.id, owner: "test", transition: transition)
         }
 
         /// Claims one due job of `kind` and runs it with the real handler; `complete: false`

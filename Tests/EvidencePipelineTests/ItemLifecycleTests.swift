@@ -121,3 +121,36 @@ struct JobPayloadTests {
         }
     }
 }
+
+/// Failing and retrying are the lifecycle's too: the verify handler and `evidence retry` only
+/// report what happened.
+@Suite("ItemLifecycle: giving up and retrying")
+struct ItemLifecycleFailureTests {
+    let rule = WatchRule(name: "cam", file: "/rules/cam.toml", path: "/drop", notary: ["qed"], archive: "vault")
+
+    @Test func aVerifyThatGaveUpFailsTheItemWithItsReasonUnderAnyRuleOrNone() {
+        let expected = JobTransition(state: .failed, event: .verifyFailed, reason: "store object does not match its hash")
+        let event = ItemLifecycle.Event.verifyGaveUp(reason: "store object does not match its hash")
+        #expect(ItemLifecycle(rule: rule).transition(from: .ingested, on: event) == expected)
+        #expect(ItemLifecycle.withoutRule(from: .ingested, on: event) == expected)
+    }
+
+    @Test func aRetriedItemGoesBackToTheStateItFailedFromOrToIngested() {
+        #expect(ItemLifecycle.withoutRule(from: .failed, on: .retried(failedFrom: .submitted))
+                == JobTransition(state: .submitted, event: .retry))
+        #expect(ItemLifecycle.withoutRule(from: .failed, on: .retried(failedFrom: nil))?.state == .ingested,
+                "a failed item with nothing recorded starts again from the beginning")
+        #expect(ItemLifecycle(rule: rule).transition(from: .failed, on: .retried(failedFrom: .confirmed))?.state == .confirmed)
+    }
+
+    @Test func aRetryOfAnItemThatIsNotFailedChangesNothing() {
+        #expect(ItemLifecycle.withoutRule(from: .certified, on: .retried(failedFrom: nil)) == nil,
+                "its re-queued archive job takes it on from where it is")
+    }
+
+    @Test func anItemWithoutARuleIsVerifiedWithNothingPlannedAfter() {
+        let t = ItemLifecycle.withoutRule(from: .ingested, on: .verified(details: ["sha256": "ab"]))
+        #expect(t == JobTransition(state: nil, event: .verified, details: ["sha256": "ab"]))
+        #expect(ItemLifecycle.withoutRule(from: .ingested, on: .certified(count: 1)) == nil)
+    }
+}

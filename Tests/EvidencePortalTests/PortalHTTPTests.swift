@@ -263,8 +263,11 @@ struct PortalHTTPTests {
     @Test("the status page counts states and jobs, lists failed and stuck items with reasons, and the quarantine")
     func status() async throws {
         let (f, a, b) = try fixture()
-        _ = try f.home.catalog.transition(itemID: b.id, to: .failed, reason: "notary said: Transaction reverted",
-                                          event: .failed, details: [:])
+        // A QED report the notary failed, saved as NotarizeHandler does (failed, as ItemLifecycle decides).
+        try f.home.catalog.saveProof(Proof(itemID: b.id, notary: "qed", kind: .qed, state: .failed, remoteID: "slug-2",
+                                           error: "Transaction reverted")) { state, _ in
+            state == .failed ? nil : JobTransition(state: .failed, event: .failed, reason: "notary said: Transaction reverted")
+        }
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/status?older=0s", method: .get, headers: PortalFixture.basic) { r in
                 let t = r.text

@@ -55,7 +55,7 @@ struct BundleCommand: ParsableCommand {
         }
         if !global.quiet {
             Output.line("wrote \(output): \(manifest.files.count + 1) files for item #\(it.id) (\(it.state.rawValue))")
-            if it.state < .confirmed || it.state == .failed || it.state == .quarantined {
+            if it.state < .confirmed || it.state == .failed {
                 Output.line("note: item #\(it.id) is \(it.state.rawValue): its proofs are incomplete")
             }
             Output.line("check it with: (cd \(output) && sha256sum -c SHA256SUMS), and: evidence verify \(output) --trust TSA-CA.pem "

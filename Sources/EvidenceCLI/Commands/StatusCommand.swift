@@ -156,8 +156,7 @@ struct StatusCommand: ParsableCommand {
             Output.line("pending  " + (oldestAge.map { "oldest \(DurationText.format(seconds: $0)) old" } ?? "none"))
             Output.line("jobs     " + (jobs.isEmpty ? "none" : JobStateOrder.all.compactMap { k in jobs[k].map { "\(k) \($0)" } }.joined(separator: ", ")))
             Output.line()
-            let states = ItemState.allCases.filter { $0 != .quarantined }
-            var rows = states.map { [$0.rawValue, String(s.byState[$0.rawValue] ?? 0)] }
+            var rows = ItemState.allCases.map { [$0.rawValue, String(s.byState[$0.rawValue] ?? 0)] }
             rows.append(["quarantined", String(q.count)])
             Output.table(["STATE", "COUNT"], rows)
             if !s.byRule.isEmpty {

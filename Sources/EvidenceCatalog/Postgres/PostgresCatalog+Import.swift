@@ -24,9 +24,10 @@ extension PostgresCatalog {
                             + before.problems.prefix(3).map(\.description).joined(separator: "; "))
         }
         let rows: Snapshot = try source.read { db in
-            Snapshot(items: try ItemRow.order(Column("id")).fetchAll(db), sources: try SourceRow.order(Column("id")).fetchAll(db),
-                     quarantine: try QuarantineRow.order(Column("id")).fetchAll(db),
-                     events: try CustodyRow.order(Column("seq")).fetchAll(db), jobs: try JobRow.order(Column("id")).fetchAll(db),
+            Snapshot(items: try ItemRow.order(ItemRow.Columns.id).fetchAll(db),
+                     sources: try SourceRow.order(SourceRow.Columns.id).fetchAll(db),
+                     quarantine: try QuarantineRow.order(QuarantineRow.Columns.id).fetchAll(db),
+                     events: try CustodyRow.order(CustodyRow.Columns.seq).fetchAll(db), jobs: try JobRow.order(JobRow.Columns.id).fetchAll(db),
                      proofs: try ProofRow.fetchAll(db), certificates: try CertificateRow.fetchAll(db),
                      archived: try ArchivedFileRow.fetchAll(db), links: try SharedLinkRow.fetchAll(db))
         }
@@ -41,9 +42,10 @@ extension PostgresCatalog {
             // event while the log is copied.
             for r in rows.items {
                 try tx.query("""
-                    INSERT INTO item (id, sha256, size, state, state_reason, media_json, date_taken, created_at, updated_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                    """, [pg(r.id), r.sha256, String(r.size), r.state, r.stateReason, r.mediaJson, pg(r.dateTaken), pg(r.createdAt), pg(r.updatedAt)])
+                    INSERT INTO item (id, sha256, size, state, state_reason, media_json, date_taken, created_at, updated_at, failed_from)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    """, [pg(r.id), r.sha256, String(r.size), r.state.rawValue, r.stateReason, r.mediaJson, pg(r.dateTaken),
+                          pg(r.createdAt), pg(r.updatedAt), r.failedFrom?.rawValue])
             }
             progress?("item", rows.items.count)
             for r in rows.sources {
@@ -70,7 +72,7 @@ extension PostgresCatalog {
                     INSERT INTO job (id, kind, item_id, state, attempts, max_attempts, next_run_at, lease_owner, lease_expires_at,
                                      last_error, payload, dedupe_key, created_at, updated_at)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                    """, [pg(r.id), r.kind, pg(r.itemId), r.state, pg(r.attempts), pg(r.maxAttempts), pg(r.nextRunAt), r.leaseOwner,
+                    """, [pg(r.id), r.kind.rawValue, pg(r.itemId), r.state.rawValue, pg(r.attempts), pg(r.maxAttempts), pg(r.nextRunAt), r.leaseOwner,
                           pg(r.leaseExpiresAt), r.lastError, r.payload, r.dedupeKey, pg(r.createdAt), pg(r.updatedAt)])
             }
             progress?("job", rows.jobs.count)
@@ -79,7 +81,7 @@ extension PostgresCatalog {
                     INSERT INTO proof (item_id, notary, kind, state, remote_id, receipt, tx_hash, block_height, network, link,
                                        proven_at, error, submitted_at, updated_at)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                    """, [String(r.itemId), r.notary, r.kind, r.state, r.remoteId, r.receipt, r.txHash, pg(r.blockHeight), r.network,
+                    """, [String(r.itemId), r.notary, r.kind.rawValue, r.state.rawValue, r.remoteId, r.receipt, r.txHash, pg(r.blockHeight), r.network,
                           r.link, pg(r.provenAt), r.error, pg(r.submittedAt), pg(r.updatedAt)])
             }
             for r in rows.certificates {
@@ -90,7 +92,7 @@ extension PostgresCatalog {
                 try tx.query("""
                     INSERT INTO archived_file (item_id, account, remote_path, role, sha256, size, verified_by, remote_id, verified_at)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                    """, [String(r.itemId), r.account, r.remotePath, r.role, r.sha256, String(r.size), r.verifiedBy, r.remoteId,
+                    """, [String(r.itemId), r.account, r.remotePath, r.role.rawValue, r.sha256, String(r.size), r.verifiedBy, r.remoteId,
                           pg(r.verifiedAt)])
             }
             for r in rows.links {

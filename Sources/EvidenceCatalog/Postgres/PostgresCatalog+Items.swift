@@ -85,14 +85,6 @@ extension PostgresCatalog {
         }
     }
 
-    public func transition(itemID: Int64, to state: ItemState, reason: String?, event kind: CustodyEventKind,
-                           details: [String: String], wake: [JobKind] = []) throws(CatalogError) -> Item {
-        try write(custody: true) { tx in
-            try Self.applyTransition(tx, itemID: itemID, JobTransition(state: state, event: kind, reason: reason, details: details, wake: wake))
-            return try Self.item(tx, itemID)
-        }
-    }
-
     @discardableResult
     public func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent {
         try write(custody: true) { tx in try Self.appendEvent(tx, itemID: itemID, kind: kind, actor: "evidence", details: details) }
@@ -175,7 +167,7 @@ extension PostgresCatalog {
     public func pendingItems(olderThan cutoff: Date?) throws(CatalogError) -> [Item] {
         try read { c in
             try c.query("""
-                SELECT * FROM item WHERE state NOT IN ('done', 'failed', 'quarantined') AND created_at <= $1 ORDER BY created_at
+                SELECT * FROM item WHERE state NOT IN ('done', 'failed') AND created_at <= $1 ORDER BY created_at
                 """, [pg(cutoff ?? .distantFuture)]).all.map { try $0.item() }
         }
     }
@@ -190,7 +182,7 @@ extension PostgresCatalog {
                 s.bytes += try row.int64("b")
             }
             s.quarantined = try c.query("SELECT COUNT(*) AS n FROM quarantine WHERE NOT resolved").first?.int("n") ?? 0
-            s.oldestPending = try c.query("SELECT MIN(created_at) AS m FROM item WHERE state NOT IN ('done', 'failed', 'quarantined')")
+            s.oldestPending = try c.query("SELECT MIN(created_at) AS m FROM item WHERE state NOT IN ('done', 'failed')")
                 .first?.optionalDate("m")
             s.sources = try c.query("SELECT COUNT(*) AS n FROM source").first?.int("n") ?? 0
             s.events = try c.query("SELECT COUNT(*) AS n FROM custody_event").first?.int("n") ?? 0

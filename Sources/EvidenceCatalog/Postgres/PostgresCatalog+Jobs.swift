@@ -130,7 +130,10 @@ extension PostgresCatalog {
 
     public func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob] {
         try read { c in
-            try c.query("SELECT * FROM job WHERE item_id = $1 ORDER BY id", [pg(itemID)]).all.compactMap { try? $0.jobRow().model() }
+            // As in SQLite: an unknown state or kind is refused; a job whose parameters cannot be
+            // read (failed when claimed) is left out.
+            try c.query("SELECT * FROM job WHERE item_id = $1 ORDER BY id", [pg(itemID)]).all.map { try $0.jobRow() }
+                .compactMap { try? $0.model() }
         }
     }
 
@@ -139,7 +142,7 @@ extension PostgresCatalog {
             try c.query("""
                 SELECT * FROM job WHERE state = 'failed' OR (state IN ('queued', 'running') AND last_error IS NOT NULL)
                 ORDER BY updated_at DESC LIMIT $1
-                """, [pg(limit)]).all.compactMap { try? $0.jobRow().model() }
+                """, [pg(limit)]).all.map { try $0.jobRow() }.compactMap { try? $0.model() }
         }
     }
 
@@ -161,7 +164,10 @@ extension PostgresCatalog {
         }
     }
 
-    public func retryFailed(itemID: Int64?) throws(CatalogError) -> Int {
+    public func retryFailed(itemID: Int64?,
+                            then decide: @escaping @Sendable (_ state: ItemState, _ failedFrom: ItemState?) -> JobTransition?)
+        throws(CatalogError) -> Int
+    {
         try write(custody: true) { tx in
             let now = Date()
             let rows = try tx.query("""
@@ -171,16 +177,12 @@ extension PostgresCatalog {
             for row in rows.sorted(by: { ($0.id ?? 0) < ($1.id ?? 0) }) {
                 if let item = row.itemId {
                     _ = try Self.appendEvent(tx, itemID: item, kind: .retry, actor: "operator",
-                                             details: ["job": row.kind, "last_error": row.lastError ?? ""])
+                                             details: ["job": row.kind.rawValue, "last_error": row.lastError ?? ""])
                 }
             }
             for id in Set(rows.compactMap(\.itemId)).sorted() {
-                let back = try tx.query("""
-                    SELECT details::jsonb ->> 'from' AS back FROM custody_event
-                    WHERE item_id = $1 AND details::jsonb ->> 'to' = 'failed' ORDER BY seq DESC LIMIT 1
-                    """, [pg(id)]).first?.string("back") ?? ItemState.ingested.rawValue
-                try tx.query("UPDATE item SET state = $2, state_reason = NULL, updated_at = $3 WHERE id = $1 AND state = 'failed'",
-                             [pg(id), back, pg(now)])
+                guard let item = try tx.query("SELECT * FROM item WHERE id = $1 FOR UPDATE", [pg(id)]).first?.itemRow() else { continue }
+                if let transition = decide(item.state, item.failedFrom) { try Self.applyTransition(tx, itemID: id, transition) }
             }
             return rows.count
         }
@@ -188,7 +190,7 @@ extension PostgresCatalog {
 
     static func leasedJob(_ tx: Tx, _ id: Int64, _ owner: String) throws -> JobRow {
         guard let row = try tx.query("SELECT * FROM job WHERE id = $1 FOR UPDATE", [pg(id)]).first.map({ try $0.jobRow() }),
-              row.state == QueuedJob.State.running.rawValue, row.leaseOwner == owner else {
+              row.state == .running, row.leaseOwner == owner else {
             throw CatalogError.notFound("job \(id) leased by \(owner) (the lease expired and was taken over)")
         }
         return row
@@ -202,8 +204,9 @@ extension PostgresCatalog {
         if let state = t.state, state != item.state {
             d["from"] = item.state.rawValue
             d["to"] = state.rawValue
-            try tx.query("UPDATE item SET state = $2, state_reason = $3, updated_at = $4 WHERE id = $1",
-                         [pg(itemID), state.rawValue, t.reason, pg(now)])
+            // Kept with the item in the same transaction: where a retry takes it back to.
+            try tx.query("UPDATE item SET state = $2, state_reason = $3, updated_at = $4, failed_from = $5 WHERE id = $1",
+                         [pg(itemID), state.rawValue, t.reason, pg(now), state == .failed ? item.state.rawValue : nil])
         }
         _ = try appendEvent(tx, itemID: itemID, kind: t.event, actor: "evidence", details: d)
         for spec in t.jobs {

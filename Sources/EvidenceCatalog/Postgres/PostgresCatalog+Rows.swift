@@ -5,9 +5,12 @@ import Foundation
 
 extension PGRow {
     func itemRow() throws -> ItemRow {
-        ItemRow(id: try int64("id"), sha256: try text("sha256"), size: try int64("size"), state: try text("state"),
-                stateReason: string("state_reason"), mediaJson: string("media_json"), dateTaken: optionalDate("date_taken"),
-                createdAt: try date("created_at"), updatedAt: try date("updated_at"))
+        let id = try int64("id"), name = String(id)
+        return ItemRow(id: id, sha256: try text("sha256"), size: try int64("size"),
+                       state: try ItemRow.coded(try text("state"), ItemRow.Columns.state, row: name),
+                       stateReason: string("state_reason"), mediaJson: string("media_json"), dateTaken: optionalDate("date_taken"),
+                       createdAt: try date("created_at"), updatedAt: try date("updated_at"),
+                       failedFrom: try ItemRow.codedIfPresent(string("failed_from"), ItemRow.Columns.failedFrom, row: name))
     }
     func item() throws -> Item { try itemRow().model() }
 
@@ -28,17 +31,22 @@ extension PGRow {
     }
 
     func jobRow() throws -> JobRow {
-        JobRow(id: try int64("id"), kind: try text("kind"), itemId: optionalInt64("item_id"), state: try text("state"),
-               attempts: try int("attempts"), maxAttempts: try int("max_attempts"), nextRunAt: try date("next_run_at"),
-               leaseOwner: string("lease_owner"), leaseExpiresAt: optionalDate("lease_expires_at"), lastError: string("last_error"),
-               payload: try text("payload"), dedupeKey: try text("dedupe_key"), createdAt: try date("created_at"),
-               updatedAt: try date("updated_at"))
+        let id = try int64("id"), name = String(id)
+        return JobRow(id: id, kind: try JobRow.coded(try text("kind"), JobRow.Columns.kind, row: name), itemId: optionalInt64("item_id"),
+                      state: try JobRow.coded(try text("state"), JobRow.Columns.state, row: name),
+                      attempts: try int("attempts"), maxAttempts: try int("max_attempts"), nextRunAt: try date("next_run_at"),
+                      leaseOwner: string("lease_owner"), leaseExpiresAt: optionalDate("lease_expires_at"), lastError: string("last_error"),
+                      payload: try text("payload"), dedupeKey: try text("dedupe_key"), createdAt: try date("created_at"),
+                      updatedAt: try date("updated_at"))
     }
 
     func proof() throws -> Proof {
-        var row = ProofRow(Proof(itemID: try int64("item_id"), notary: try text("notary"), kind: .rfc3161, state: .pending,
-                                 updatedAt: try date("updated_at")))
-        row.kind = try text("kind"); row.state = try text("state"); row.remoteId = string("remote_id")
+        let itemID = try int64("item_id"), notary = try text("notary")
+        let name = ProofRow.name(itemID: itemID, notary: notary)
+        var row = ProofRow(Proof(itemID: itemID, notary: notary, kind: .rfc3161, state: .pending, updatedAt: try date("updated_at")))
+        row.kind = try ProofRow.coded(try text("kind"), ProofRow.Columns.kind, row: name)
+        row.state = try ProofRow.coded(try text("state"), ProofRow.Columns.state, row: name)
+        row.remoteId = string("remote_id")
         row.receipt = string("receipt"); row.txHash = string("tx_hash"); row.blockHeight = optionalInt64("block_height")
         row.network = string("network"); row.link = string("link"); row.provenAt = optionalDate("proven_at")
         row.error = string("error"); row.submittedAt = optionalDate("submitted_at")
@@ -46,27 +54,23 @@ extension PGRow {
     }
 
     func certificate() throws -> Certificate {
-        guard let digest = SHA256Digest(hex: try text("sha256")) else { throw PGError(code: nil, message: "certificate sha256 is not hex") }
-        return Certificate(itemID: try int64("item_id"), origin: try text("origin"), sha256: digest, size: try int64("size"),
-                           createdAt: try date("created_at"))
+        try CertificateRow(itemId: try int64("item_id"), origin: try text("origin"), sha256: try text("sha256"), size: try int64("size"),
+                           createdAt: try date("created_at")).model()
     }
 
     func archivedFile() throws -> ArchivedFile {
-        var row = ArchivedFileRow(ArchivedFile(itemID: try int64("item_id"), account: try text("account"),
-                                               remotePath: try text("remote_path"), role: .original,
-                                               sha256: SHA256Digest(hex: String(repeating: "0", count: 64))!, size: try int64("size"),
-                                               verifiedBy: try text("verified_by"), remoteID: string("remote_id"),
-                                               verifiedAt: try date("verified_at")))
-        row.role = try text("role")
-        row.sha256 = try text("sha256")
-        guard SHA256Digest(hex: row.sha256) != nil else { throw PGError(code: nil, message: "archived file sha256 is not hex") }
-        return try row.model()
+        let itemID = try int64("item_id"), remotePath = try text("remote_path")
+        return try ArchivedFileRow(itemId: itemID, account: try text("account"), remotePath: remotePath,
+                                   role: try ArchivedFileRow.coded(try text("role"), ArchivedFileRow.Columns.role,
+                                                                   row: ArchivedFileRow.name(itemID: itemID, remotePath: remotePath)),
+                                   sha256: try text("sha256"), size: try int64("size"), verifiedBy: try text("verified_by"),
+                                   remoteId: string("remote_id"), verifiedAt: try date("verified_at")).model()
     }
 
     func sharedLink() throws -> SharedLink {
-        SharedLink(itemID: try int64("item_id"), account: try text("account"), remotePath: try text("remote_path"),
-                   url: try text("url"), expires: optionalDate("expires"), passwordProtected: bool("password_protected"),
-                   fallback: string("fallback"), createdAt: try date("created_at"))
+        SharedLinkRow(itemId: try int64("item_id"), account: try text("account"), remotePath: try text("remote_path"),
+                      url: try text("url"), expires: optionalDate("expires"), passwordProtected: bool("password_protected"),
+                      fallback: string("fallback"), createdAt: try date("created_at")).model()
     }
 }
 

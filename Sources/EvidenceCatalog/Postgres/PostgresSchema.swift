@@ -144,5 +144,15 @@ enum PostgresSchema {
         CREATE TRIGGER job_wake AFTER INSERT OR UPDATE ON job
           FOR EACH ROW WHEN (NEW.state = 'queued') EXECUTE FUNCTION evidence_job_wake();
         """),
+        // Where a retry takes a failed item back to, kept with the item from now on. Items
+        // already failed get it from the custody event of their last move to failed, which is
+        // where retry used to look it up.
+        ("v7-item-failed-from", """
+        ALTER TABLE item ADD COLUMN failed_from text;
+        UPDATE item SET failed_from = (
+          SELECT e.details::jsonb ->> 'from' FROM custody_event e
+          WHERE e.item_id = item.id AND e.details::jsonb ->> 'to' = 'failed' ORDER BY e.seq DESC LIMIT 1)
+        WHERE state = 'failed';
+        """),
     ]
 }

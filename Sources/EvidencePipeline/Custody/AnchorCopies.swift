@@ -44,7 +44,7 @@ extension ChainAnchors {
 
     /// Queues the copy of anchor `name` (one job per anchor and account, however often asked).
     public static func enqueueCopy(_ name: String, account: String, catalog: any Catalog) throws(CatalogError) {
-        _ = try catalog.enqueue(JobSpec(.anchorCopy(file: name, account: account), maxAttempts: 50),
+        _ = try catalog.enqueue(JobSpec(.anchorCopy(file: name, account: account)),
                                 itemID: nil, dedupeKey: "anchor-copy:\(account):\(name)")
     }
 }

@@ -9,6 +9,7 @@ import EvidenceCore
 ///     │                                        └─a notary said failed─▶ failed
 ///     └─verified, no notary─▶ (archive job, or done)
 /// confirmed ─certified─▶ certified ─archived─▶ archived ─shared─▶ done
+/// any ─verify gave up─▶ failed ─retried─▶ the state it failed from
 /// ```
 /// Stages the rule does not ask for are skipped: no archive ends at `done` after the
 /// certificates; no share ends at `done` after the archive. The catalog applies the returned
@@ -32,6 +33,11 @@ public struct ItemLifecycle: Sendable {
         case archived(details: [String: String])
         /// Its share link exists.
         case shared(details: [String: String])
+        /// Its verify job gave up: the stored copy could not be read, or does not match its hash.
+        case verifyGaveUp(reason: String)
+        /// An operator re-queued its failed jobs (`evidence retry`); `failedFrom` is the state it
+        /// was in when it went to `failed` (nil when the catalog has none recorded).
+        case retried(failedFrom: ItemState?)
     }
 
     /// The state an item of this rule is in when all work for it is done.
@@ -46,7 +52,7 @@ public struct ItemLifecycle: Sendable {
     /// after-action from `jobsForNewSource`, which does the same before acting.)
     public var jobsForKnownItem: [JobSpec] {
         guard case .keep = rule.after, !rule.notary.isEmpty || rule.archive != nil else { return [] }
-        return [JobSpec.parked(.afterAction(rule: rule.name, action: .keep, source: nil), maxAttempts: 20)]
+        return [JobSpec.parked(.afterAction(rule: rule.name, action: .keep, source: nil))]
     }
 
     /// What this rule still needs before its after-action may touch the source: a notarize job
@@ -56,7 +62,7 @@ public struct ItemLifecycle: Sendable {
     public func missingStages(item: Item, proofs: [Proof], archived: [ArchivedFile]) -> [JobSpec] {
         let confirmed = Set(proofs.filter { $0.state == .confirmed && $0.receipt != nil }.map(\.notary))
         let notarize = rule.notary.filter { !confirmed.contains($0) }.map {
-            JobSpec(.notarize(rule: rule.name, notary: $0), maxAttempts: 12, scope: $0)
+            JobSpec(.notarize(rule: rule.name, notary: $0), scope: $0)
         }
         if !notarize.isEmpty { return notarize }
         if let account = rule.archive,
@@ -70,8 +76,8 @@ public struct ItemLifecycle: Sendable {
     public var jobsForNewSource: [JobSpec] {
         switch rule.after {
         case .keep: return []
-        case .delete: return [JobSpec.parked(.afterAction(rule: rule.name, action: .delete, source: nil), maxAttempts: 20)]
-        case .move(let dir): return [JobSpec.parked(.afterAction(rule: rule.name, action: .move(to: dir), source: nil), maxAttempts: 20)]
+        case .delete: return [JobSpec.parked(.afterAction(rule: rule.name, action: .delete, source: nil))]
+        case .move(let dir): return [JobSpec.parked(.afterAction(rule: rule.name, action: .move(to: dir), source: nil))]
         }
     }
 
@@ -87,11 +93,43 @@ public struct ItemLifecycle: Sendable {
         return t
     }
 
-    private func decide(from state: ItemState, on event: Event) -> JobTransition? {
+    /// The transition of an item no rule of the configuration describes (ingested by hand, or its
+    /// rule since removed): it is verified without a next stage; giving up and retrying are the
+    /// same as under any rule. Nil for the stages only a rule plans.
+    public static func withoutRule(from state: ItemState, on event: Event) -> JobTransition? {
         switch event {
         case .verified(let details):
+            return JobTransition(state: nil, event: .verified, details: details)
+        case .verifyGaveUp, .retried:
+            return ruleIndependent(from: state, on: event)
+        case .proofSaved, .certified, .archived, .shared:
+            return nil
+        }
+    }
+
+    /// Events whose outcome no rule changes.
+    private static func ruleIndependent(from state: ItemState, on event: Event) -> JobTransition? {
+        switch event {
+        case .verifyGaveUp(let reason):
+            return JobTransition(state: .failed, event: .verifyFailed, reason: reason)
+        case .retried(let failedFrom):
+            // Only a failed item moves; the re-queued jobs of an item that is not failed (a
+            // certificate or archive job that gave up) take it on from where it is.
+            guard state == .failed else { return nil }
+            return JobTransition(state: failedFrom ?? .ingested, event: .retry)
+        case .verified, .proofSaved, .certified, .archived, .shared:
+            return nil
+        }
+    }
+
+    private func decide(from state: ItemState, on event: Event) -> JobTransition? {
+        switch event {
+        case .verifyGaveUp, .retried:
+            return Self.ruleIndependent(from: state, on: event)
+
+        case .verified(let details):
             if !rule.notary.isEmpty {
-                let jobs = rule.notary.map { JobSpec(.notarize(rule: rule.name, notary: $0), maxAttempts: 12, scope: $0) }
+                let jobs = rule.notary.map { JobSpec(.notarize(rule: rule.name, notary: $0), scope: $0) }
                 return JobTransition(state: nil, event: .verified, details: details, jobs: jobs)
             }
             if rule.archive != nil {
@@ -118,7 +156,7 @@ public struct ItemLifecycle: Sendable {
             // rule's after-action): recorded, without moving the item back a stage.
             return JobTransition(state: nil, event: .archived, details: details.merging(["rule": rule.name]) { a, _ in a })
         case .archived(let details):
-            let jobs = rule.share == nil ? [] : [JobSpec(.share(rule: rule.name), maxAttempts: 12)]
+            let jobs = rule.share == nil ? [] : [JobSpec(.share(rule: rule.name))]
             return JobTransition(state: rule.share == nil ? finalState : .archived, event: .archived, details: details, jobs: jobs)
         case .shared(let details):
             return JobTransition(state: finalState, event: .shared, details: details)
@@ -127,6 +165,6 @@ public struct ItemLifecycle: Sendable {
 
     /// One archive job per item and account (so that another rule's account gets its own).
     var jobsForArchive: [JobSpec] {
-        [JobSpec(.archive(rule: rule.name), maxAttempts: 12, scope: rule.archive.map { "account:" + $0 })]
+        [JobSpec(.archive(rule: rule.name), scope: rule.archive.map { "account:" + $0 })]
     }
 }

@@ -26,23 +26,23 @@ public struct VerifyHandler: JobHandler {
         case .success(nil): throw JobError("item \(itemID) is gone", retryable: false)
         case .failure(let e): throw JobError(e.description, retryable: true)
         }
+        // The item's rule decides what follows; an item without one (ingested by hand, or its
+        // rule since removed) is verified with nothing else planned.
+        let lifecycle = job.payload.rule.flatMap { rules[$0] }.map(ItemLifecycle.init(rule:))
+        let decide = { (event: ItemLifecycle.Event) -> JobTransition? in
+            if let lifecycle { return lifecycle.transition(from: item.state, on: event) }
+            return ItemLifecycle.withoutRule(from: item.state, on: event)
+        }
         let path = home.store.location(of: item.sha256)
         let result = await onIOThread { Result { () throws(StoreError) in try home.store.hashObject(item.sha256) } }
         switch result {
         case .success(let r) where r.digest == item.sha256 && r.size == item.size:
-            let details = ["object": path, "sha256": r.digest.hex]
-            guard let rule = job.payload.rule.flatMap({ rules[$0] }) else {
-                // Ingested by hand (no rule): verified, and nothing else is planned for it.
-                return .done(JobTransition(state: nil, event: .verified, details: details))
-            }
-            return .done(ItemLifecycle(rule: rule).transition(from: item.state, on: .verified(details: details)))
+            return .done(decide(.verified(details: ["object": path, "sha256": r.digest.hex])))
         case .success(let r):
             throw JobError("\(path): store object hashes to \(r.digest.hex) (\(r.size) bytes), catalog says \(item.sha256.hex) (\(item.size) bytes)",
-                           retryable: false,
-                           onGiveUp: JobTransition(state: .failed, event: .verifyFailed, reason: "store object does not match its hash"))
+                           retryable: false, onGiveUp: decide(.verifyGaveUp(reason: "store object does not match its hash")))
         case .failure(let e):
-            throw JobError(e.description, retryable: true,
-                           onGiveUp: JobTransition(state: .failed, event: .verifyFailed, reason: e.description))
+            throw JobError(e.description, retryable: true, onGiveUp: decide(.verifyGaveUp(reason: e.description)))
         }
     }
 }

@@ -6,7 +6,7 @@ enum ItemPage {
     static func render(_ d: ItemDetails) -> HTML {
         let it = d.item
         let name = d.sources.first?.name ?? it.sha256.short
-        let reason: HTML = it.stateReason.map { " <span class=\"\(it.state == .failed || it.state == .quarantined ? "error" : "note")\">— \($0)</span>" } ?? .empty
+        let reason: HTML = it.stateReason.map { " <span class=\"\(it.state == .failed ? "error" : "note")\">— \($0)</span>" } ?? .empty
         let media: HTML
         if let m = it.media {
             var s = m.summary
@@ -33,7 +33,7 @@ enum ItemPage {
         }
         downloads.append("<li><a href=\"/items/\(it.id)/bundle.zip\">Bundle (.zip)</a></li>")
         downloads.append("<li><a href=\"/items/\(it.id)/bundle.tar\">Bundle (.tar)</a></li>")
-        let bundleNote: HTML = it.state < .confirmed || it.state == .failed || it.state == .quarantined
+        let bundleNote: HTML = it.state < .confirmed || it.state == .failed
             ? "<p class=\"note\">This item is \(it.state.rawValue): its proofs are not complete yet, so the bundle holds what exists so far.</p>"
             : .empty
 

@@ -45,11 +45,16 @@ enum Layout {
         let tone: String
         switch state {
         case .done, .archived, .certified, .confirmed: tone = "ok"
-        case .failed, .quarantined: tone = "bad"
-        default: tone = "wait"
+        case .failed: tone = "bad"
+        case .ingested, .submitted: tone = "wait"
         }
-        return "<span class=\"badge \(tone)\">\(state.rawValue)</span>"
+        return badge(state.rawValue, tone: tone)
     }
+
+    /// The badge beside the item states for the files not taken in (the quarantine table).
+    static var quarantinedBadge: HTML { badge("quarantined", tone: "bad") }
+
+    private static func badge(_ name: String, tone: String) -> HTML { "<span class=\"badge \(tone)\">\(name)</span>" }
 
     static func mono(_ s: String) -> HTML { "<code>\(s)</code>" }
 

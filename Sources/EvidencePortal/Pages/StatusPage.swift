@@ -5,10 +5,12 @@ import Foundation
 enum StatusPage {
     static func render(_ r: StatusReport) -> HTML {
         let s = r.summary
-        let states = ItemState.allCases.map { st -> HTML in
-            let n = st == .quarantined ? max(s.byState[st.rawValue] ?? 0, s.quarantined) : s.byState[st.rawValue] ?? 0
-            return "<div class=\"state-\(st.rawValue)\"><b>\(n)</b>\(Layout.badge(st))</div>"
+        var states = ItemState.allCases.map { st -> HTML in
+            "<div class=\"state-\(st.rawValue)\"><b>\(s.byState[st.rawValue] ?? 0)</b>\(Layout.badge(st))</div>"
         }
+        // The files not taken in (quarantine entries, not items), counted beside the states.
+        let quarantined: HTML = "<div class=\"state-quarantined\"><b>\(s.quarantined)</b>\(Layout.quarantinedBadge)</div>"
+        states.append(quarantined)
         let jobOrder = ["queued", "running", "done", "failed"]
         let jobs = (jobOrder + r.jobCounts.keys.filter { !jobOrder.contains($0) }.sorted()).compactMap { k -> HTML? in
             r.jobCounts[k].map { "<div><b>\($0)</b>\(k)</div>" }
