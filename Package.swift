@@ -54,26 +54,26 @@ let package = Package(
     ],
     targets: [
         // MARK: C libraries (only the owning module imports each)
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
+        .systemLibrary(name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
         // CCurl, CCairo and CLibPQ: headers only, no pkgConfig. The libraries are loaded on first
         // use by CEvidenceLazy's stubs, so they and their ~50 dependencies stay out of processes
         // that do not need them (`evidence hash`, `ingest`, a single host's catalog).
-        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/C/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // No pkgConfig: its `-lavformat` would link libavformat and its ~130 dependencies into
-        // every process; the probe loads them with dlopen instead (Sources/CAVFormat/shim.h).
-        .systemLibrary(name: "CAVFormat", providers: [.apt(["libavformat-dev"])]),
-        .systemLibrary(name: "CCairo", providers: [.apt(["libcairo2-dev"])]),
+        // every process; the probe loads them with dlopen instead (Sources/C/CAVFormat/shim.h).
+        .systemLibrary(name: "CAVFormat", path: "Sources/C/CAVFormat", providers: [.apt(["libavformat-dev"])]),
+        .systemLibrary(name: "CCairo", path: "Sources/C/CCairo", providers: [.apt(["libcairo2-dev"])]),
         // PostgreSQL's own client library, for a catalog shared by several nodes.
-        .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
-        .target(name: "CEvidenceLazy"),
+        .systemLibrary(name: "CLibPQ", path: "Sources/C/CLibPQ", providers: [.apt(["libpq-dev"])]),
+        .target(name: "CEvidenceLazy", path: "Sources/C/CEvidenceLazy"),
 
         // MARK: Modules
         .target(name: "EvidenceCore", swiftSettings: swiftSettings),
         // The one way to run blocking work from async code: a pool of dedicated threads.
         .target(name: "EvidenceBlocking", swiftSettings: swiftSettings),
         // The one place processes are started (posix_spawn): never Foundation's Process.
-        .systemLibrary(name: "CEvidenceSys"),
+        .systemLibrary(name: "CEvidenceSys", path: "Sources/C/CEvidenceSys"),
         .target(name: "EvidenceProcess", dependencies: ["CEvidenceSys"], swiftSettings: swiftSettings),
         .target(name: "EvidenceStore",
                 dependencies: ["EvidenceCore", "COpenSSL", "CEvidenceSys"],
@@ -113,17 +113,17 @@ let package = Package(
                 dependencies: ["EvidenceCore", "EvidenceStore", "EvidenceProcess",
                                .product(name: "Hummingbird", package: "hummingbird"),
                                .product(name: "Logging", package: "swift-log")],
-                swiftSettings: swiftSettings),
+                path: "Support/EvidenceSandbox", swiftSettings: swiftSettings),
         // Test helpers only: the sandbox as a process, a real WebDAV server, temp folders, waiting.
         .target(name: "EvidenceTesting",
                 dependencies: ["EvidenceProcess"],
-                swiftSettings: swiftSettings),
+                path: "Support/EvidenceTesting", swiftSettings: swiftSettings),
         .executableTarget(name: "evidence-sandbox",
                           dependencies: ["EvidenceSandbox", "EvidenceCore",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Hummingbird", package: "hummingbird"),
                                          .product(name: "Logging", package: "swift-log")],
-                          swiftSettings: swiftSettings),
+                          path: "Support/evidence-sandbox", swiftSettings: swiftSettings),
         .target(name: "EvidencePipeline",
                 dependencies: [
                     "EvidenceBlocking", "EvidenceCore", "EvidenceStore", "EvidenceS3", "EvidenceCatalog", "EvidenceMedia",
@@ -158,7 +158,7 @@ let package = Package(
         // driven by libFuzzer in Fuzz/ (`make fuzz`).
         .target(name: "EvidenceFuzzing",
                 dependencies: ["EvidenceCore", "EvidenceStore", "EvidenceConfig", "EvidenceNotary", "EvidenceArchive", "EvidencePipeline", "EvidenceSandbox"],
-                swiftSettings: swiftSettings),
+                path: "Support/EvidenceFuzzing", swiftSettings: swiftSettings),
         // The commands of `evidence`, as a library so the CLI tests can run most of them in-process
         // (`Evidence.execute`, output captured per task); the executable is only `main.swift`.
         .target(name: "EvidenceCLI",
@@ -175,7 +175,7 @@ let package = Package(
                           swiftSettings: swiftSettings,
                           linkerSettings: releaseLinkerSettings),
         // The load generators `make bench` times (scripts/bench.sh); not a product.
-        .executableTarget(name: "evidence-bench", dependencies: ["EvidenceCore", "EvidenceCatalog"], swiftSettings: swiftSettings),
+        .executableTarget(name: "evidence-bench", dependencies: ["EvidenceCore", "EvidenceCatalog"], path: "Support/evidence-bench", swiftSettings: swiftSettings),
 
         // MARK: Tests
         .testTarget(name: "EvidenceStoreTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceStore", "EvidenceCore"],

@@ -1,29 +1,37 @@
 #!/usr/bin/env python3
 """Checks that docs/ARCHITECTURE.md's module tables match Package.swift (run by scripts/test.sh).
 
-Usage: scripts/check-architecture.py PACKAGE.json docs/ARCHITECTURE.md
-PACKAGE.json is `swift package dump-package`. Under "## Modules" the doc has two tables whose
+Usage: scripts/check-architecture.py Package.swift docs/ARCHITECTURE.md
+Package.swift is read for its target declarations (`.target(name: "X", path: "…"`, one per
+call as written there), not run: SwiftPM holds the build folder's lock while tests run, and
+this check runs before every build. Under "## Modules" the doc has two tables whose
 first two columns are a target's name and its folder, both in backticks: one for the Swift
 targets (modules and executables), one for the C targets (system libraries and C code). Every
 target of the package but the tests is in the right table exactly once, with its folder; every
 row names a target; every folder exists. Exit 1 with each difference on its own line.
 """
-import json
 import os
 import re
 import sys
 
 
-def targets(package_json):
-    with open(package_json) as f:
-        package = json.load(f)
+def targets(manifest):
+    with open(manifest) as f:
+        text = f.read()
     swift, c = {}, {}
-    for t in package["targets"]:
-        if t["type"] == "test":
+    starts = list(re.finditer(r'\.(target|systemLibrary|executableTarget|testTarget)\(\s*name:\s*"([^"]+)"', text))
+    if not starts:
+        sys.exit(f"{manifest}: no target declarations found")
+    for n, start in enumerate(starts):
+        kind, name = start.group(1), start.group(2)
+        if kind == "testTarget":
             continue
-        folder = t.get("path") or "Sources/" + t["name"]
-        is_c = t["type"] == "system" or os.path.exists(os.path.join(folder, "include"))
-        (c if is_c else swift)[t["name"]] = folder.rstrip("/")
+        # `path:` of this declaration: before the next one begins.
+        end = starts[n + 1].start() if n + 1 < len(starts) else len(text)
+        path = re.search(r'\bpath:\s*"([^"]+)"', text[start.end():end])
+        folder = (path.group(1) if path else "Sources/" + name).rstrip("/")
+        is_c = kind == "systemLibrary" or os.path.isdir(os.path.join(folder, "include"))
+        (c if is_c else swift)[name] = folder
     return swift, c
 
 

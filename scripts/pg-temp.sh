@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL server for `make bench` and `make demo CLUSTER=2` (the tests start their
-# own from Swift: Sources/EvidenceTesting/Support/PostgresServer.swift).
+# own from Swift: Support/EvidenceTesting/Support/PostgresServer.swift).
 #
 #   pg-temp.sh start DIR [DB…]   new cluster in DIR/data on 127.0.0.1, SCRAM password in
 #                                DIR/password (0600), the databases DB… made; prints the port

@@ -31,11 +31,15 @@ for dir in Tests/*/; do
 done
 
 mkdir -p "$logs"
+# The map matches the code: docs/ARCHITECTURE.md's module and C-target tables list every target
+# of Package.swift with its folder.
+python3 scripts/check-architecture.py Package.swift docs/ARCHITECTURE.md || {
+  echo "scripts/test.sh: docs/ARCHITECTURE.md's module tables differ from Package.swift (above): fix the document" >&2; exit 2; }
 "$swift" build --build-tests "$@" 2>&1 | tee "$logs/build.txt"
 ((PIPESTATUS[0] == 0)) || exit 1
 # Zero warnings from our own files (a dependency's warnings are not ours to fix). A clean
 # build, as CI's, compiles every file; an incremental one shows only what it recompiled.
-warnings=$(grep -E "^$PWD/(Sources|Tests)/[^:]+:[0-9]+:[0-9]+: warning:" "$logs/build.txt" | sort -u)
+warnings=$(grep -E "^$PWD/(Sources|Support|Tests)/[^:]+:[0-9]+:[0-9]+: warning:" "$logs/build.txt" | sort -u)
 if [ -n "$warnings" ]; then
   echo "== make test: FAILED: the build printed warnings from our own files:"
   printf '%s\n' "$warnings" | head -40 | sed 's/^/  /'

@@ -28,7 +28,7 @@ public enum MediaProbe {
     /// Demuxers that accept almost anything and say nothing about media.
     static let fallbackFormats: Set<String> = ["tty", "data", "txt"]
 
-    /// libavformat, loaded on first use (not linked: see Sources/CAVFormat/shim.h), logging silenced;
+    /// libavformat, loaded on first use (not linked: see Sources/C/CAVFormat/shim.h), logging silenced;
     /// or why it could not be loaded.
     static let library: Result<evidence_av_api, LoadError> = {
         var api = evidence_av_api()

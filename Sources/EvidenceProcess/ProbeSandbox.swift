@@ -12,7 +12,7 @@ import Glibc
 ///    secret files (0600, the service's user) nor anything else of root's can be reached;
 /// 4. no new privileges, then a seccomp filter on every thread refusing (EPERM) open/openat and
 ///    the other ways to a file, every socket, exec, ptrace, mounts and namespaces (the list is in
-///    Sources/CEvidenceSys/shim.h, `evidence_install_probe_seccomp`).
+///    Sources/C/CEvidenceSys/shim.h, `evidence_install_probe_seccomp`).
 ///
 /// The filter is what holds as any user; the namespace and the user change add to it when the
 /// child runs as root. Nothing here fails the probe: what could not be done is reported
