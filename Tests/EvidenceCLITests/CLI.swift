@@ -31,12 +31,19 @@ struct CLI {
     /// a process has (its descriptors, signals, exit on a crash, a daemon to kill) asks for one.
     @discardableResult
     func run(_ args: [String], timeout: Double = 60, prefix: [String] = [], cwd: String? = nil, process: Bool = false) -> Result {
-        if !process && prefix.isEmpty && cwd == nil {
+        if !process && prefix.isEmpty && cwd == nil && Self.processCommands.isDisjoint(with: args) {
             let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
             return InProcess.run(["--home", home] + args, environment: env, timeout: timeout)
         }
         return Self.exec(prefix + [Self.binary, "--home", home] + args, timeout: timeout, environment: environment, cwd: cwd)
     }
+
+    /// Commands that talk to archive providers always run as a process: the providers'
+    /// single-flight work (a token refresh, a folder made once) runs in unstructured tasks on the
+    /// cooperative pool, and in this process both of its threads can be held by tests waiting
+    /// synchronously (`accounts check -v` and `doctor` waited there 120 s). `run` and `serve` are
+    /// daemons.
+    static let processCommands: Set<String> = ["accounts", "doctor", "archive", "run", "serve"]
 
     static func exec(_ argv: [String], timeout: Double = 60, environment: [String: String] = [:], cwd: String? = nil) -> Result {
         let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])

@@ -29,15 +29,17 @@ final class RunHarness {
 
     deinit { if let p = process, p.isRunning { p.signal(SIGKILL); p.wait() } }
 
-    /// Starts the service and waits until its first scan is done.
-    func start(timeout: Double = 90) throws {
+    /// Starts the service and waits until its first scan is done (or, with `scanned` false, until
+    /// it has started: a restart that only has to finish what is already in the folder).
+    func start(timeout: Double = 90, scanned: Bool = true) throws {
         let arguments = (configPath.map { ["--config", $0] } ?? []) + ["--home", home, "run", "--rules", rules, "--log-format", "json"]
         let env = ChildProcess.environment(environment, removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"])
         let argv = launcher + [CLI.binary] + arguments
         let p = try ChildProcess(argv[0], Array(argv.dropFirst()), environment: env, directory: scratch.path,
                                  stdout: .file(logPath, append: false), stderr: .stdout)
         process = p
-        let ready = waitUntil(timeout: timeout) { self.log.contains("initial scan") || !p.isRunning }
+        let mark = scanned ? "initial scan" : "evidence run started"
+        let ready = waitUntil(timeout: timeout) { self.log.contains(mark) || !p.isRunning }
         guard ready, p.isRunning else { throw HarnessError.notReady(self.log) }
     }
 
