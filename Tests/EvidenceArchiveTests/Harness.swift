@@ -4,7 +4,6 @@ import EvidenceStore
 import EvidenceSandbox
 import EvidenceTesting
 import Foundation
-import Synchronization
 import Logging
 import Testing
 
@@ -143,37 +142,13 @@ final class Harness: @unchecked Sendable {
 /// Harnesses alive at once, across every suite of this target: each may start a sandbox process
 /// (60 conformance cases starting theirs together starved 2 cores, so that suite once ran one
 /// case at a time, 91 s of the services pass). Waiters are suspended, holding no thread.
-final class HarnessSlots: Sendable {
-    static let shared = HarnessSlots(3)
-    private let state: Mutex<(free: Int, waiters: [CheckedContinuation<Void, Never>])>
-
-    init(_ limit: Int) { state = Mutex((limit, [])) }
-
-    func acquire() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { s -> Bool in
-                if s.free > 0 { s.free -= 1; return true }
-                s.waiters.append(c)
-                return false
-            }
-            if now { c.resume() }
-        }
-    }
-
-    func release() {
-        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if s.waiters.isEmpty { s.free += 1; return nil }
-            return s.waiters.removeFirst()
-        }
-        next?.resume()
-    }
-}
+let harnessSlots = Slots(3)
 
 /// Runs `body` with a fresh harness, stopping it whatever happens.
 func withProvider(_ which: ProviderUnderTest, sandboxArguments: [String] = [],
                   _ body: (Harness) async throws -> Void) async throws {
-    await HarnessSlots.shared.acquire()
-    defer { HarnessSlots.shared.release() }
+    await harnessSlots.acquire()
+    defer { harnessSlots.release() }
     let h = try await which.make(sandboxArguments: sandboxArguments)
     do {
         try await body(h)

@@ -1,12 +1,13 @@
 import EvidenceProcess
 import Foundation
 import Glibc
+import EvidenceTesting
 import Testing
 
 /// Issue 28 point 4, from outside: the service user could rewrite its own config, CA file and
 /// rules. `doctor` and `run`, run as an unprivileged user (setpriv, as systemd's User= would),
 /// now refuse a set-up that user can write, and accept one that is root's and read-only to it.
-@Suite("Trust anchors writable by the service user", .serialized, .enabled(if: geteuid() == 0, "needs root to switch to uid 65534"))
+@Suite("Trust anchors writable by the service user", .serialized, .enabled(if: geteuid() == 0, "needs root to switch to uid 65534"), .ownThread)
 struct AnchorPermissionsCLITests {
     static let nobody: UInt32 = 65534
 
@@ -80,7 +81,7 @@ struct AnchorPermissionsCLITests {
 }
 
 /// Issue 28's appended root, through the CLI: every command that loads the config refuses it.
-@Suite("ca_file with an appended root")
+@Suite("ca_file with an appended root", .ownThread)
 struct AppendedRootCLITests {
     func root(_ dir: String, _ name: String, _ cn: String) throws -> String {
         let r = try ChildProcess.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",

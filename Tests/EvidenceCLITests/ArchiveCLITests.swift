@@ -6,7 +6,7 @@ import Testing
 
 /// The archive stage through `evidence run` as a real process: a local folder and the ownCloud
 /// provider against a real WebDAV server (`rclone serve webdav`).
-@Suite("Archive: evidence run to a local folder and a real WebDAV server")
+@Suite("Archive: evidence run to a local folder and a real WebDAV server", .ownThread)
 struct ArchiveCLITests {
     /// A harness whose rule archives (no notary: the archive follows the stored copy's check).
     func harness(archive account: String, config: String, ruleExtra: String = "") throws -> RunHarness {

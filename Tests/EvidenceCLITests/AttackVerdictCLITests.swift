@@ -8,7 +8,7 @@ import Testing
 /// `evidence verify` into "verified". Each was accepted (exit 0) before the verdict required a
 /// time-stamp verified against an outside anchor and the bundle's files to hold together byte
 /// for byte. None of these forgeries uses our code.
-@Suite("Attacks: bundles that must not verify, and what the verdict says", .serialized)
+@Suite("Attacks: bundles that must not verify, and what the verdict says", .serialized, .ownThread)
 struct AttackVerdictCLITests {
     let notarization = NotarizationCLITests()
 
@@ -298,7 +298,7 @@ struct AttackVerdictCLITests {
     }
 }
 
-@Suite("Attacks: names with control characters reach no terminal raw")
+@Suite("Attacks: names with control characters reach no terminal raw", .ownThread)
 struct AttackNamesCLITests {
     @Test("show and status print a name holding ESC and a newline escaped; no line of its own, no raw ESC")
     func showEscapesNames() throws {

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
+import EvidenceTesting
 import Testing
 
-@Suite("CLI: bad input is refused clearly, the rest is ingested")
+@Suite("CLI: bad input is refused clearly, the rest is ingested", .ownThread)
 struct BadInputCLITests {
     @Test("a folder mixing good and bad entries: each bad one named with its reason, the rest stored, exit 1")
     func mixedFolder() throws {

@@ -1,11 +1,12 @@
 import EvidenceSandbox
 import Foundation
 import Glibc
+import EvidenceTesting
 import Testing
 
 /// `evidence run` holds no more descriptors after 200 items than after 10: nothing it opens per
 /// item (store files, catalog statements, HTTP connections, provider uploads) outlives the item.
-@Suite("descriptors: evidence run leaks none per item", .serialized)
+@Suite("descriptors: evidence run leaks none per item", .serialized, .ownThread)
 struct DescriptorCLITests {
     static func descriptors(of pid: pid_t) -> [String] {
         let dir = "/proc/\(pid)/fd"

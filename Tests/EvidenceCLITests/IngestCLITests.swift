@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
+import EvidenceTesting
 import Testing
 
-@Suite("CLI: ingest, status, show, hash")
+@Suite("CLI: ingest, status, show, hash", .ownThread)
 struct IngestCLITests {
     @Test("ingesting samples/ stores every file and status counts them")
     func ingestSamples() throws {

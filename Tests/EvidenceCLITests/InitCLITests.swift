@@ -1,7 +1,8 @@
 import Foundation
+import EvidenceTesting
 import Testing
 
-@Suite("evidence init")
+@Suite("evidence init", .ownThread)
 struct InitCLITests {
     @Test("init writes a config and rule that load, creates the home, prints the next three commands, and refuses to overwrite")
     func initFolder() throws {
@@ -37,7 +38,7 @@ struct InitCLITests {
     }
 }
 
-@Suite("systemd unit")
+@Suite("systemd unit", .ownThread)
 struct SystemdUnitTests {
     static let analyze = "/usr/bin/systemd-analyze"
 

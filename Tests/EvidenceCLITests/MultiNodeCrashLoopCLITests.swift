@@ -15,7 +15,7 @@ import Testing
 /// (which re-hashes the bucket's objects) and `log verify` are clean.
 ///
 /// `EVIDENCE_SOAK_FILES` and `EVIDENCE_SOAK_KILLS` make it longer (`make soak`).
-@Suite("Soak: crash loop across several nodes on PostgreSQL and S3, real processes", .serialized)
+@Suite("Soak: crash loop across several nodes on PostgreSQL and S3, real processes", .serialized, .ownThread)
 struct MultiNodeCrashLoopCLITests {
     final class Node {
         let name: String

@@ -6,7 +6,7 @@ import Testing
 
 /// `evidence run` against a real `evidence-sandbox` process: QED emulation and a TSA backed by
 /// the real `openssl ts`. Bundles are checked with `sha256sum -c` and `openssl ts -verify`.
-@Suite("Notarization: evidence run + sandbox, real processes", .serialized)
+@Suite("Notarization: evidence run + sandbox, real processes", .serialized, .ownThread)
 struct NotarizationCLITests {
     static let sandboxBinary = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("evidence-sandbox")
 

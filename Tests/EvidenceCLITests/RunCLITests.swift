@@ -4,7 +4,7 @@ import Testing
 import EvidenceSandbox
 import EvidenceTesting
 
-@Suite("evidence run: real inotify, real processes", .serialized)
+@Suite("evidence run: real inotify, real processes", .serialized, .ownThread)
 struct RunCLITests {
     @Test("a slow writer (chunks over 3 s) is ingested once, complete")
     func slowWriter() throws {
@@ -48,7 +48,8 @@ struct RunCLITests {
         let h = RunHarness()
         try h.start()
         for i in 0..<1000 { h.write(String(format: "burst/f%04d.bin", i), randomBytes(1024)) }
-        #expect(waitUntil(timeout: 90) { h.items() == 1000 })
+        // Ends when all are in; the room is for a loaded machine (the rate is `make bench`'s).
+        #expect(waitUntil(timeout: 180) { h.items() == 1000 })
         usleep(500_000)
         #expect(h.items() == 1000)
         #expect(h.sources() == 1000)

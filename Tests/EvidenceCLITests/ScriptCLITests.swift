@@ -1,11 +1,12 @@
 import EvidenceProcess
 import Foundation
+import EvidenceTesting
 import Testing
 
 /// The scripts that summarise test runs (`make test`, `make soak`) take the runner's real exit
 /// status. Each runs here against a stand-in `swift` (a shell script, through `SWIFT`) whose
 /// build and test results the test chooses, so a failing run must make the script fail.
-@Suite("scripts: a failing run makes the summary fail")
+@Suite("scripts: a failing run makes the summary fail", .ownThread)
 struct ScriptCLITests {
     /// A fake `swift`: `build` prints `buildOutput` and exits 0; `test` prints a Swift Testing
     /// failure and exits 1 when its filters mention `failing`, else passes.

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
+import EvidenceTesting
 import Testing
 
-@Suite("CLI: verify, fsck, log verify")
+@Suite("CLI: verify, fsck, log verify", .ownThread)
 struct VerifyCLITests {
     @Test("verify FILE finds an ingested file (store intact, but NOT PROVEN without a time-stamp) and fails a changed copy")
     func verifyFile() throws {

@@ -13,7 +13,7 @@ import Testing
 /// rclone's WebDAV backend with `vendor = owncloud` / `nextcloud`. Each test starts its own
 /// `evidence-sandbox`, runs the client against it, and checks what the emulation stored, byte
 /// for byte, and that the emulation refused none of the client's requests.
-@Suite("Independent clients against the ownCloud/Nextcloud emulation", .serialized)
+@Suite("Independent clients against the ownCloud/Nextcloud emulation", .serialized, .ownThread)
 struct PeerClientTests {
     @Test("owncloudcmd syncs a 110 MB file (NG chunking), small files, a subfolder and a unicode name into the ownCloud flavour")
     func owncloudcmd() async throws {

@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import Testing
 
 /// One thread running the jobs of the tasks that prefer it (`withTaskExecutorPreference`), in
 /// order. A test that blocks (a synchronous store call, a tool it waits for) runs its body here
@@ -51,4 +53,59 @@ public func offPool<T>(_ body: () throws -> T) async throws -> T {
     let executor = ThreadExecutor()
     defer { executor.stop() }
     return try await withTaskExecutorPreference(executor) { try body() }
+}
+
+/// `.ownThread` on a suite: each of its tests runs in its task on a thread of its own
+/// (`ThreadExecutor`), blocking as it likes (a synchronous wait for a process, `waitUntil`, a
+/// command run in-process), while the cooperative pool stays free for the async work the test
+/// and its in-process commands need. With two pool threads, two tests blocked on them once
+/// stalled every other test of the CLI pass for minutes. At most `OwnThreadTrait.parallel`
+/// such tests run at once (`EVIDENCE_TEST_PARALLEL`, default 4): all of them at once put the
+/// load at 36 on two cores, and a 1,000-file burst was a sixth done after its 90 s.
+public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public static let parallel = max(1, ProcessInfo.processInfo.environment["EVIDENCE_TEST_PARALLEL"].flatMap { Int($0) } ?? 4)
+    private static let slots = Slots(parallel)
+
+    public func provideScope(for test: Test, testCase: Test.Case?,
+                             performing function: @Sendable () async throws -> Void) async throws {
+        guard !test.isSuite else { return try await function() }
+        await Self.slots.acquire()
+        defer { Self.slots.release() }
+        let executor = ThreadExecutor(name: "evidence-test")
+        defer { executor.stop() }
+        try await withTaskExecutorPreference(executor) { try await function() }
+    }
+}
+
+extension Trait where Self == OwnThreadTrait {
+    /// Each test of the suite on a thread of its own (`OwnThreadTrait`).
+    public static var ownThread: Self { OwnThreadTrait() }
+}
+
+/// A counting semaphore whose waiters are suspended tasks, not blocked threads.
+public final class Slots: Sendable {
+    private let state: Mutex<(free: Int, waiters: [CheckedContinuation<Void, Never>])>
+
+    public init(_ limit: Int) { state = Mutex((limit, [])) }
+
+    public func acquire() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.free > 0 { s.free -= 1; return true }
+                s.waiters.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
+    public func release() {
+        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if s.waiters.isEmpty { s.free += 1; return nil }
+            return s.waiters.removeFirst()
+        }
+        next?.resume()
+    }
 }
