@@ -8,9 +8,11 @@ import Synchronization
 import Testing
 
 /// The S3 store against a real S3 server (moto), with boto3 as the independent witness.
-/// Each test runs its blocking store calls on a thread of its own (`offPool`), so the tests run
-/// side by side without holding the cooperative pool, each with its own bucket and folder.
-@Suite struct S3StoreTests {
+/// Each test runs its blocking store calls on a thread of its own (`offPool`), so they hold
+/// none of the cooperative pool's threads. One at a time: moto's `If-None-Match: *` is a check
+/// then a write, not one step, and with this suite's tests side by side on the one server six
+/// nodes opening a bucket together once got two store ids (real S3 makes the write atomic).
+@Suite(.serialized) struct S3StoreTests {
     let server: S3Server
     let dir: TempDirectory
 
