@@ -49,7 +49,7 @@ struct RunCLITests {
         try h.start()
         for i in 0..<1000 { h.write(String(format: "burst/f%04d.bin", i), randomBytes(1024)) }
         // Ends when all are in; the room is for a loaded machine (the rate is `make bench`'s).
-        #expect(waitUntil(timeout: 180) { h.items() == 1000 })
+        #expect(waitUntil(timeout: 300) { h.items() == 1000 })
         usleep(500_000)
         #expect(h.items() == 1000)
         #expect(h.sources() == 1000)

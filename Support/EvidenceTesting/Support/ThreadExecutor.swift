@@ -60,12 +60,13 @@ public func offPool<T>(_ body: () throws -> T) async throws -> T {
 /// command run in-process), while the cooperative pool stays free for the async work the test
 /// and its in-process commands need. With two pool threads, two tests blocked on them once
 /// stalled every other test of the CLI pass for minutes. At most `OwnThreadTrait.parallel`
-/// such tests run at once (`EVIDENCE_TEST_PARALLEL`, default 4): all of them at once put the
-/// load at 36 on two cores, and a 1,000-file burst was a sixth done after its 90 s.
+/// such tests run at once (`EVIDENCE_TEST_PARALLEL`, default 2): all of them at once put the
+/// load at 36 on two cores, and a 1,000-file burst was a sixth done after its 90 s; with 4 it
+/// was 922 of 1,000 after 180 s on a loaded machine.
 public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
-    public static let parallel = max(1, ProcessInfo.processInfo.environment["EVIDENCE_TEST_PARALLEL"].flatMap { Int($0) } ?? 4)
+    public static let parallel = max(1, ProcessInfo.processInfo.environment["EVIDENCE_TEST_PARALLEL"].flatMap { Int($0) } ?? 2)
     private static let slots = Slots(parallel)
 
     public func provideScope(for test: Test, testCase: Test.Case?,
