@@ -125,9 +125,9 @@ struct RunCLITests {
         #expect(partial >= 50 && partial < total, "the kill must land in the middle of a burst (\(partial) of \(total) done)")
         // The restart's initial scan meets the rest of the burst, in slices beside its ingest: on
         // a loaded machine it ended after 90 s (the items are what is checked, not when the scan
-        // says it is done), so the restart is awaited until it started, and the items 180 s.
+        // says it is done), so the restart is awaited until it started, and the items 300 s.
         try h.start(timeout: 90, scanned: false)
-        #expect(waitUntil(timeout: 180) { h.items() == total })
+        #expect(waitUntil(timeout: 300) { h.items() == total })
         usleep(1_000_000)
         #expect(h.items() == total)
         #expect(h.sources() == total, "a file recorded twice")
