@@ -58,6 +58,9 @@ for pass in "${passes[@]}"; do
   rc=${PIPESTATUS[0]}
   result=$(grep "Test run with" "$logs/$name.txt" | tail -1)
   summary+=("$name: ${result:-no result line (exit $rc)} [$(( $(date +%s) - start )) s]")
+  # What the pass's time went to: the costliest tests by their time in a slot (.ownThread).
+  slow=$(grep -a '^◷ slot' "$logs/$name.txt" | sort -k3,3 -rn | head -8)
+  [ -z "$slow" ] || summary+=("$(sed 's/^/    /' <<<"$slow")")
   ((rc == 0)) || failed+=("$name")
 done
 

@@ -72,11 +72,29 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
     public func provideScope(for test: Test, testCase: Test.Case?,
                              performing function: @Sendable () async throws -> Void) async throws {
         guard !test.isSuite else { return try await function() }
+        let asked = ContinuousClock.now
         await Self.slots.acquire()
-        defer { Self.slots.release() }
+        let began = ContinuousClock.now
+        defer {
+            Self.slots.release()
+            Self.report(test, testCase, waited: began - asked, ran: ContinuousClock.now - began)
+        }
         let executor = ThreadExecutor(name: "evidence-test")
         defer { executor.stop() }
         try await withTaskExecutorPreference(executor) { try await function() }
+    }
+
+    /// One line per test on standard error, `◷ slot 12.3 s (waited 40.1 s): NAME`: Swift
+    /// Testing's own "passed after" counts the wait for a slot too, so only this line says what
+    /// a test costs; `scripts/test.sh` lists the costliest of each pass.
+    private static func report(_ test: Test, _ testCase: Test.Case?, waited: Duration, ran: Duration) {
+        func seconds(_ d: Duration) -> String {
+            let tenths = (d.components.seconds * 10) + d.components.attoseconds / 100_000_000_000_000_000
+            return "\(tenths / 10).\(tenths % 10)"
+        }
+        let name = test.displayName ?? test.name
+        let line = "◷ slot \(seconds(ran)) s (waited \(seconds(waited)) s): \(name)\(testCase == nil ? "" : " (one case)")\n"
+        FileHandle.standardError.write(Data(line.utf8))
     }
 }
 
