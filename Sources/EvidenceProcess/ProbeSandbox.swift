@@ -63,11 +63,13 @@ public enum ProbeSandbox {
     /// Confines the calling process for good (see the type's comment). Call it after everything
     /// the process needs has been opened or loaded: afterwards open, openat, socket and exec fail
     /// with EPERM.
-    public static func enter() -> Report {
+    /// - Parameter limitCPU: false for the probe's fork server (`ForkServer`), which lives as
+    ///   long as its parent: each child it forks sets the CPU limit for itself.
+    public static func enter(limitCPU: Bool = true) -> Report {
         var report = Report()
 
         // 1. Limits (lowering a limit needs no privilege).
-        for (resource, value) in limits {
+        for (resource, value) in limits where limitCPU || resource != Int32(RLIMIT_CPU.rawValue) {
             var limit = rlimit(rlim_cur: value, rlim_max: value)
             if setrlimit(resource, &limit) != 0 {
                 report.problems.append("resource limit \(resource): \(lastError())")

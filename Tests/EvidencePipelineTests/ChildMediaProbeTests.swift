@@ -9,57 +9,62 @@ import Glibc
 import Testing
 
 /// The media probe runs in a child: whatever that child does to itself, the parent gets a
-/// `MediaInfo` with a clear reason, never a crash or a hang.
+/// `MediaInfo` with a clear reason, never a crash or a hang. What each end of a child means
+/// (`interpret`); what the parent decides before any child (`MediaPrefilter`, no link followed).
+/// The fork server's own mechanics are `ForkServerTests`.
 @Suite("Media probe in a child process")
 struct ChildMediaProbeTests {
-    /// A stand-in for `evidence __probe` that misbehaves as told.
     let dir = TempDirectory("probe-child")
 
-    func child(_ script: String) -> String {
-        let path = dir.write("probe-\(UUID().uuidString.prefix(8)).sh", "#!/bin/sh\n" + script + "\n")
+    /// A stand-in for `evidence` that leaves a mark when it is started at all.
+    func marking(_ mark: String) -> String {
+        let path = dir.write("probe-\(UUID().uuidString.prefix(8)).sh", "#!/bin/sh\ntouch '\(mark)'\nexit 3\n")
         chmod(path, 0o755)
         return path
     }
 
-    /// A file the parent can open (it hands the child a descriptor, not a path).
-    var clip: String { dir.write("x.mp4", "not really a clip") }
+    func reply(output: String = "", errors: String = "", exit: Int32? = 0, signal: Int32? = nil, timedOut: Bool = false) -> ForkServer.Reply {
+        ForkServer.Reply(output: output, errors: errors, exitCode: exit, signal: signal, timedOut: timedOut)
+    }
 
     @Test func aChildThatCrashesIsReportedAndTheParentGoesOn() {
-        let info = ChildMediaProbe.probe(path: clip, name: "x.mp4", executable: child("kill -SEGV $$"), timeout: 10)
+        let info = ChildMediaProbe.interpret(reply(exit: nil, signal: 11), timeout: 10)
         #expect(info?.probeError?.contains("crashed on this file (signal 11)") == true, "\(String(describing: info))")
     }
 
     @Test func aChildThatHangsIsStoppedAtItsTimeout() {
-        let started = Date()
-        let info = ChildMediaProbe.probe(path: clip, name: "x.mp4", executable: child("sleep 30"), timeout: 1)
+        let info = ChildMediaProbe.interpret(reply(exit: nil, signal: SIGKILL, timedOut: true), timeout: 1)
         #expect(info?.probeError?.contains("took longer than 1 s") == true, "\(String(describing: info))")
-        #expect(Date().timeIntervalSince(started) < 20)
     }
 
     @Test func whatTheChildPrintsIsTheAnswer() {
-        #expect(ChildMediaProbe.probe(path: clip, name: nil, executable: child("echo null"), timeout: 10) == nil)
-        let info = ChildMediaProbe.probe(path: clip, name: nil, executable: child(#"echo '{"container":"mov","streams":[]}'"#), timeout: 10)
+        #expect(ChildMediaProbe.interpret(reply(output: "null\n"), timeout: 10) == nil)
+        let info = ChildMediaProbe.interpret(reply(output: #"{"container":"mov","streams":[]}"#), timeout: 10)
         #expect(info?.container == "mov")
-        let garbage = ChildMediaProbe.probe(path: clip, name: nil, executable: child("echo not json"), timeout: 10)
+        let garbage = ChildMediaProbe.interpret(reply(output: "not json"), timeout: 10)
         #expect(garbage?.probeError?.contains("unreadable") == true)
+        let failed = ChildMediaProbe.interpret(reply(errors: "av: cannot allocate", exit: 2), timeout: 10)
+        #expect(failed?.probeError == "the media probe failed (exit 2): av: cannot allocate")
     }
 
     @Test func noChildIsStartedForAFileThatIsNotMedia() {
-        // The stand-in would fail loudly if it were started.
+        let mark = dir.file("started")
+        let servers = ProbeServers(executable: marking(mark), timeout: 10)
         let report = dir.write("report.txt", "Incident report\nNothing to see.\n")
-        #expect(ChildMediaProbe.probe(path: report, name: "report.txt", executable: child("exit 3"), timeout: 10) == nil)
+        #expect(ChildMediaProbe.probe(path: report, name: "report.txt", servers: servers) == nil)
+        #expect(servers.started == 0 && !FileManager.default.fileExists(atPath: mark))
     }
 
-    @Test("a file the parent cannot rule out goes to the child, as descriptor 3 with its name, never as a path")
-    func theChildGetsTheFileAsADescriptor() throws {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = Data((0..<20_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        let data = dir.write("readings.dat", bytes)
-        let seen = dir.file("seen")
-        let stub = child("printf '%s\\n' \"$@\" > \(seen).args; cat <&3 > \(seen).bytes; echo null")
-        #expect(ChildMediaProbe.probe(path: data, name: "readings.dat", executable: stub, timeout: 10) == nil)
-        #expect(try String(contentsOfFile: seen + ".args", encoding: .utf8) == "__probe\n--fd\n3\n--name\nreadings.dat\n")
-        #expect(FileManager.default.contents(atPath: seen + ".bytes") == bytes)
+    @Test("a probe server that cannot start gives the file a probe error; the file is still recorded by its caller")
+    func aServerThatCannotStart() {
+        let mark = dir.file("started")
+        let servers = ProbeServers(executable: marking(mark), timeout: 10)
+        let clip = dir.write("x.mp4", "not really a clip")
+        let info = ChildMediaProbe.probe(path: clip, name: "x.mp4", servers: servers)
+        #expect(info?.probeError?.hasPrefix("the media probe could not be started: ") == true, "\(String(describing: info))")
+        #expect(FileManager.default.fileExists(atPath: mark))
+        let missing = ProbeServers(executable: dir.file("no-such-evidence"), timeout: 10)
+        #expect(ChildMediaProbe.probe(path: clip, name: "x.mp4", servers: missing)?.probeError?.contains("could not be started") == true)
     }
 
     @Test("the parent does not follow a link to the file (the store's copies are never links)")
@@ -67,8 +72,10 @@ struct ChildMediaProbeTests {
         let target = dir.write("secret.mp4", "x")
         let link = dir.file("link.mp4")
         symlink(target, link)
-        let info = ChildMediaProbe.probe(path: link, name: "link.mp4", executable: child("echo null"), timeout: 10)
+        let servers = ProbeServers(executable: marking(dir.file("started")), timeout: 10)
+        let info = ChildMediaProbe.probe(path: link, name: "link.mp4", servers: servers)
         #expect(info?.probeError?.contains("cannot open") == true, "\(String(describing: info))")
+        #expect(servers.started == 0)
     }
 }
 
@@ -77,12 +84,13 @@ struct ChildMediaProbeTests {
 struct RealChildMediaProbeTests {
     let dir = TempDirectory("probe-real")
 
-    @Test("media facts of a real MP4 come from the child, also under a name that is not a media one")
+    @Test("media facts of a real MP4 come from the child, also under a name that is not a media one; one server for every file")
     func mediaFactsFromTheChild() throws {
+        let servers = ProbeServers(executable: evidenceBinary, timeout: 60)
         let mp4 = try Data(contentsOf: URL(fileURLWithPath: samplesDirectory + "/bodycam-2024-05-01.mp4"))
         for name in ["bodycam.mp4", "upload.bin"] {
             let path = dir.write(name, mp4)
-            let info = try #require(ChildMediaProbe.probe(path: path, name: name, executable: evidenceBinary, timeout: 60))
+            let info = try #require(ChildMediaProbe.probe(path: path, name: name, servers: servers))
             #expect(info.probeError == nil, "\(name): \(info)")
             #expect(info.container?.contains("mp4") == true)
             #expect(info.streams.map(\.codec) == ["h264", "aac"])
@@ -90,16 +98,35 @@ struct RealChildMediaProbeTests {
             #expect(abs((info.durationSeconds ?? 0) - 2.0) < 0.1)
         }
         let wav = dir.write("interview.take", try Data(contentsOf: URL(fileURLWithPath: samplesDirectory + "/interview.wav")))
-        #expect(ChildMediaProbe.probe(path: wav, name: nil, executable: evidenceBinary, timeout: 60)?.container == "wav")
+        #expect(ChildMediaProbe.probe(path: wav, name: nil, servers: servers)?.container == "wav")
+        #expect(servers.started == 1, "files probed one after another share one server")
     }
 
     @Test("the confined child reports the same facts as an unconfined probe, for every sample")
     func sameFactsAsInProcess() throws {
+        let servers = ProbeServers(executable: evidenceBinary, timeout: 60)
         for name in ["bodycam-2024-05-01.mp4", "interview.wav", "scene-photo.jpg", "truncated.mp4"] {
             let path = samplesDirectory + "/" + name
-            let child = ChildMediaProbe.probe(path: path, name: name, executable: evidenceBinary, timeout: 60)
+            let child = ChildMediaProbe.probe(path: path, name: name, servers: servers)
             #expect(child != nil && child == MediaProbe.probe(path: path, name: name), "\(name): \(String(describing: child))")
         }
+    }
+
+    @Test("evidence __probe --serve confines itself before it is handed a file; its children inherit it")
+    func theServerSaysItIsConfined() throws {
+        let connection = try ForkServer.Connection(executable: evidenceBinary, arguments: ["__probe", "--serve"],
+                                                   environment: [:], readyTimeout: 60)
+        defer { connection.shutDown() }
+        #expect(connection.announcement.hasPrefix("sandbox: confined: seccomp filter (no open, socket, exec)"), "\(connection.announcement)")
+        if getuid() == 0 {
+            #expect(connection.announcement.contains("empty network namespace, uid 65534 gid 65534"), "\(connection.announcement)")
+        }
+        let fd = open(samplesDirectory + "/bodycam-2024-05-01.mp4", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        defer { close(fd) }
+        let reply = try connection.request(descriptor: fd, name: "clip.bin", timeout: 60).get()
+        #expect(reply.exitCode == 0 && reply.signal == nil && !reply.timedOut, "\(reply)")
+        let info = try JSONDecoder().decode(MediaInfo.self, from: Data(reply.output.utf8))
+        #expect(info.container?.contains("mp4") == true && info.probeError == nil, "\(reply.output)")
     }
 
     @Test("evidence __probe --fd 3 confines itself before it parses: seccomp always, namespace and nobody as root")
@@ -122,7 +149,9 @@ struct RealChildMediaProbeTests {
     func binaryDataIsNotMedia() {
         var generator = SystemRandomNumberGenerator()
         let path = dir.write("readings.dat", Data((0..<50_000).map { _ in UInt8.random(in: 0...255, using: &generator) }))
-        #expect(ChildMediaProbe.probe(path: path, name: "readings.dat", executable: evidenceBinary, timeout: 60) == nil)
+        let servers = ProbeServers(executable: evidenceBinary, timeout: 60)
+        #expect(ChildMediaProbe.probe(path: path, name: "readings.dat", servers: servers) == nil)
+        #expect(servers.started == 1, "the parent cannot rule random bytes out: the child decides")
     }
 
     @Test("ingesting media and documents through the in-process API never loads libavformat into this process")

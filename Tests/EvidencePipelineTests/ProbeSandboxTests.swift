@@ -96,6 +96,45 @@ struct ProbeSandboxTests {
         #expect(!errors.contains("FAIL:"), "\(errors)")
     }
 
+    @Test("attacker: the file is parsed in a fork of the thread that confined itself: as root, nobody in the empty namespace, though another thread of the process keeps root's")
+    func theParseIsAForkOfTheConfinedThread() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            func fail(_ message: String) -> Never {
+                FileHandle.standardError.write(Data(("FAIL: " + message + "\n").utf8))
+                exit(1)
+            }
+            let namespaceBefore = readLink("/proc/thread-self/ns/net")
+            // Another thread of the process, parked as the runtime's are: unshare(CLONE_NEWNET)
+            // moves only the calling thread, so this one stays in the host's namespace.
+            let go = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var otherNamespace = ""
+            Thread {
+                go.wait()
+                otherNamespace = readLink("/proc/thread-self/ns/net")
+                done.signal()
+            }.start()
+            let report = ProbeSandbox.enter(limitCPU: false)
+            guard report.confined else { fail("not confined: \(report)") }
+            go.signal()
+            done.wait()
+            let reply = ForkServer.runOne(descriptor: 0, name: "x", timeout: 30, childCPUSeconds: 30) { _, _ in
+                Data("\(getuid()) \(geteuid()) \(readLink("/proc/thread-self/ns/net"))".utf8)
+            }
+            guard reply.exitCode == 0 else { fail("the child did not exit 0: \(reply)") }
+            let parts = reply.output.split(separator: " ").map(String.init)
+            guard parts.count == 3 else { fail("the child said \(reply.output)") }
+            if getuid() != 0 && report.droppedToUID != nil {
+                guard parts[0] == "\(report.droppedToUID!)", parts[1] == parts[0] else { fail("the child runs as \(parts[0])/\(parts[1])") }
+                guard parts[2] != namespaceBefore, !parts[2].isEmpty else { fail("the child is in the host's network namespace") }
+                // What makes the fork necessary: a thread other than the confining one kept the host's.
+                guard otherNamespace == namespaceBefore else { fail("expected the other thread in the host namespace: \(otherNamespace)") }
+            }
+            exit(0)
+        }
+        let errors = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(!errors.contains("FAIL:"), "\(errors)")
+    }
+
     @Test("the report says what held, in one line the parent can log")
     func reportLine() {
         var report = ProbeSandbox.Report()

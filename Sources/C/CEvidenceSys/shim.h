@@ -207,4 +207,81 @@ static inline int evidence_install_probe_seccomp(void) {
     return rc == 0 ? 0 : -1;
 #endif
 }
+
+// The media probe's fork server (`ForkServer`): a descriptor travels over a Unix socket as
+// SCM_RIGHTS ancillary data, whose CMSG_* macros do not import into Swift. SOCK_SEQPACKET keeps
+// each request and answer one message, never split or merged.
+#include <sys/socket.h>
+#include <signal.h>
+#include <string.h>
+static inline int evidence_socketpair_seqpacket(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds);
+}
+
+/// Sends `len` bytes as one message, with descriptor `fd` attached when it is 0 or above.
+/// Returns the bytes sent, or -1 with errno (EPIPE when the peer has gone: never SIGPIPE).
+static inline long evidence_send_with_fd(int sock, const void *buf, size_t len, int fd) {
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+    union { char bytes[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+        msg.msg_control = control.bytes;
+        msg.msg_controllen = sizeof control.bytes;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    long n;
+    do { n = sendmsg(sock, &msg, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/// Receives one message of at most `cap` bytes into `buf`; `*fd` is the first descriptor that
+/// came with it (close-on-exec), or -1. Any further descriptor is closed. A message or its
+/// control data cut short is refused (-1, EMSGSIZE), its descriptors closed. Returns the bytes
+/// received (0: the peer closed the socket), or -1 with errno.
+static inline long evidence_recv_with_fd(int sock, void *buf, size_t cap, int *fd) {
+    *fd = -1;
+    struct iovec iov = { .iov_base = buf, .iov_len = cap };
+    union { char bytes[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof control.bytes;
+    long n;
+    do { n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC); } while (n < 0 && errno == EINTR);
+    if (n < 0) return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count && i < 4; i++) {
+            int received;
+            memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*fd < 0) *fd = received; else close(received);
+        }
+    }
+    if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        if (*fd >= 0) close(*fd);
+        *fd = -1;
+        errno = EMSGSIZE;
+        return -1;
+    }
+    return n;
+}
+
+// fork(2), and the child's way out without running this process's exit handlers (which belong
+// to the parent's state: buffered output, atexit hooks of the runtime).
+static inline int evidence_fork(void) { return fork(); }
+// A forked probe child dies with the server that forked it (prctl is variadic).
+static inline int evidence_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }
+static inline __attribute__((noreturn)) void evidence_exit_now(int code) { _exit(code); }
+
 #endif

@@ -15,6 +15,11 @@ import Glibc
 /// Standard output: the `MediaInfo` as JSON, or `null` (not media). Standard error, first line:
 /// `sandbox: confined: …` or `sandbox: NOT confined: …`, which the parent logs when the file was
 /// parsed without the seccomp filter.
+///
+/// `evidence __probe --serve` is how `run` and `ingest` use it: a fork server (`ForkServer`) on
+/// descriptor 3 that loads libavformat and confines itself once, then forks a fresh child for
+/// each file it is handed, so each file still has a process of its own, without a process start.
+/// Its first message is the sandbox report.
 struct ProbeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "__probe",
@@ -31,7 +36,18 @@ struct ProbeCommand: ParsableCommand {
     @Argument(help: "The file to probe, when no --fd is given.")
     var path: String?
 
+    @Flag(help: "Serve files handed over descriptor 3 (a Unix socket), one forked child each.")
+    var serve = false
+
+    @Option(help: "With --serve: seconds a child may take before it is killed.")
+    var timeout: Double = 60
+
     func validate() throws {
+        if serve {
+            guard fd == nil, path == nil else { throw ValidationError("__probe --serve takes its files over descriptor 3, not --fd or PATH") }
+            guard timeout > 0 else { throw ValidationError("__probe --timeout must be above 0 seconds") }
+            return
+        }
         guard (fd == nil) != (path == nil) else { throw ValidationError("__probe: give either --fd N or PATH, not both or neither") }
         if let fd, fd < 3 { throw ValidationError("__probe: --fd \(fd) is a standard stream; the file comes as 3 or above") }
     }
@@ -50,6 +66,7 @@ struct ProbeCommand: ParsableCommand {
         // Everything that opens a file happens before the sandbox, which forbids opening: loading
         // libavformat and its ~130 libraries (dlopen), the file itself, and a first JSON encoding.
         MediaProbe.load()
+        if serve { Glibc.exit(Self.serve(timeout: timeout)) }
         let descriptor: Int32
         if let fd {
             descriptor = fd
@@ -71,8 +88,36 @@ struct ProbeCommand: ParsableCommand {
         let report = ProbeSandbox.enter()
         Output.writeError(Data("sandbox: \(report)\n".utf8))
 
-        let info = MediaProbe.probe(descriptor: descriptor, name: name ?? path ?? "")
-        let data = (try? info.map { try encoder.encode($0) } ?? Data("null".utf8)) ?? Data("null".utf8)
-        Output.writeOutput(data)
+        // The parse happens in a forked child of the thread that confined itself, as the server's
+        // do: the namespace and the user change are that thread's, not the process's other threads'.
+        let cpu = ProbeSandbox.limits.first { $0.resource == Int32(RLIMIT_CPU.rawValue) }?.value ?? 30
+        let reply = ForkServer.runOne(descriptor: descriptor, name: name ?? path ?? "", timeout: Double(cpu) * 2,
+                                      childCPUSeconds: cpu) { fd, name in
+            Self.encode(MediaProbe.probe(descriptor: fd, name: name), encoder)
+        }
+        Output.writeError(Data(reply.errors.utf8))
+        Output.writeOutput(Data(reply.output.utf8))
+        if let signal = reply.signal { throw ExitCode(128 + signal) }
+        if let code = reply.exitCode, code != 0 { throw ExitCode(code) }
+    }
+
+    static func encode(_ info: MediaInfo?, _ encoder: JSONEncoder) -> Data {
+        (try? info.map { try encoder.encode($0) } ?? Data("null".utf8)) ?? Data("null".utf8)
+    }
+
+    /// The fork server: libavformat is loaded (`run`); a first encoding warms the encoder, the
+    /// sandbox goes on (no CPU limit for the server itself: each child takes its own), then each
+    /// file handed over is probed in a child of its own.
+    static func serve(timeout: Double) -> Int32 {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        _ = encode(MediaInfo(container: "warm-up", streams: [MediaInfo.Stream(index: 0, type: "video")], creationTime: Date()), encoder)
+        let report = ProbeSandbox.enter(limitCPU: false)
+        let cpu = ProbeSandbox.limits.first { $0.resource == Int32(RLIMIT_CPU.rawValue) }?.value ?? 30
+        // The server loop runs on this thread, the one that confined itself, and every child is a
+        // fork of it: one thread, in the empty namespace, as nobody.
+        return ForkServer.serve(socket: 3, announce: "sandbox: \(report)", timeout: timeout, childCPUSeconds: cpu) { fd, name in
+            encode(MediaProbe.probe(descriptor: fd, name: name), encoder)
+        }
     }
 }
