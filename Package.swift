@@ -116,7 +116,7 @@ let package = Package(
                 path: "Support/EvidenceSandbox", swiftSettings: swiftSettings),
         // Test helpers only: the sandbox as a process, a real WebDAV server, temp folders, waiting.
         .target(name: "EvidenceTesting",
-                dependencies: ["EvidenceProcess"],
+                dependencies: ["EvidenceBlocking", "EvidenceProcess"],
                 path: "Support/EvidenceTesting", swiftSettings: swiftSettings),
         .executableTarget(name: "evidence-sandbox",
                           dependencies: ["EvidenceSandbox", "EvidenceCore",
@@ -200,7 +200,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceSandboxTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceSandbox", "EvidenceCore", "evidence-sandbox"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceArchiveTests", dependencies: ["EvidenceTesting", "EvidenceArchive", "EvidenceHTTP", "EvidenceStore", "EvidenceCore", "EvidenceSandbox", "evidence-sandbox",
+        .testTarget(name: "EvidenceArchiveTests", dependencies: ["EvidenceBlocking", "EvidenceTesting", "EvidenceArchive", "EvidenceHTTP", "EvidenceStore", "EvidenceCore", "EvidenceSandbox", "evidence-sandbox",
                                                                  .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidencePortalTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidencePortal", "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceConfig", "EvidencePipeline",

@@ -1,3 +1,4 @@
+import EvidenceBlocking
 import EvidenceArchive
 import EvidenceHTTP
 import EvidenceStore
@@ -142,7 +143,7 @@ final class Harness: @unchecked Sendable {
 /// Harnesses alive at once, across every suite of this target: each may start a sandbox process
 /// (60 conformance cases starting theirs together starved 2 cores, so that suite once ran one
 /// case at a time, 91 s of the services pass). Waiters are suspended, holding no thread.
-let harnessSlots = Slots(3)
+let harnessSlots = AsyncGate(3)
 
 /// Runs `body` with a fresh harness, stopping it whatever happens.
 func withProvider(_ which: ProviderUnderTest, sandboxArguments: [String] = [],

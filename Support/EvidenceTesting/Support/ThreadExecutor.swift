@@ -1,3 +1,4 @@
+import EvidenceBlocking
 import Foundation
 import Synchronization
 import Testing
@@ -67,7 +68,7 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     public static let parallel = max(1, ProcessInfo.processInfo.environment["EVIDENCE_TEST_PARALLEL"].flatMap { Int($0) } ?? 2)
-    private static let slots = Slots(parallel)
+    private static let slots = AsyncGate(parallel)
 
     public func provideScope(for test: Test, testCase: Test.Case?,
                              performing function: @Sendable () async throws -> Void) async throws {
@@ -101,30 +102,4 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
 extension Trait where Self == OwnThreadTrait {
     /// Each test of the suite on a thread of its own (`OwnThreadTrait`).
     public static var ownThread: Self { OwnThreadTrait() }
-}
-
-/// A counting semaphore whose waiters are suspended tasks, not blocked threads.
-public final class Slots: Sendable {
-    private let state: Mutex<(free: Int, waiters: [CheckedContinuation<Void, Never>])>
-
-    public init(_ limit: Int) { state = Mutex((limit, [])) }
-
-    public func acquire() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { s -> Bool in
-                if s.free > 0 { s.free -= 1; return true }
-                s.waiters.append(c)
-                return false
-            }
-            if now { c.resume() }
-        }
-    }
-
-    public func release() {
-        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if s.waiters.isEmpty { s.free += 1; return nil }
-            return s.waiters.removeFirst()
-        }
-        next?.resume()
-    }
 }
