@@ -31,6 +31,7 @@ struct ChildMediaProbeTests {
 
     @Test func aChildThatHangsIsStoppedAtItsTimeout() {
         let started = Date()
+        // The scenario: a child that hangs (`sleep 30`) far past the probe's 1 s timeout.
         let info = ChildMediaProbe.probe(path: clip, name: "x.mp4", executable: child("sleep 30"), timeout: 1)
         #expect(info?.probeError?.contains("took longer than 1 s") == true, "\(String(describing: info))")
         #expect(Date().timeIntervalSince(started) < 20)
