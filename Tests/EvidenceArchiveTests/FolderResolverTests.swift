@@ -29,7 +29,7 @@ struct FolderResolverTests {
         }
 
         func createFolder(named name: String, in parent: String) async throws(ArchiveError) -> FolderCreation {
-            try? await Task.sleep(for: .milliseconds(2))
+            try? await Task.sleep(for: .milliseconds(2))   // the same latency: creates interleave too
             return state.withLock { s in
                 s.creates += 1
                 let key = parent + "/" + name.lowercased()

@@ -124,7 +124,11 @@ struct BadInputMatrixCLITests {
         #expect(CLI.exec(["dd", "if=/dev/urandom", "of=\(f)", "bs=1M", "count=8", "status=none"]).status == 0)
         let writer = try Helper(["sh", "-c", "while :; do head -c 65536 /dev/urandom >> '\(f)'; done"])
         defer { writer.stop() }
-        usleep(100_000)
+        // The ingest must meet the file growing: it starts once the writer's first append is in.
+        #expect(waitUntil(timeout: 30) {
+            var st = stat()
+            return stat(f, &st) == 0 && st.st_size > 8 << 20
+        })
         let cli = CLI(home: s.home)
         let r = cli.run(["ingest", "--retries", "1", f], timeout: 30)
         #expect(r.status == 1)
@@ -172,14 +176,17 @@ struct BadInputMatrixCLITests {
     func growingUnderRun() throws {
         // A settle window well above the writer's 50 ms pauses, even on a loaded machine.
         let h = RunHarness(settle: "1s")
+        h.verbose = true
         try h.start()
         let f = h.drop + "/recording.bin"
         // Appends 64 KiB every 50 ms for about 2 s, as a slow capture device would.
         let writer = try Helper(["sh", "-c", "for i in $(seq 40); do head -c 65536 /dev/urandom >> '\(f)'; sleep 0.05; done"])
         writer.process.wait()
         let finalHash = sha256(f)
-        #expect(waitUntil(timeout: 20) { h.items() == 1 }, "\(h.log.suffix(2000))")
-        usleep(1_500_000)   // a second, partial item would have shown up by now
+        #expect(waitUntil(timeout: 30) { h.items() == 1 }, "\(h.log.suffix(2000))")
+        // Done with the file once its complete version was reported and every report of it was
+        // handled: a second, partial item would be recorded by then.
+        #expect(waitUntil(timeout: 60) { h.done(with: [f], size: 40 * 65536) }, "\(h.log.suffix(3000))")
         let st = h.status()
         #expect(st["items"] as? Int == 1 && st["sources"] as? Int == 1, "\(st)")
         let item = show(h, "1")["item"] as? [String: Any]
@@ -278,7 +285,11 @@ struct BadInputMatrixCLITests {
         try h.start()
         let lock = try CatalogLock(h.home + "/catalog.sqlite")
         let f = h.write("during-lock.txt", Data("dropped while locked".utf8))
-        usleep(3_000_000)
+        // The service meets the lock when it records the file: past the catalog's busy timeout
+        // (15 s) it logs the refusal, to try again later, and keeps running.
+        #expect(waitUntil(timeout: 90) {
+            h.log.split(separator: "\n").contains { $0.contains("during-lock.txt") && $0.contains("catalog is locked by another process") }
+        }, "\(h.log.suffix(3000))")
         #expect(h.process?.isRunning == true)
         lock.release()
         #expect(waitUntil(timeout: 40) { h.items() == 1 }, "\(h.log.suffix(3000))")

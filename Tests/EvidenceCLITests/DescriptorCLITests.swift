@@ -15,11 +15,12 @@ struct DescriptorCLITests {
         }
     }
 
-    /// Descriptors once the service has had a moment with nothing to do (idle HTTP connections
-    /// are kept, at most one per transfer slot and origin).
+    /// Descriptors once the service has nothing to do: no job queued or running (`status
+    /// --json`), so every item's work is over and whatever it opened is closed, unless leaked.
+    /// Idle HTTP connections are kept, at most one per transfer slot and origin.
     static func idleDescriptors(_ h: RunHarness) throws -> [String] {
         let pid = try #require(h.process?.pid)
-        usleep(1_500_000)
+        #expect(waitUntil(timeout: 120, every: 0.3) { h.jobsLeft() == 0 }, "\(h.cli.run(["status"]).stdout)")
         return descriptors(of: pid)
     }
 

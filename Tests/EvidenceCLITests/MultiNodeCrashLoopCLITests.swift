@@ -117,17 +117,17 @@ struct MultiNodeCrashLoopCLITests {
             for k in 0...kills {
                 for i in batches[k] {
                     corpus.drop(i, into: scratch.path + "/drop-" + names[i % nodeCount])
-                    if rng.next() % 4 == 0 { usleep(UInt32(rng.next() % 60_000)) }
+                    if rng.next() % 4 == 0 { usleep(UInt32(rng.next() % 60_000)) }   // the scenario: drops spread out
                 }
                 // Nodes whose pause is over come back.
                 let now = Date()
                 for d in down where d.back <= now { try await start(d.node) }
                 down.removeAll { $0.back <= now }
                 guard k < kills else { break }
-                usleep(UInt32(300_000 + rng.next() % 2_700_000))
+                usleep(UInt32(300_000 + rng.next() % 2_700_000))   // the scenario: a kill at a random moment
                 // One node always stays up: with the others away, wait for the next one back first.
                 if nodes.filter({ $0.process?.isRunning == true }).count < 2, let next = down.min(by: { $0.back < $1.back }) {
-                    usleep(UInt32(max(0, next.back.timeIntervalSinceNow) * 1_000_000))
+                    usleep(UInt32(max(0, next.back.timeIntervalSinceNow) * 1_000_000))   // the scenario: its random time down
                     try await start(next.node)
                     down.removeAll { $0.node === next.node }
                 }

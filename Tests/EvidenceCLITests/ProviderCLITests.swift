@@ -1,3 +1,4 @@
+import EvidenceCore
 import EvidenceSandbox
 import EvidenceTesting
 import Foundation
@@ -146,6 +147,20 @@ struct ProviderCLITests {
         return log.split(separator: "\n").filter { $0.contains(marker) }.count
     }
 
+    /// The requests `requests(_:containing:)` counts, split by when they arrived: at or before
+    /// `instant` (`Timestamp.string`), and after it. The sandbox writes a request down once it
+    /// is answered, stamped with its arrival, so the split holds however late a line is written.
+    /// A line without its stamp counts as after: it can never pass for a resumed upload.
+    func requests(_ sandbox: SandboxProcess, containing marker: String, splitAt instant: String) -> (before: Int, after: Int) {
+        let log = (try? String(contentsOfFile: sandbox.stateDirectory + "/requests.log", encoding: .utf8)) ?? ""
+        var split = (before: 0, after: 0)
+        for line in log.split(separator: "\n") where line.contains(marker) {
+            let arrived = ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["time"] as? String ?? ""
+            if arrived.isEmpty || arrived > instant { split.after += 1 } else { split.before += 1 }
+        }
+        return split
+    }
+
     /// Waits until `n` items are done, asking `status --json` (one process) every 300 ms: polling
     /// `show` per item 20 times a second kept dozens of CLI processes on the catalog at once.
     func waitDone(_ h: RunHarness, _ n: Int, timeout: Double) -> Bool {
@@ -211,17 +226,18 @@ struct ProviderCLITests {
             let started = waitUntil(timeout: 90) { requests(sandbox, containing: provider.chunkMarker) >= 4 }
             #expect(started, "chunked upload began: \(h.log.suffix(2000))")
             _ = h.stop(SIGKILL)
-            usleep(300_000)   // requests in flight at the kill are logged by now
-            let before = requests(sandbox, containing: provider.chunkMarker)
+            // The restart's chunk calls are those that arrive after this instant: the killed
+            // process's last ones arrived before it, even those the sandbox writes down later.
+            let killed = Timestamp.string(Date())
             try h.start()
             #expect(waitDone(h, 1, timeout: 120), "\(h.log.suffix(3000))")
             expectArchived(h, items: 1, provider)
             let counts = uploads(sandbox)
             let original = counts.filter { $0.key.hasSuffix("-big.mov") }
             #expect(original.count == 1 && original.values.first == 1, "one remote copy: \(counts)")
-            let total = requests(sandbox, containing: provider.chunkMarker)
-            #expect(total - before < provider.chunks,
-                    "resumed, not restarted: \(before) chunk calls before the kill, \(total - before) after, \(provider.chunks) for the whole file")
+            let (before, after) = requests(sandbox, containing: provider.chunkMarker, splitAt: killed)
+            #expect(after < provider.chunks,
+                    "resumed, not restarted: \(before) chunk calls before the kill, \(after) after, \(provider.chunks) for the whole file")
             #expect(h.stop() == 0)
         }
     }

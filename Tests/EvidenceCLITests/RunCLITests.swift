@@ -9,6 +9,7 @@ struct RunCLITests {
     @Test("a slow writer (chunks over 3 s) is ingested once, complete")
     func slowWriter() throws {
         let h = RunHarness(settle: "1s")
+        h.verbose = true
         try h.start()
         let path = h.drop + "/slow.mp4"
         let fd = open(path, O_CREAT | O_WRONLY, 0o644)
@@ -17,11 +18,13 @@ struct RunCLITests {
             let chunk = randomBytes(64 * 1024)
             all.append(chunk)
             _ = chunk.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, chunk.count) }
-            usleep(500_000)
+            usleep(500_000)   // the scenario: a writer pausing for less than the 1 s settle window
         }
         close(fd)
-        #expect(waitUntil(timeout: 15) { h.items() == 1 })
-        usleep(1_500_000)
+        #expect(waitUntil(timeout: 30) { h.items() == 1 })
+        // Done with the file once its complete version was reported and every report of it was
+        // handled: a second, partial item would be recorded by then.
+        #expect(waitUntil(timeout: 60) { h.done(with: [path], size: all.count) }, "\(h.log.suffix(3000))")
         #expect(h.items() == 1, "ingested more than once: \(h.log)")
         let show = h.cli.run(["show", "--json", path]).json as? [String: Any]
         #expect((show?["item"] as? [String: Any])?["size"] as? Int == all.count)
@@ -31,11 +34,14 @@ struct RunCLITests {
     @Test("write to a temp name, rename into place: one item under the final name")
     func renameIntoPlace() throws {
         let h = RunHarness(settle: "200ms")
+        h.verbose = true
         try h.start()
         let tmp = h.write("clip.mp4.part", randomBytes(200_000))
         #expect(rename(tmp, h.drop + "/clip.mp4") == 0)
-        #expect(waitUntil(timeout: 10) { h.items() == 1 })
-        usleep(500_000)
+        #expect(waitUntil(timeout: 30) { h.items() == 1 })
+        // Done with the file under its final name (the temp name is never taken): a second
+        // source or a quarantine entry for it would be recorded by then.
+        #expect(waitUntil(timeout: 60) { h.done(with: [h.drop + "/clip.mp4"], size: 200_000) }, "\(h.log.suffix(3000))")
         let show = h.cli.run(["show", "--json", h.drop + "/clip.mp4"])
         #expect(show.status == 0)
         #expect(h.sources() == 1)
@@ -46,11 +52,13 @@ struct RunCLITests {
     @Test("a burst of 1,000 files is ingested, each exactly once")
     func burst() throws {
         let h = RunHarness()
+        h.verbose = true
         try h.start()
-        for i in 0..<1000 { h.write(String(format: "burst/f%04d.bin", i), randomBytes(1024)) }
+        let paths = (0..<1000).map { h.write(String(format: "burst/f%04d.bin", $0), randomBytes(1024)) }
         // Ends when all are in; the room is for a loaded machine (the rate is `make bench`'s).
         #expect(waitUntil(timeout: 300) { h.items() == 1000 })
-        usleep(500_000)
+        // Every file reported and every report handled: a file taken twice would be recorded by then.
+        #expect(waitUntil(timeout: 60, every: 0.5) { h.done(with: paths) }, "\(h.log.suffix(3000))")
         #expect(h.items() == 1000)
         #expect(h.sources() == 1000)
         #expect(h.stop() == 0)
@@ -60,37 +68,57 @@ struct RunCLITests {
     @Test("files dropped while stopped are caught up at start; already ingested ones are not redone")
     func catchUp() throws {
         let h = RunHarness()
-        h.write("before-1.wav", randomBytes(5000))
+        var files = [h.write("before-1.wav", randomBytes(5000))]
         try h.start()
-        #expect(waitUntil(timeout: 10) { h.items() == 1 })
+        #expect(waitUntil(timeout: 30) { h.items() == 1 })
         #expect(h.stop() == 0)
-        h.write("while-down-1.wav", randomBytes(5000))
-        h.write("sub/while-down-2.wav", randomBytes(5000))
+        files.append(h.write("while-down-1.wav", randomBytes(5000)))
+        files.append(h.write("sub/while-down-2.wav", randomBytes(5000)))
         try h.start()
-        #expect(waitUntil(timeout: 10) { h.items() == 3 })
-        usleep(500_000)
+        #expect(waitUntil(timeout: 30) { h.items() == 3 })
+        // Each item's jobs write custody events after its ingest: the count is final once every
+        // item is done and no job is left.
+        #expect(waitUntil(timeout: 60) {
+            (h.status()["states"] as? [String: Int])?["done"] == 3 && h.jobsLeft() == 0
+        }, "\(h.cli.run(["status"]).stdout)")
         #expect(h.sources() == 3)
-        let events = (h.status()["custodyEvents"] as? Int) ?? 0
+        let before = h.status()
+        let events = (before["custodyEvents"] as? Int) ?? 0
         #expect(h.stop() == 0)
+        h.verbose = true
         try h.start()
-        usleep(1_000_000)
-        #expect(h.items() == 3 && (h.status()["custodyEvents"] as? Int) == events, "a restart must not record anything new")
+        // The restart is done with the three files once it logged what it did with each
+        // ("already ingested", at debug level): anything it recorded for them is in by then.
+        #expect(waitUntil(timeout: 60) { h.done(with: files) }, "\(h.log.suffix(3000))")
+        let after = h.status()
+        #expect(after["items"] as? Int == 3 && after["custodyEvents"] as? Int == events, "a restart must not record anything new")
+        #expect(after["jobs"] as? [String: Int] == before["jobs"] as? [String: Int], "a restart must not queue or run a job")
         #expect(h.stop() == 0)
     }
 
     @Test("SIGUSR1 forces a full rescan: a file inotify never completed is found")
     func rescanSignal() throws {
         let h = RunHarness()
+        h.verbose = true
         try h.start()
-        // A hard link creates a name with IN_CREATE only (no close-write): with settle 0 the
-        // watcher only finds it by rescanning, as after an IN_Q_OVERFLOW.
-        let outside = h.scratch.path + "/outside.bin"
-        _ = FileManager.default.createFile(atPath: outside, contents: randomBytes(4000))
-        #expect(link(outside, h.drop + "/linked.bin") == 0)
-        usleep(700_000)
+        // A file written and left open: with settle 0 the watcher waits for its IN_CLOSE_WRITE,
+        // so only a rescan (as after an IN_Q_OVERFLOW) finds it. (A hard link, the example here
+        // before, is taken at its IN_CREATE now: it proved nothing of the rescan.)
+        let stillOpen = h.drop + "/open.bin"
+        let fd = open(stillOpen, O_CREAT | O_WRONLY, 0o644)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        let data = randomBytes(4000)
+        #expect(data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, data.count) } == data.count)
+        // A closed file written after it, taken at once: the watcher reads events in order, so
+        // once this one is stored it has seen the open file's events and left it waiting.
+        let marker = h.write("marker.bin", randomBytes(1000))
+        #expect(waitUntil(timeout: 60) { h.done(with: [marker]) }, "\(h.log.suffix(3000))")
+        #expect(h.reports(of: stillOpen) == 0 && h.items() == 1, "the open file was taken without a rescan: \(h.log.suffix(3000))")
         kill(h.process!.pid, SIGUSR1)
-        #expect(waitUntil(timeout: 10) { h.items() == 1 })
-        #expect(h.log.contains("rescanned"))
+        #expect(waitUntil(timeout: 60) { h.items() == 2 }, "\(h.log.suffix(3000))")
+        #expect(h.done(with: [stillOpen], size: data.count), "\(h.log.suffix(3000))")
+        #expect(h.log.contains("rescanned cam: inotify event queue overflowed (injected)"), "\(h.log.suffix(3000))")
         #expect(h.stop() == 0)
     }
 
@@ -126,9 +154,13 @@ struct RunCLITests {
         // The restart's initial scan meets the rest of the burst, in slices beside its ingest: on
         // a loaded machine it ended after 90 s (the items are what is checked, not when the scan
         // says it is done), so the restart is awaited until it started, and the items 300 s.
+        h.verbose = true
         try h.start(timeout: 90, scanned: false)
         #expect(waitUntil(timeout: 300) { h.items() == total })
-        usleep(1_000_000)
+        // The restart is done with every file once it logged what it did with each (stored, or
+        // already ingested): a file recorded twice would be recorded by then.
+        let paths = (1...(total / n)).flatMap { round in (0..<n).map { h.drop + "/k\(round)/f\($0).bin" } }
+        #expect(waitUntil(timeout: 120, every: 1) { h.done(with: paths) }, "\(h.log.suffix(3000))")
         #expect(h.items() == total)
         #expect(h.sources() == total, "a file recorded twice")
         #expect(h.stop() == 0)

@@ -106,10 +106,10 @@ struct SoakCLITests {
             for k in 0...kills {
                 for i in batches[k] {
                     corpus.drop(i, into: h.drop)
-                    if rng.next() % 4 == 0 { usleep(UInt32(rng.next() % 60_000)) }
+                    if rng.next() % 4 == 0 { usleep(UInt32(rng.next() % 60_000)) }   // the scenario: drops spread out
                 }
                 guard k < kills else { break }
-                usleep(UInt32(300_000 + rng.next() % 3_700_000))
+                usleep(UInt32(300_000 + rng.next() % 3_700_000))   // the scenario: a kill at a random moment
                 let state = (h.status()["states"] as? [String: Int]) ?? [:]
                 killLog.append("kill \(k + 1) at \(String(format: "%.1f", Date().timeIntervalSince(started))) s: \(state)")
                 #expect(h.stop(SIGKILL) == -9)
@@ -144,7 +144,7 @@ struct SoakCLITests {
             try h.start()
             for i in 0..<files {
                 corpus.drop(i, into: h.drop)
-                usleep(100_000)
+                usleep(100_000)   // the scenario: files dropped one by one while faults fly
             }
             // A job failed by several injected faults in a row waits out the product's own
             // exponential backoff (2 s doubling, capped at Backoff().cap): one run took 308 s

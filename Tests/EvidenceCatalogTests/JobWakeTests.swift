@@ -33,6 +33,9 @@ struct JobWakeTests {
         let signal = JobSignal()
         let seen = signal.generation
         // From a thread of its own, as the PostgreSQL listener does.
+        // fixed wait: JobSignal does not show whether a waiter is parked, so the notify comes
+        // 0.1 s later to land on one most of the time (one that comes first is kept all the
+        // same, as wakeBeforeWaitIsKept shows).
         Thread.detachNewThread { usleep(100_000); signal.notify() }
         let woken = await timed { await signal.wait(after: seen, upTo: 60) }
         #expect(woken < 30)
@@ -53,6 +56,8 @@ struct JobWakeTests {
         let seen = signal.generation
         #expect(try here.claimJob(kinds: [.verify], owner: "here", lease: 60, now: Date()) == nil)
         Task.detached {
+            // fixed wait: nothing shows the worker parked in its wait, so the other node queues
+            // 0.2 s later to wake it there most of the time (a NOTIFY before the wait is kept too).
             try? await Task.sleep(for: .milliseconds(200))
             _ = try? there.enqueue(JobSpec(.verify(rule: "cam")), itemID: nil, dedupeKey: "wake-1")
         }

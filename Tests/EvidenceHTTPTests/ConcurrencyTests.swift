@@ -80,6 +80,9 @@ extension Loopback {
             let blocker = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/hang"))) } }
             #expect(await waitUntil(timeout: 5) { server.hits("/hang") == 1 })
             let queued = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/queued"))) } }
+            // fixed wait: nothing outside HTTPClient shows a request waiting for a transfer slot
+            // (it never reaches the server), so the cancel comes 0.1 s later to find it queued most
+            // of the time; one that comes first cancels it before it is queued, which passes too.
             try await Task.sleep(for: .milliseconds(100))
 
             let (error, elapsed) = await timed {
@@ -111,12 +114,14 @@ extension Loopback {
         @Test func cancellingDuringTheRetryWaitStopsRetrying() async throws {
             let server = try TestServer(routes: ["/busy": { _, _ in .respond(503, headers: [("Retry-After", "20")]) }])
             defer { server.stop() }
-            let client = makeClient()
+            let logs = LogCapture()
+            let client = makeClient(logger: logs.logger)
             let task = Task { await httpError { try await client.execute(HTTPRequest(url: server.url("/busy"))) } }
             #expect(await waitUntil(timeout: 5) { server.hits("/busy") == 1 })
+            // In its retry wait: the client logs the retry just before it starts waiting.
+            #expect(await waitUntil(timeout: 30) { logs.lines.contains { $0.contains("failed; retrying") } }, "\(logs.lines)")
 
             let (error, elapsed) = await timed {
-                try? await Task.sleep(for: .milliseconds(50))
                 task.cancel()
                 return await task.value
             }

@@ -2,6 +2,7 @@ import EvidenceCore
 import EvidenceHTTP
 import EvidenceNotary
 import EvidenceSandbox
+import EvidenceTesting
 import Foundation
 import Logging
 import Testing
@@ -35,8 +36,12 @@ struct NotaryClientTests {
             let made = try await qed.submit(submission(digest))
             #expect(made.status == .pending)
             #expect(made.hash == digest.hex)
-            try await Task.sleep(nanoseconds: 700_000_000)
-            let polled = try await qed.report(slug: made.slug)
+            // The sandbox confirms a report 0.5 s after it was made: asked until it is no longer pending.
+            var polled = made
+            try await pollUntil(timeout: 30, every: 0.1) {
+                polled = try await qed.report(slug: made.slug)
+                return polled.status != .pending
+            }
             #expect(polled.status == .confirmed)
             #expect(polled.txHash?.hasPrefix("0x") == true)
             #expect(polled.blockHeight != nil && polled.blockTime != nil && polled.explorerURL != nil)

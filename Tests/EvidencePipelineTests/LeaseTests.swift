@@ -18,6 +18,7 @@ struct LeaseTests {
         init(seconds: Double) { self.seconds = seconds }
         func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
             runs.withLock { $0 += 1 }
+            // The scenario: a job that runs for `seconds`, longer than its lease.
             try? await Task.sleep(for: .seconds(seconds))
             return .done(nil)
         }
@@ -91,11 +92,13 @@ struct LeaseTests {
         let slow = Slow(seconds: 0)
         let runner = JobRunner(catalog: catalog, handlers: [slow], owner: me, workers: 1, idlePoll: 0.02, logger: Logger(label: "test"))
         let task = Task { try await runner.run() }
-        let deadline = Date().addingTimeInterval(60)   // ends as soon as the job is done (10 s)
+        let deadline = Date().addingTimeInterval(60)   // ends as soon as the dead process's job is done
         while Date() < deadline, try catalog.jobCounts()["done"] != 1 {
             try await Task.sleep(for: .milliseconds(20))
         }
-        try await Task.sleep(for: .milliseconds(200))
+        // The runner returns leases before its workers claim anything: a job done means the
+        // leases went back already, and a live lease returned by mistake would show now as a
+        // queued job, one running under this runner, or a second one done.
         task.cancel()
         _ = try? await task.value
         #expect(try catalog.jobCounts() == ["done": 1, "running": 1])

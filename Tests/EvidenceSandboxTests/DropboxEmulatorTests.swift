@@ -1,4 +1,5 @@
 import EvidenceSandbox
+import EvidenceTesting
 import Foundation
 import Testing
 
@@ -301,12 +302,19 @@ struct DropboxEmulatorTests {
 
     @Test("two overlapping writes: the second gets 429 too_many_write_operations with Retry-After")
     func overlappingWrites() async throws {
-        try await withProviderSandbox { base in
+        let state = try makeTemporaryDirectory("prov")
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try await withProviderSandbox(stateDirectory: state) { base in
             let dbx = try await DropboxClient(base: base).refreshed()
             let port = try #require(base.port)
             let slow = try RawHTTPConnection(port: port)
             try slow.send("POST /dropbox/content/2/files/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(dbx.token)\r\nContent-Type: application/octet-stream\r\nDropbox-API-Arg: {\"path\":\"/slow.bin\"}\r\nContent-Length: 10\r\n\r\nhello")
-            try await Task.sleep(nanoseconds: 300_000_000)
+            // The slow upload holds the write gate once its body's temp file is there: the
+            // emulation opens it as soon as the gate let the upload in.
+            let receiving = await waitUntil(timeout: 30) {
+                !((try? FileManager.default.contentsOfDirectory(atPath: state + "/dropbox/tmp")) ?? []).isEmpty
+            }
+            #expect(receiving, "the slow upload never got past the write gate")
             let second = try await dbx.rpc("files/create_folder_v2", #"{"path":"/x"}"#)
             #expect(second.status == 429)
             #expect(second.header("Retry-After") == "1")

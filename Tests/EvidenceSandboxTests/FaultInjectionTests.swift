@@ -36,7 +36,8 @@ struct FaultInjectionTests {
             #expect(first.header("Retry-After") == "3")
             #expect(first.json == .object([("detail", .string("Request was throttled. Expected available in 3 seconds."))]))
 
-            // After the window has passed, requests go through again.
+            // After the window has passed, requests go through again. The scenario is time
+            // passing: the limiter counts requests per second of wall time, so the second must end.
             try await Task.sleep(nanoseconds: 1_100_000_000)
             #expect(try await TestHTTP.qed("GET", sandbox.baseURL, "/v1/reports/").status == 200)
         }

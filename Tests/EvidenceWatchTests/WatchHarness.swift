@@ -14,6 +14,8 @@ final class EventLog: Sendable {
     }
 
     private let state = Mutex<(entries: [Entry], error: String?, finished: Bool)>(([], nil, false))
+    /// Files `WatchHarness.drain` wrote: left out of `settled`.
+    private let markers = Mutex(Set<String>())
 
     func append(_ e: WatchEvent) { state.withLock { $0.entries.append(Entry(event: e, at: .now)) } }
     func fail(_ error: any Error) { state.withLock { $0.error = "\(error)"; $0.finished = true } }
@@ -23,8 +25,17 @@ final class EventLog: Sendable {
     var error: String? { state.withLock { $0.error } }
     var finished: Bool { state.withLock { $0.finished } }
 
+    /// The files reported settled, but for `WatchHarness.drain`'s markers.
     var settled: [SettledFile] {
-        entries.compactMap { if case .settled(let f) = $0.event { return f } else { return nil } }
+        let markers = self.markers.withLock { $0 }
+        return entries.compactMap { if case .settled(let f) = $0.event, !markers.contains(f.path) { return f } else { return nil } }
+    }
+
+    func addMarker(_ path: String) { _ = markers.withLock { $0.insert(path) } }
+
+    /// How often the file at `path` was reported settled, a marker included.
+    func reports(of path: String) -> Int {
+        entries.count { if case .settled(let f) = $0.event { f.path == path } else { false } }
     }
 
     var rejected: [(path: String, reason: String)] {
@@ -49,24 +60,59 @@ final class EventLog: Sendable {
     func settledCount(_ name: String) -> Int { settled(named: name).count }
 }
 
+/// The watch loop's log messages (without their metadata): what it did that no event tells,
+/// such as a full scan completed. With EVIDENCE_WATCH_TEST_LOG set, every message down to debug
+/// is also printed.
+final class LoopLog: Sendable {
+    private let messages = Mutex<[String]>([])
+
+    /// Messages that start with `prefix`.
+    func count(_ prefix: String) -> Int { messages.withLock { $0.count { $0.hasPrefix(prefix) } } }
+
+    /// Keeps messages from `level` up (debug lines cost time in trees of thousands of folders).
+    func logger(level: Logger.Level) -> Logger {
+        let echo = ProcessInfo.processInfo.environment["EVIDENCE_WATCH_TEST_LOG"] != nil
+        var l = Logger(label: "evidence.watch.test") { label in
+            Handler(log: self, echo: echo ? StreamLogHandler.standardError(label: label) : nil)
+        }
+        l.logLevel = echo ? .debug : level
+        return l
+    }
+
+    private struct Handler: LogHandler {
+        let log: LoopLog
+        var echo: StreamLogHandler?
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            log.messages.withLock { $0.append("\(event.message)") }
+            echo?.log(event: event)
+        }
+    }
+}
+
 /// A running watcher over temp folders; `stop()` cancels the consumer and waits for it.
 struct WatchHarness {
     let watcher: Watcher
     let log: EventLog
+    let loopLog: LoopLog
     let task: Task<Void, Never>
 
-    static var logger: Logger {
-        if ProcessInfo.processInfo.environment["EVIDENCE_WATCH_TEST_LOG"] != nil {
-            var l = Logger(label: "evidence.watch.test", factory: { StreamLogHandler.standardError(label: $0) })
-            l.logLevel = .debug
-            return l
-        }
-        return Logger(label: "evidence.watch.test", factory: { _ in SwiftLogNoOpLogHandler() })
-    }
+    /// A logger for a watcher a test runs itself (kept, printed with EVIDENCE_WATCH_TEST_LOG).
+    static var logger: Logger { LoopLog().logger(level: .notice) }
 
-    /// Starts watching and waits (bounded) for every rule's initial scan.
-    static func start(_ specs: [WatchSpec], defaultIgnores: [String] = Watcher.defaultIgnores) async throws -> WatchHarness {
-        let watcher = Watcher(specs: specs, logger: logger, defaultIgnores: defaultIgnores)
+    /// Starts watching and waits (bounded) for every rule's initial scan. `loopLog` keeps the
+    /// loop's messages from `logLevel` up.
+    static func start(_ specs: [WatchSpec], defaultIgnores: [String] = Watcher.defaultIgnores,
+                      logLevel: Logger.Level = .notice) async throws -> WatchHarness {
+        let loopLog = LoopLog()
+        let watcher = Watcher(specs: specs, logger: loopLog.logger(level: logLevel), defaultIgnores: defaultIgnores)
         let log = EventLog()
         let stream = watcher.events()
         let task = Task {
@@ -77,7 +123,7 @@ struct WatchHarness {
                 log.fail(error)
             }
         }
-        let h = WatchHarness(watcher: watcher, log: log, task: task)
+        let h = WatchHarness(watcher: watcher, log: log, loopLog: loopLog, task: task)
         let ready = await waitUntil(timeout: 10) {
             log.error != nil || log.rescans.filter { $0.cause == .initialScan }.count >= specs.count
         }
@@ -96,6 +142,31 @@ struct WatchHarness {
         task.cancel()
         _ = await task.value
     }
+
+    /// Waits until the watcher has done all that the test's actions so far can make it do, so
+    /// that a report (or a rejection) not made by then is known not to come:
+    /// 1. Two rescans, the second asked for once the first is announced complete. The loop
+    ///    reads the inotify events queued before the first request at the latest in the turn
+    ///    after the one that takes it, so before the second rescan completes; a full scan
+    ///    completes only once every folder that appeared meanwhile is listed, and it completes
+    ///    every file a settle-0 rule was still waiting for.
+    /// 2. A marker file written in `dir`, reported by the `reports` rules that take it. Its
+    ///    events are read after all queued before them, and settle windows close in the order
+    ///    they end: a window runs from the last change the loop saw, so every window open
+    ///    before the marker was written closes before the marker's.
+    /// The marker is left out of `log.settled`. False if that did not happen within `timeout`.
+    func drain(in dir: String, reports: Int = 1, timeout: Double = 30) async -> Bool {
+        for _ in 0..<2 {
+            let rescans = log.rescans.count { $0.cause == .overflow(injected: true) }
+            watcher.injectOverflow()
+            guard await waitUntil(timeout: timeout, { log.rescans.count { $0.cause == .overflow(injected: true) } > rescans })
+            else { return false }
+        }
+        let marker = dir + "/drain-\(UUID().uuidString.prefix(8)).mp4"
+        log.addMarker(marker)
+        writeFile(marker, bytes: 1)
+        return await waitUntil(timeout: timeout) { log.reports(of: marker) >= reports }
+    }
 }
 
 enum HarnessError: Error, CustomStringConvertible {
@@ -106,6 +177,8 @@ enum HarnessError: Error, CustomStringConvertible {
 }
 
 
+/// A writer's pause, where the pace is what the test shows; never a wait for the watcher
+/// (`waitUntil`, `WatchHarness.drain`).
 func pause(_ seconds: Double) async {
     try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
 }

@@ -23,7 +23,7 @@ struct WatcherTests {
             for _ in 0..<7 {
                 written += write(fd, chunk, chunk.count)
                 last = .now
-                usleep(500_000)
+                usleep(500_000)   // the scenario: a writer pausing for less than the 1 s settle window
                 if log.settledCount("clip.mp4") != 0 { early += 1 }
             }
             close(fd)  // IN_CLOSE_WRITE alone changes nothing: the window runs from the last write
@@ -32,7 +32,7 @@ struct WatcherTests {
         #expect(written == 7 * 4096)
         #expect(early == 0, "reported while still being written")
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("clip.mp4") >= 1 })
-        await pause(1.5)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         let events = h.log.settled(named: "clip.mp4")
         #expect(events.count == 1)
@@ -57,12 +57,12 @@ struct WatcherTests {
         let chunk = [UInt8](repeating: 1, count: 10_000)
         for _ in 0..<5 {
             _ = write(fd, chunk, chunk.count)
-            await pause(0.05)
+            await pause(0.05)   // the scenario: the temp file is written over a while
         }
         close(fd)
         rename(part, tmp.sub("x.mp4"))
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("x.mp4") >= 1 })
-        await pause(settle + 0.5)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         #expect(h.log.settledCount("x.mp4") == 1)
         #expect(h.log.settled(named: "x.mp4").first?.identity.size == 50_000)
@@ -81,7 +81,7 @@ struct WatcherTests {
         }
         let all = await waitUntil(timeout: 30) { h.log.settled.count >= 1000 }
         #expect(all, "only \(h.log.settled.count) of 1000 reported")
-        await pause(0.5)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         let settled = h.log.settled
         #expect(settled.count == 1000)
@@ -102,7 +102,7 @@ struct WatcherTests {
         writeFile(tmp.sub(".hidden.mp4"), bytes: 5)
         let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, recursive: true, settle: 0.2)])
         #expect(await waitUntil(timeout: 5) { h.log.settled.count >= 2 })
-        await pause(0.6)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         #expect(h.log.settledCount("a.mp4") == 1)
         #expect(h.log.settledCount("day1/b.mp4") == 1)
@@ -131,7 +131,7 @@ struct WatcherTests {
         if recursive {
             #expect(await waitUntil(timeout: 5) { h.log.settled.count >= 23 })
         }
-        await pause(0.6)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         let inSub = h.log.settled.filter { $0.path.contains("/cam/") || $0.path.contains("/moved/") }
         if recursive {
@@ -163,13 +163,13 @@ struct WatcherTests {
                 let chunk = [UInt8](repeating: 7, count: 1000)
                 for _ in 0..<3 {
                     _ = write(fd, chunk, chunk.count)
-                    usleep(100_000)
+                    usleep(100_000)   // the scenario: still being written when the new folder is listed
                 }
                 close(fd)
             }
         }
         #expect(await waitUntil(timeout: 5) { h.log.settled.count >= 10 })
-        await pause(0.8)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         #expect(h.log.settled.count == 10)
         for round in 0..<5 {
@@ -199,7 +199,7 @@ struct WatcherTests {
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("linked.mp4") == 1 })
         h.watcher.injectOverflow()
         #expect(await waitUntil(timeout: 5) { h.log.rescans.filter { $0.cause == .overflow(injected: true) }.count == 2 })
-        await pause(0.3)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         #expect(h.log.settledCount("before.mp4") == 1)
         #expect(h.log.settledCount("sub/during.mp4") == 1)
@@ -241,7 +241,7 @@ struct WatcherTests {
         _ = chmod(tmp.sub("pipe.mp4"), 0o600)
         h.watcher.injectOverflow()
         #expect(await waitUntil(timeout: 5) { !h.log.rescans.filter { $0.cause == .overflow(injected: true) }.isEmpty })
-        await pause(0.4)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
 
         let rejected = h.log.rejected
@@ -272,7 +272,7 @@ struct WatcherTests {
         writeFile(tmp.sub("skipdir/in-excluded.mp4"), bytes: 1)
         writeFile(tmp.sub("z.mp4"), bytes: 1)
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("z.mp4") == 1 })
-        await pause(0.4)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         let names = Set(h.log.settled.map { String($0.path.split(separator: "/").last!) })
         #expect(names == ["a.mp4", "c.wav", "z.mp4"])
@@ -295,7 +295,7 @@ struct WatcherTests {
         var times = [st.st_atim, st.st_mtim]
         #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
         _ = chmod(path, 0o600)
-        await pause(0.8)
+        #expect(await h.drain(in: tmp.path))
         #expect(h.log.settledCount("f.mp4") == 1)
 
         // replaced by rename (new inode, new size)
@@ -306,7 +306,7 @@ struct WatcherTests {
         // rewritten in place with other content
         writeFile(path, bytes: 300)
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("f.mp4") == 3 })
-        await pause(0.6)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         let events = h.log.settled(named: "f.mp4")
         #expect(events.map(\.identity.size) == [100, 200, 300])
@@ -323,13 +323,13 @@ struct WatcherTests {
         let gone = tmp.sub("gone.mp4")
         let unlinked = await onOwnThread { () -> Int32 in
             writeFile(gone, bytes: 10)
-            usleep(100_000)
+            usleep(100_000)   // the scenario: removed well inside its 1 s settle window
             return unlink(gone)
         }
         #expect(unlinked == 0)
         writeFile(tmp.sub("kept.mp4"), bytes: 10)
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("kept.mp4") == 1 })
-        await pause(0.5)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         #expect(h.log.settledCount("gone.mp4") == 0)
         #expect(h.log.settled.count == 1)
@@ -356,7 +356,7 @@ struct WatcherTests {
         writeFile(tmp.sub(nfc), bytes: 1)
         writeFile(tmp.sub(nfd), bytes: 2)
         #expect(await waitUntil(timeout: 5) { h.log.settled.count >= 2 && !h.log.rejected.isEmpty })
-        await pause(0.3)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
 
         #expect(h.log.rejected.count == 1)
@@ -381,11 +381,14 @@ struct WatcherTests {
         defer { tmp.cleanup() }
         let outside = TempDir()
         defer { outside.cleanup() }
-        let h = try await WatchHarness.start([WatchSpec(rule: "p", root: tmp.path, settle: 0, pollInterval: 0.3)])
+        let h = try await WatchHarness.start([WatchSpec(rule: "p", root: tmp.path, settle: 0, pollInterval: 0.3)], logLevel: .debug)
         writeFile(outside.sub("src.wav"), bytes: 8)
         #expect(link(outside.sub("src.wav"), tmp.sub("l.wav")) == 0)
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("l.wav") == 1 })
-        await pause(0.8)  // more polls: not reported again
+        // Two more full scans completed: the one that found it, then at least one whole poll
+        // after the report; neither reports it again.
+        let scans = h.loopLog.count("full scan done")
+        #expect(await waitUntil(timeout: 30) { h.loopLog.count("full scan done") >= scans + 2 })
         await h.stop()
         #expect(h.log.settledCount("l.wav") == 1)
         #expect(h.log.rescans.allSatisfy { $0.cause == .initialScan })
@@ -404,7 +407,7 @@ struct WatcherTests {
         writeFile(tmp.sub("b.wav"), bytes: 1)
         writeFile(tmp.sub("sub/c.mp4"), bytes: 1)
         #expect(await waitUntil(timeout: 5) { h.log.settled.count >= 4 })
-        await pause(0.4)
+        #expect(await h.drain(in: tmp.path, reports: 2))   // both rules take the marker
         await h.stop()
         let pairs = Set(h.log.settled.map { "\($0.rule):\($0.path.dropFirst(tmp.path.count + 1))" })
         #expect(pairs == ["video:a.mp4", "video:sub/c.mp4", "all:a.mp4", "all:b.wav"])
@@ -426,7 +429,7 @@ struct WatcherTests {
         writeFile(tmp.sub("cam2/inner/b.jpg"), bytes: 2)
         writeFile(tmp.sub("cam2/c.jpg"), bytes: 3)
         #expect(await waitUntil(timeout: 5) { h.log.settled.count >= 4 })
-        await pause(0.3)
+        #expect(await h.drain(in: tmp.path))
         await h.stop()
         let rel = h.log.settled.map { String($0.path.dropFirst(tmp.path.count + 1)) }
         #expect(rel.sorted() == ["cam/inner/a.jpg", "cam2/c.jpg", "cam2/inner/a.jpg", "cam2/inner/b.jpg"])
@@ -442,7 +445,8 @@ struct WatcherTests {
         writeFile(root + "/one.mp4", bytes: 1)
         #expect(await waitUntil(timeout: 5) { h.log.settledCount("one.mp4") == 1 })
         try FileManager.default.removeItem(atPath: root)
-        await pause(0.2)
+        // Made again once the watcher has seen it go: the scenario is a root that comes back.
+        #expect(await waitUntil(timeout: 30) { h.loopLog.count("watch root is gone") >= 1 })
         makeDir(root)
         writeFile(root + "/two.mp4", bytes: 2)
         #expect(await waitUntil(timeout: 8) { h.log.rescans.contains { $0.cause == .rootReappeared } })

@@ -66,7 +66,9 @@ public final class PostgresServer: @unchecked Sendable {
             let candidate = Int.random(in: 20_000...60_000)
             let (exe, args) = command("postgres", ["-D", data, "-p", String(candidate), "-k", sockets,
                                                    "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-                                                   "-c", "max_connections=200", "-c", "log_min_messages=warning"])
+                                                   "-c", "max_connections=200", "-c", "log_min_messages=warning",
+                                                   // Each line names its database: a test finds its own errors.
+                                                   "-c", "log_line_prefix=%m [%p] %d "])
             let child = try ChildProcess(exe, args, directory: base, stdout: .file(base + "/server.log"), stderr: .stdout)
             let deadline = Date(timeIntervalSinceNow: 60)
             var ready = false
@@ -98,6 +100,10 @@ public final class PostgresServer: @unchecked Sendable {
 
     private static let atExit = Mutex<[@Sendable () -> Void]>([])
     private static let registered = Atomic(false)
+
+    /// The server's log (its stderr): every line starts with the time, the process id and the
+    /// database (`log_line_prefix`), and errors are written before the client is answered.
+    public var log: String { (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "" }
 
     /// A new, empty database owned by `evidence`; its name.
     public func makeDatabase() throws -> String {

@@ -34,3 +34,20 @@ public func waitUntil(timeout: Double, every: Double = 0.05, _ condition: () -> 
     }
     return condition()
 }
+
+/// Asks `condition` (a question to a server, say) until it holds or `timeout` seconds pass,
+/// suspending the task between looks as `waitUntil` does; true when it held. An error thrown by
+/// `condition` ends the wait and is thrown on. (Named apart from `waitUntil` so that a
+/// synchronous condition never has two overloads to choose from.)
+@discardableResult
+public func pollUntil(timeout: Double, every: Double = 0.05, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    let most = max(1, Int(every * 1000))
+    var pause = min(2, most)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(pause))
+        pause = min(pause * 2, most)
+    }
+    return try await condition()
+}

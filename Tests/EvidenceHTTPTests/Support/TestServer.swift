@@ -284,6 +284,7 @@ final class TestServer: @unchecked Sendable {
             }
             return false
         case .delay(let seconds, let next):
+            // The scenario: a server slow to answer, held in short steps so that `stop()` ends it.
             let until = Date(timeIntervalSinceNow: seconds)
             while Date() < until && !isStopped { usleep(10_000) }
             return perform(next, on: fd, answering: answering)
