@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SWIFTFLAGS ?=
 
-.PHONY: deps build release test soak fuzz demo bench samples clean
+.PHONY: deps build release test test-long soak fuzz demo bench samples clean
 
 deps:
 	@./scripts/deps.sh
@@ -19,12 +19,18 @@ release: deps
 # Swift Testing only: --disable-xctest keeps XCTest from printing "Executed 0 tests".
 # Four passes, one after another (scripts/test.sh says why): local (store, catalog, config,
 # certificate, media, fuzz corpus replay), services (HTTP, notaries, sandbox, providers,
-# metrics, portal), watch (inotify, job leases) and cli (end-to-end processes). Every pass runs
+# metrics, portal), watch (inotify, job leases) and cli (end-to-end processes, but for the long
+# runs of make test-long). Every pass runs
 # even after a failure; the failures are repeated last, and logs are in .build/test-logs/.
 test: deps
 	@SWIFT=$(SWIFT) ./scripts/test.sh $(SWIFTFLAGS)
 
-# The long crash loop (500 files, 20 SIGKILLs) and fault soak (40 files) of SoakCLITests, with
+# The long end-to-end runs the cli pass skips (suites named …LongTests: crash loops, the fault
+# soak, 1,000-file bursts, the 250-item descriptor count, 110 MB syncs). CI runs both.
+test-long: deps
+	@SWIFT=$(SWIFT) ./scripts/test.sh --long $(SWIFTFLAGS)
+
+# The long crash loop (500 files, 20 SIGKILLs) and fault soak (40 files) of SoakLongTests, with
 # a table: files, kills, faults injected, lost, duplicates, requests inside Retry-After, time.
 # SOAK_FILES, SOAK_KILLS, SOAK_FAULT_FILES, SOAK_PROVIDERS ("dropbox box"), SOAK_SEED change it.
 soak: deps

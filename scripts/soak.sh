@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make soak: the long versions of the crash loop and the fault soak (Tests/EvidenceCLITests/
-# SoakCLITests.swift, whose short versions run in make test), then one table:
+# SoakCLITests.swift: SoakLongTests, whose short versions run in make test-long), then one table:
 # scenario / files / kills / faults injected / lost / duplicates / requests inside a
 # Retry-After window / wall time. Exit 1 when a scenario failed (lost, duplicated, early or
 # anything else the test checks).
@@ -27,7 +27,7 @@ for provider in $providers; do
   echo "== soak: $files files, $kills SIGKILLs, then $fault_files files under faults; provider $provider; seed $seed"
   EVIDENCE_SOAK_FILES=$files EVIDENCE_SOAK_KILLS=$kills EVIDENCE_SOAK_FAULT_FILES=$fault_files \
   EVIDENCE_SOAK_PROVIDER=$provider EVIDENCE_SOAK_SEED=$seed EVIDENCE_SOAK_REPORT=$report \
-    "$swift" test --disable-xctest --skip-build --filter SoakCLITests "$@" 2>&1 \
+    "$swift" test --disable-xctest --skip-build --filter SoakLongTests "$@" 2>&1 \
     | grep --line-buffered -v -e '^soak	' -e '^\['
   # The runner's status, read at once: after `… | grep … || true` PIPESTATUS held true's 0,
   # so a failed scenario once printed PASSED.

@@ -10,12 +10,17 @@
 #              metrics, portal
 #   watch      real inotify and job leases (EvidenceWatchTests, EvidencePipelineTests)
 #   cli        end-to-end: evidence run / evidence-sandbox processes, SIGKILL, short soaks
+# `scripts/test.sh --long` (make test-long) runs instead the long end-to-end runs: the suites
+# named `…LongTests` in the cli and peer targets (crash loops, the fault soak, 1,000-file
+# bursts, the 250-item descriptor count, 110 MB syncs), which the cli pass skips. CI runs both.
 # Every pass runs even after one fails; the failures are repeated at the end, so the tail of
 # a CI log names them. Logs: .build/test-logs/PASS.txt. Extra arguments go to swift.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
 logs=${EVIDENCE_TEST_LOGS:-.build/test-logs}
+long=false
+if [ "${1:-}" = --long ]; then long=true; shift; fi
 
 passes=(
   "local|EvidenceStoreTests EvidenceS3Tests EvidenceCatalogTests EvidenceConfigTests EvidenceCertificateTests EvidenceMediaTests EvidenceFuzzingTests"
@@ -48,10 +53,18 @@ fi
 
 failed=()
 summary=()
+# The long suites, by name: the cli pass skips them, the long pass runs only them.
+longSuites='\.[A-Za-z]+LongTests/'
+$long && passes=("long|EvidenceCLITests EvidencePeerTests")
 for pass in "${passes[@]}"; do
   name=${pass%%|*}
   filters=()
-  for target in ${pass#*|}; do filters+=(--filter "$target"); done
+  if [ "$name" = long ]; then
+    filters=(--filter "$longSuites")
+  else
+    for target in ${pass#*|}; do filters+=(--filter "$target"); done
+    [ "$name" = cli ] && filters+=(--skip "$longSuites")
+  fi
   echo "== make test: pass $name (log: $logs/$name.txt)"
   start=$(date +%s)
   "$swift" test --skip-build --disable-xctest "${filters[@]}" "$@" 2>&1 | tee "$logs/$name.txt"

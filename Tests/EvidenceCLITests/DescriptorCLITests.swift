@@ -7,7 +7,7 @@ import Testing
 /// `evidence run` holds no more descriptors after 200 items than after 10: nothing it opens per
 /// item (store files, catalog statements, HTTP connections, provider uploads) outlives the item.
 @Suite("descriptors: evidence run leaks none per item", .serialized, .ownThread)
-struct DescriptorCLITests {
+struct DescriptorLongTests {
     static func descriptors(of pid: pid_t) -> [String] {
         let dir = "/proc/\(pid)/fd"
         return ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).map { fd in

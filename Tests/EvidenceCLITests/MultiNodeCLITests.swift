@@ -53,7 +53,6 @@ struct MultiNodeCLITests {
         return (false, dropped)
     }
 
-    @Test("two nodes take in their own folders into one catalog; one is killed with SIGKILL and the other finishes every job: nothing lost, nothing notarized twice, one custody chain")
     func twoNodesOneDies() async throws {
         guard let pg = PostgresServer.shared else {
             throw PostgresServer.Failure(description: "PostgreSQL test server unavailable: \(PostgresServer.unavailable)")
@@ -208,5 +207,15 @@ struct MultiNodeCLITests {
         #expect((try? pg.psql("SELECT max(id) FROM item", database: database))?.trimmingCharacters(in: .whitespacesAndNewlines) == "6",
                 "new ids continue after the copied ones")
 
+    }
+}
+
+/// The long end-to-end runs of `MultiNodeCLITests`, apart so that `make test` stays short: `make test-long`
+/// runs them (and CI runs both). The bodies are `MultiNodeCLITests`'s own, unchanged.
+@Suite("Several nodes on one PostgreSQL catalog, long runs: a node killed", .serialized, .ownThread)
+struct MultiNodeLongTests {
+    @Test("two nodes take in their own folders into one catalog; one is killed with SIGKILL and the other finishes every job: nothing lost, nothing notarized twice, one custody chain")
+    func twoNodesOneDies() async throws {
+        try await MultiNodeCLITests().twoNodesOneDies()
     }
 }

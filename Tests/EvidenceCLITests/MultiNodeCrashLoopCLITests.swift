@@ -16,7 +16,7 @@ import Testing
 ///
 /// `EVIDENCE_SOAK_FILES` and `EVIDENCE_SOAK_KILLS` make it longer (`make soak`).
 @Suite("Soak: crash loop across several nodes on PostgreSQL and S3, real processes", .serialized, .ownThread)
-struct MultiNodeCrashLoopCLITests {
+struct MultiNodeCrashLoopLongTests {
     final class Node {
         let name: String
         let config: String

@@ -207,7 +207,6 @@ struct NotarizationCLITests {
         }
     }
 
-    @Test("under 30% 5xx and 10% dropped connections at QED and the TSA, every file is confirmed once: one submission per hash")
     func faultSoak() async throws {
         try await withSandbox(extra: ["--fail-rate", "0.3", "--drop-rate", "0.1", "--fault-path", "/v1/", "--fault-path", "/tsa",
                                       "--seed", "11"]) { sandbox in
@@ -237,5 +236,15 @@ struct NotarizationCLITests {
             #expect(r.status == 2)
             #expect(r.stderr.contains("evidence.toml") && r.stderr.contains("notaries.qed.api_key_env"), "\(r.stderr)")
         }
+    }
+}
+
+/// The long end-to-end runs of `NotarizationCLITests`, apart so that `make test` stays short: `make test-long`
+/// runs them (and CI runs both). The bodies are `NotarizationCLITests`'s own, unchanged.
+@Suite("Notarization, long runs: faults at QED and the TSA", .serialized, .ownThread)
+struct NotarizationLongTests {
+    @Test("under 30% 5xx and 10% dropped connections at QED and the TSA, every file is confirmed once: one submission per hash")
+    func faultSoak() async throws {
+        try await NotarizationCLITests().faultSoak()
     }
 }

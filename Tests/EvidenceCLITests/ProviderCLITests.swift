@@ -242,8 +242,6 @@ struct ProviderCLITests {
         }
     }
 
-    @Test("faults on the provider (5xx, 429, dropped connections): everything archived, no path uploaded twice",
-          arguments: Provider.selected)
     func faults(_ provider: Provider) async throws {
         try await withSandbox(["--fail-rate", "0.15", "--drop-rate", "0.05", "--rate-limit", "40", "--fault-path", "/\(provider.rawValue)/",
                                "--seed", "5"]) { sandbox in
@@ -304,5 +302,16 @@ enum TokenFileReader {
     static func accessToken(_ path: String) throws -> String {
         let j = try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
         return j?["access_token"] as? String ?? ""
+    }
+}
+
+/// The long end-to-end runs of `ProviderCLITests`, apart so that `make test` stays short: `make test-long`
+/// runs them (and CI runs both). The bodies are `ProviderCLITests`'s own, unchanged.
+@Suite("Archive to the sandbox's providers, long runs: faults on every provider", .serialized, .ownThread)
+struct ProviderLongTests {
+    @Test("faults on the provider (5xx, 429, dropped connections): everything archived, no path uploaded twice",
+          arguments: ProviderCLITests.Provider.selected)
+    func faults(_ provider: ProviderCLITests.Provider) async throws {
+        try await ProviderCLITests().faults(provider)
     }
 }

@@ -49,7 +49,6 @@ struct RunCLITests {
         #expect(h.stop() == 0)
     }
 
-    @Test("a burst of 1,000 files is ingested, each exactly once")
     func burst() throws {
         let h = RunHarness()
         h.verbose = true
@@ -122,7 +121,6 @@ struct RunCLITests {
         #expect(h.stop() == 0)
     }
 
-    @Test("SIGKILL in the middle of a burst, restart: every file exactly once, fsck clean")
     func killMidBurst() throws {
         let h = RunHarness()
         try h.start()
@@ -225,5 +223,20 @@ struct RunCLITests {
         #expect(check.stderr.contains("bad.toml:2") && check.stderr.contains("settle"))
         let run = h.cli.run(["run", "--rules", h.rules], timeout: 20)
         #expect(run.status == 2 && run.stderr.contains("bad.toml:2"))
+    }
+}
+
+/// The long end-to-end runs of `RunCLITests`, apart so that `make test` stays short: `make test-long`
+/// runs them (and CI runs both). The bodies are `RunCLITests`'s own, unchanged.
+@Suite("evidence run, long runs: bursts of 1,000 and 1,500 files", .serialized, .ownThread)
+struct RunLongTests {
+    @Test("a burst of 1,000 files is ingested, each exactly once")
+    func burst() throws {
+        try RunCLITests().burst()
+    }
+
+    @Test("SIGKILL in the middle of a burst, restart: every file exactly once, fsck clean")
+    func killMidBurst() throws {
+        try RunCLITests().killMidBurst()
     }
 }

@@ -47,7 +47,6 @@ struct S3CLITests {
 
     static func key(_ hex: String) -> String { "sha256/\(hex.prefix(2))/\(hex.dropFirst(2).prefix(2))/\(hex)" }
 
-    @Test("evidence run on an S3 store: items notarized, certified and archived; objects in the bucket with our checksum and the retention; fsck, verify and log verify clean; an overwritten key is refused by verify and fsck naming it")
     func runOnS3() async throws {
         let s3 = try #require(S3Server.shared, "moto_server: \(S3Server.unavailable)")
         let bucket = try s3.makeBucket(objectLock: true)
@@ -160,7 +159,6 @@ struct S3CLITests {
         #expect(bad["status"] as? String == "fail" && (bad["detail"] as? String)?.contains("no Object Lock") == true, "\(bad)")
     }
 
-    @Test("two nodes with their own homes on one PostgreSQL catalog and one S3 bucket; one is killed with SIGKILL and the other finishes: one item per file, one QED report per hash, fsck and log verify clean")
     func twoNodesOwnHomesOneBucket() async throws {
         let s3 = try #require(S3Server.shared, "moto_server: \(S3Server.unavailable)")
         let pg = try #require(PostgresServer.shared, "PostgreSQL: \(PostgresServer.unavailable)")
@@ -253,5 +251,20 @@ struct S3CLITests {
         #expect(foreign.status != 0 && foreign.stderr.contains("is not the one"), "\(foreign.stderr)")
         nodes[1].process?.signal(SIGTERM)
         #expect(nodes[1].process?.wait(seconds: 30)?.status == 0, "\(nodes[1].text)")
+    }
+}
+
+/// The long end-to-end runs of `S3CLITests`, apart so that `make test` stays short: `make test-long`
+/// runs them (and CI runs both). The bodies are `S3CLITests`'s own, unchanged.
+@Suite("S3 store, long runs: evidence run against a real S3 server, and two nodes on one bucket", .serialized, .ownThread)
+struct S3LongTests {
+    @Test("evidence run on an S3 store: items notarized, certified and archived; objects in the bucket with our checksum and the retention; fsck, verify and log verify clean; an overwritten key is refused by verify and fsck naming it")
+    func runOnS3() async throws {
+        try await S3CLITests().runOnS3()
+    }
+
+    @Test("two nodes with their own homes on one PostgreSQL catalog and one S3 bucket; one is killed with SIGKILL and the other finishes: one item per file, one QED report per hash, fsck and log verify clean")
+    func twoNodesOwnHomesOneBucket() async throws {
+        try await S3CLITests().twoNodesOwnHomesOneBucket()
     }
 }

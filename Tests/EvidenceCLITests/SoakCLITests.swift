@@ -87,7 +87,6 @@ struct SoakCLITests {
         close(fd)
     }
 
-    @Test("crash loop: files dropped over time, SIGKILL at random moments, restart: each file once, notarized once, uploaded once, fsck and custody clean")
     func crashLoop() async throws {
         let files = Self.setting("EVIDENCE_SOAK_FILES", 100)
         let kills = Self.setting("EVIDENCE_SOAK_KILLS", 5)
@@ -129,7 +128,6 @@ struct SoakCLITests {
         }
     }
 
-    @Test("fault soak: 20% 5xx, 429 with Retry-After, latency spikes, dropped connections at QED, the TSA and the provider: all done, once, and no request inside a Retry-After window")
     func faultSoak() async throws {
         let files = Self.setting("EVIDENCE_SOAK_FAULT_FILES", 10)
         let seed = UInt64(Self.setting("EVIDENCE_SOAK_SEED", Int(Date().timeIntervalSince1970) % 100_000))
@@ -313,5 +311,20 @@ struct SplitMix: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// The long end-to-end runs of `SoakCLITests`, apart so that `make test` stays short: `make test-long`
+/// runs them (and CI runs both). The bodies are `SoakCLITests`'s own, unchanged.
+@Suite("Soak, long runs: crash loop and fault soak, real processes", .serialized, .ownThread)
+struct SoakLongTests {
+    @Test("crash loop: files dropped over time, SIGKILL at random moments, restart: each file once, notarized once, uploaded once, fsck and custody clean")
+    func crashLoop() async throws {
+        try await SoakCLITests().crashLoop()
+    }
+
+    @Test("fault soak: 20% 5xx, 429 with Retry-After, latency spikes, dropped connections at QED, the TSA and the provider: all done, once, and no request inside a Retry-After window")
+    func faultSoak() async throws {
+        try await SoakCLITests().faultSoak()
     }
 }

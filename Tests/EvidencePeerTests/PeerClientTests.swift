@@ -15,12 +15,10 @@ import Testing
 /// for byte, and that the emulation refused none of the client's requests.
 @Suite("Independent clients against the ownCloud/Nextcloud emulation", .serialized, .ownThread)
 struct PeerClientTests {
-    @Test("owncloudcmd syncs a 110 MB file (NG chunking), small files, a subfolder and a unicode name into the ownCloud flavour")
     func owncloudcmd() async throws {
         try await desktopSync(tool: "owncloudcmd", flavour: "owncloud")
     }
 
-    @Test("nextcloudcmd syncs a 110 MB file (NG chunking), small files, a subfolder and a unicode name into the Nextcloud flavour")
     func nextcloudcmd() async throws {
         try await desktopSync(tool: "nextcloudcmd", flavour: "nextcloud")
     }
@@ -245,4 +243,19 @@ func md5(_ path: String) throws -> String { try opensslDigest("-md5", path) }
 private func opensslDigest(_ algorithm: String, _ path: String) throws -> String {
     let r = try ChildProcess.run("openssl", ["dgst", algorithm, "-r", path], timeout: 60)
     return String(r.output.split(separator: " ").first ?? "")
+}
+
+/// The long end-to-end runs of `PeerClientTests`, apart so that `make test` stays short: `make test-long`
+/// runs them (and CI runs both). The bodies are `PeerClientTests`'s own, unchanged.
+@Suite("Independent clients against the ownCloud/Nextcloud emulation, long runs: the desktop sync clients with 110 MB", .serialized, .ownThread)
+struct PeerClientLongTests {
+    @Test("owncloudcmd syncs a 110 MB file (NG chunking), small files, a subfolder and a unicode name into the ownCloud flavour")
+    func owncloudcmd() async throws {
+        try await PeerClientTests().owncloudcmd()
+    }
+
+    @Test("nextcloudcmd syncs a 110 MB file (NG chunking), small files, a subfolder and a unicode name into the Nextcloud flavour")
+    func nextcloudcmd() async throws {
+        try await PeerClientTests().nextcloudcmd()
+    }
 }
