@@ -54,7 +54,7 @@ fi
 failed=()
 summary=()
 # The long suites, by name: the cli pass skips them, the long pass runs only them.
-longSuites='\.[A-Za-z]+LongTests/'
+longSuites='\.[A-Za-z0-9]+LongTests/'
 $long && passes=("long|EvidenceCLITests EvidencePeerTests")
 for pass in "${passes[@]}"; do
   name=${pass%%|*}

@@ -38,7 +38,7 @@ struct ScriptCLITests {
     @Test("make soak exits 1 and says FAILED when the soak test run fails")
     func soakFailsWithItsRun() {
         let scratch = Scratch()
-        let swift = fakeSwift(in: scratch, failing: "SoakCLITests")
+        let swift = fakeSwift(in: scratch, failing: "SoakLongTests")
         let r = script("soak.sh", swift: swift, scratch: scratch, extra: ["SOAK_SEED": "1"])
         #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("FAILED"))
@@ -63,6 +63,20 @@ struct ScriptCLITests {
         #expect(r.stdout.contains("FAILED in watch"))
         #expect(r.stdout.contains("[watch] ✘ Test shouldWork() recorded an issue"))
         #expect(r.stdout.contains("== make test: pass cli"), "a failed pass does not stop the later ones")
+    }
+
+    @Test("make test's cli pass skips the …LongTests suites; make test-long runs only them, and exits 1 when they fail")
+    func longPassIsApartAndCounts() {
+        let scratch = Scratch()
+        // A stand-in that fails whenever it is asked to run the long suites.
+        let swift = fakeSwift(in: scratch, failing: "--filter \\.[A-Za-z0-9]+LongTests/")
+        let quick = script("test.sh", swift: swift, scratch: scratch)
+        #expect(quick.status == 0, "the cli pass must not run the long suites: \(quick.stdout)")
+        let long = CLI.exec(["bash", CLI.packageRoot + "/scripts/test.sh", "--long"], timeout: 120,
+                            environment: ["SWIFT": swift, "EVIDENCE_TEST_LOGS": scratch.path + "/logs"])
+        #expect(long.status == 1, "\(long.stdout)\(long.stderr)")
+        #expect(long.stdout.contains("FAILED in long"))
+        #expect(long.stdout.contains("== make test: pass long") && !long.stdout.contains("== make test: pass cli"))
     }
 
     @Test("make test exits 1 when the build prints a warning from one of our files, and not for a dependency's")
