@@ -137,7 +137,10 @@ struct ProviderCLITests {
     }
 
     func uploads(_ sandbox: SandboxProcess) -> [String: Int] {
-        let r = CLI.exec(["curl", "-sf", "\(sandbox.baseURL.absoluteString)/_sandbox/counters"])
+        let r = CLI.exec(["curl", "-sS", "-f", "\(sandbox.baseURL.absoluteString)/_sandbox/counters"])
+        // An empty answer would fail the caller's counts with no reason: say what curl met. (Under
+        // three tests at once this came back empty twice, and curl's reason was not kept.)
+        #expect(r.status == 0, "GET /_sandbox/counters: curl exit \(r.status): \(r.stderr)")
         let j = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any]
         return (j?["uploads_by_path"] as? [String: Any] ?? [:]).compactMapValues { $0 as? Int }
     }
