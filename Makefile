@@ -13,8 +13,11 @@ build: deps
 
 # The Swift runtime and Foundation linked statically: a smaller process (Package.swift says how much).
 RELEASEFLAGS = -c release --static-swift-stdlib
+# Only the programs: EvidenceTesting (test support) imports Testing, which a release build of
+# every target cannot find ("no such module 'Testing'").
+RELEASEPRODUCTS = evidence evidence-sandbox evidence-bench
 release: deps
-	$(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS)
+	@for product in $(RELEASEPRODUCTS); do $(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS) --product $$product || exit 1; done
 
 # Swift Testing only: --disable-xctest keeps XCTest from printing "Executed 0 tests".
 # Four passes, one after another (scripts/test.sh says why): local (store, catalog, config,
