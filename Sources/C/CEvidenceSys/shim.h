@@ -185,7 +185,11 @@ static inline int evidence_install_probe_seccomp(void) {
         __NR_bpf, __NR_perf_event_open, __NR_userfaultfd,
     };
     enum { count = sizeof(denied) / sizeof(denied[0]) };
-    struct sock_filter program[6 + 2 * count];
+    // 4 for the architecture and the number, 2 for x32, 2 for each denied call, 1 to allow the
+    // rest: 7 + 2 * count. (It was 6 + 2 * count: the last instruction was written past the
+    // array, which a release build's stack protector caught as "stack smashing detected", so
+    // every probe child of a release build died before it parsed a byte.)
+    struct sock_filter program[7 + 2 * count];
     size_t n = 0;
     program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
     program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, EVIDENCE_AUDIT_ARCH, 1, 0);
