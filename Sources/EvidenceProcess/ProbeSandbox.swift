@@ -25,6 +25,12 @@ public enum ProbeSandbox {
         (Int32(RLIMIT_NOFILE.rawValue), 32), (Int32(RLIMIT_CORE.rawValue), 0),
     ]
 
+    /// The CPU seconds a probe gets (the `RLIMIT_CPU` of `limits`): the one-shot child's own
+    /// limit, and the limit each child of the probe server sets for itself.
+    public static var cpuSeconds: rlim_t {
+        limits.first { $0.resource == Int32(RLIMIT_CPU.rawValue) }!.value
+    }
+
     /// Where the user goes when the child runs as root (Debian's `nobody`/`nogroup`, looked up;
     /// 65534 where there is none).
     static let unprivilegedName = "nobody"

@@ -90,7 +90,7 @@ struct ProbeCommand: ParsableCommand {
 
         // The parse happens in a forked child of the thread that confined itself, as the server's
         // do: the namespace and the user change are that thread's, not the process's other threads'.
-        let cpu = ProbeSandbox.limits.first { $0.resource == Int32(RLIMIT_CPU.rawValue) }?.value ?? 30
+        let cpu = ProbeSandbox.cpuSeconds
         let reply = ForkServer.runOne(descriptor: descriptor, name: name ?? path ?? "", timeout: Double(cpu) * 2,
                                       childCPUSeconds: cpu) { fd, name in
             Self.encode(MediaProbe.probe(descriptor: fd, name: name), encoder)
@@ -113,10 +113,9 @@ struct ProbeCommand: ParsableCommand {
         encoder.outputFormatting = [.sortedKeys]
         _ = encode(MediaInfo(container: "warm-up", streams: [MediaInfo.Stream(index: 0, type: "video")], creationTime: Date()), encoder)
         let report = ProbeSandbox.enter(limitCPU: false)
-        let cpu = ProbeSandbox.limits.first { $0.resource == Int32(RLIMIT_CPU.rawValue) }?.value ?? 30
         // The server loop runs on this thread, the one that confined itself, and every child is a
         // fork of it: one thread, in the empty namespace, as nobody.
-        return ForkServer.serve(socket: 3, announce: "sandbox: \(report)", timeout: timeout, childCPUSeconds: cpu) { fd, name in
+        return ForkServer.serve(socket: 3, announce: "sandbox: \(report)", timeout: timeout, childCPUSeconds: ProbeSandbox.cpuSeconds) { fd, name in
             encode(MediaProbe.probe(descriptor: fd, name: name), encoder)
         }
     }
