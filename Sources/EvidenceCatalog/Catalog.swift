@@ -165,13 +165,29 @@ public struct IngestRecord: Sendable {
     /// Jobs created for a new sighting of content already in the catalog (a duplicate, maybe
     /// under another rule), per source like `jobsForNewSource`.
     public var jobsForKnownItem: [JobSpec]
+    /// Which earlier items of the same path and rule new content supersedes.
+    public var supersedes: Supersedes
+
+    /// Earlier items at a path whose content changed: which of them a new item supersedes.
+    public enum Supersedes: Sendable {
+        /// None (`evidence ingest` by hand: no rule watches the path).
+        case none
+        /// Only those not yet done: under a rule that deletes or moves its files once done, a
+        /// done item's file is gone by our own hand, and a new file under the same name (a
+        /// camera counting its clips from 1 again) is new evidence, not a later version.
+        case unfinished
+        /// Every one (a rule that keeps its files: the path's content was replaced or grew).
+        case all
+    }
 
     public init(sha256: SHA256Digest, size: Int64, path: String, rule: String?, device: UInt64, inode: UInt64,
                 mtimeNanos: Int64, media: MediaInfo?, newObject: Bool, actor: String,
-                jobsForNewItem: [JobSpec] = [], jobsForNewSource: [JobSpec] = [], jobsForKnownItem: [JobSpec] = []) {
+                jobsForNewItem: [JobSpec] = [], jobsForNewSource: [JobSpec] = [], jobsForKnownItem: [JobSpec] = [],
+                supersedes: Supersedes = .none) {
         self.sha256 = sha256; self.size = size; self.path = path; self.rule = rule; self.device = device
         self.inode = inode; self.mtimeNanos = mtimeNanos; self.media = media; self.newObject = newObject; self.actor = actor
         self.jobsForNewItem = jobsForNewItem; self.jobsForNewSource = jobsForNewSource; self.jobsForKnownItem = jobsForKnownItem
+        self.supersedes = supersedes
     }
 }
 
@@ -182,10 +198,18 @@ extension IngestRecord {
         let name = (path as NSString).lastPathComponent
         var details = ["path": path, "name": name, "sha256": sha256.hex, "size": String(size)]
         if let rule { details["rule"] = rule }
+        if size == 0 { details["empty"] = "true" }
         guard created else { return (.seenAgain, details) }
         details["store"] = newObject ? "new object" : "object already present"
         if let m = media { details["media"] = m.summary }
         return (.ingested, details)
+    }
+
+    /// The `superseded` event of an earlier item `successor` (this record's new item) supersedes.
+    func supersededEvent(successor: Int64) -> [String: String] {
+        var details = ["by": String(successor), "path": path, "sha256": sha256.hex]
+        if let rule { details["rule"] = rule }
+        return details
     }
 
     /// The jobs a sighting creates, with their dedupe keys: per source (an after-action is told

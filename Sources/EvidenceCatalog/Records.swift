@@ -60,6 +60,7 @@ struct ItemRow: CatalogRecord {
         case id, sha256, size, state
         case stateReason = "state_reason", mediaJson = "media_json", dateTaken = "date_taken"
         case createdAt = "created_at", updatedAt = "updated_at", failedFrom = "failed_from"
+        case supersededBy = "superseded_by"
     }
     var id: Int64?
     var sha256: String
@@ -73,12 +74,14 @@ struct ItemRow: CatalogRecord {
     /// The state a retry returns a failed item to: the one it was in when it went to `failed`
     /// (set in the transaction of that move; nil while it is not failed).
     var failedFrom: ItemState?
+    /// `Item.supersededBy`, set with the `superseded` event in the successor's ingest transaction.
+    var supersededBy: Int64?
 
     init(id: Int64?, sha256: String, size: Int64, state: ItemState, stateReason: String?, mediaJson: String?,
-         dateTaken: Date?, createdAt: Date, updatedAt: Date, failedFrom: ItemState?) {
+         dateTaken: Date?, createdAt: Date, updatedAt: Date, failedFrom: ItemState?, supersededBy: Int64? = nil) {
         self.id = id; self.sha256 = sha256; self.size = size; self.state = state; self.stateReason = stateReason
         self.mediaJson = mediaJson; self.dateTaken = dateTaken; self.createdAt = createdAt; self.updatedAt = updatedAt
-        self.failedFrom = failedFrom
+        self.failedFrom = failedFrom; self.supersededBy = supersededBy
     }
 
     init(row: Row) throws {
@@ -95,7 +98,7 @@ struct ItemRow: CatalogRecord {
         let media = mediaJson.flatMap { try? CanonicalJSON.decoder().decode(MediaInfo.self, from: Data($0.utf8)) }
         return Item(id: id ?? 0, sha256: try Self.digest(sha256, Columns.sha256, row: String(id ?? 0)), size: size,
                     state: state, stateReason: stateReason, media: media, dateTaken: dateTaken, createdAt: createdAt,
-                    updatedAt: updatedAt)
+                    updatedAt: updatedAt, supersededBy: supersededBy)
     }
 }
 

@@ -3,7 +3,7 @@ import Foundation
 /// Turns a parsed rule file into a `WatchRule` (all checks that need only this file).
 enum RuleParser {
     static let keys: Set<String> = [
-        "path", "include", "exclude", "recursive", "max_depth", "settle", "poll_interval", "notary", "archive",
+        "path", "include", "exclude", "recursive", "max_depth", "settle", "settle_max", "empty", "poll_interval", "notary", "archive",
         "remote_path", "share", "after", "name", "note", "meta_data", "nodes",
     ]
     static let shareKeys: Set<String> = ["access", "expires_in", "password_env", "password_file"]
@@ -25,6 +25,20 @@ enum RuleParser {
         rule.recursive = try r.bool(t, "recursive") ?? true
         rule.maxDepth = try r.int(t, "max_depth", range: 1...WatchRule.maxDepthLimit) ?? rule.maxDepth
         rule.settle = try r.duration(t, "settle", allowZero: true) ?? rule.settle
+        if let settleMax = try r.duration(t, "settle_max") {
+            guard settleMax >= rule.settle else {
+                throw r.error(["settle_max"], "is shorter than `settle` (\(rule.settle) s): the window only ever grows from `settle`")
+            }
+            rule.settleMax = settleMax
+        } else {
+            rule.settleMax = max(rule.settle, WatchRule.defaultSettleMax)
+        }
+        if let empty = try r.string(t, "empty") {
+            guard let e = EmptyFiles(rawValue: empty) else {
+                throw r.error(["empty"], "must be \"take\" or \"skip\", not \"\(empty)\"")
+            }
+            rule.empty = e
+        }
         rule.pollInterval = try r.duration(t, "poll_interval")
         if let nodes = try r.stringArray(t, "nodes") {
             guard !nodes.isEmpty else { throw r.error(["nodes"], "must not be empty (omit `nodes` to watch on every node)") }

@@ -16,8 +16,14 @@ public struct WatchRule: Sendable, Equatable {
     /// `max_depth`: deepest folder watched, in levels below `path` (a folder in `path` is level
     /// 1); deeper folders are not descended and are quarantined with the reason. Default 64.
     public var maxDepth: Int
-    /// Seconds a file must stay unchanged before it is taken; default 2.
+    /// Seconds a file must stay unchanged before it is taken; default 2 (`init` writes 30 s).
     public var settle: Double
+    /// `settle_max`: the longest a file's settle window grows to. A file that changes again after
+    /// it was taken (a writer pausing longer than `settle`), or while it is read, has its window
+    /// doubled each time, up to this; default 300 s (never below `settle`).
+    public var settleMax: Double
+    /// `empty`: what a 0-byte file becomes; `take` (default: an item flagged empty) or `skip`.
+    public var empty: EmptyFiles
     /// When set, also rescan by polling every so many seconds (network shares without inotify).
     public var pollInterval: Double?
     /// Names of `[notaries.NAME]`; all must confirm. Empty = no notarization.
@@ -42,6 +48,7 @@ public struct WatchRule: Sendable, Equatable {
     public func isWatched(on node: String) -> Bool { nodes?.contains(node) ?? true }
 
     public static let defaultMaxDepth = 64
+    public static let defaultSettleMax = 300.0
     /// Highest `max_depth` accepted: a path of PATH_MAX (4,096) bytes holds at most 2,048
     /// levels of one-letter names.
     public static let maxDepthLimit = 2048
@@ -63,6 +70,8 @@ public struct WatchRule: Sendable, Equatable {
         self.recursive = recursive
         self.maxDepth = WatchRule.defaultMaxDepth
         self.settle = settle
+        self.settleMax = max(settle, WatchRule.defaultSettleMax)
+        self.empty = .take
         self.pollInterval = pollInterval
         self.notary = notary
         self.archive = archive
@@ -74,6 +83,15 @@ public struct WatchRule: Sendable, Equatable {
         self.metaData = metaData
         self.nodes = nil
     }
+}
+
+/// `empty` of a rule: what becomes of a 0-byte file.
+public enum EmptyFiles: String, Sendable, Equatable, CaseIterable {
+    /// Taken as an item, flagged `empty` in `status`, `show`, the portal and the log: it is what
+    /// the device wrote.
+    case take
+    /// Not taken; the log says so once per version of the file.
+    case skip
 }
 
 /// `[share]` of a rule: create a link to the archived object.

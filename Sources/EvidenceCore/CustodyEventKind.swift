@@ -8,6 +8,8 @@ public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
     case quarantined
     case verified
     case verifyFailed = "verify-failed"
+    /// A later version of the same path under the same rule was taken as item `by`.
+    case superseded
     // Notaries
     case notaryPending = "notary-pending"
     case notaryConfirmed = "notary-confirmed"
@@ -28,6 +30,8 @@ public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
     case sourceDeleted = "source-deleted"
     case sourceMoved = "source-moved"
     case afterActionSkipped = "after-action-skipped"
+    /// A stage (`archive`, `share`) not run for a superseded item (`superseded_by`).
+    case stageSkipped = "stage-skipped"
     case ruleStagesComplete = "rule-stages-complete"
     /// An S3 Object Lock legal hold put on or taken off the item's original (`evidence hold`).
     case legalHold = "legal-hold"

@@ -13,11 +13,27 @@ public struct Item: Codable, Sendable, Equatable, Identifiable {
     public var dateTaken: Date?
     public var createdAt: Date
     public var updatedAt: Date
+    /// The item taken later from the same path under the same rule, once that path's content
+    /// changed (a file still growing, or replaced): this one stays stored, notarized and listed,
+    /// and its archive and share are skipped if they had not started. nil: the newest version.
+    public var supersededBy: Int64?
 
     public init(id: Int64, sha256: SHA256Digest, size: Int64, state: ItemState, stateReason: String? = nil,
-                media: MediaInfo? = nil, dateTaken: Date? = nil, createdAt: Date, updatedAt: Date) {
+                media: MediaInfo? = nil, dateTaken: Date? = nil, createdAt: Date, updatedAt: Date, supersededBy: Int64? = nil) {
         self.id = id; self.sha256 = sha256; self.size = size; self.state = state; self.stateReason = stateReason
         self.media = media; self.dateTaken = dateTaken; self.createdAt = createdAt; self.updatedAt = updatedAt
+        self.supersededBy = supersededBy
+    }
+
+    /// A 0-byte file: taken (it is what the device wrote) and flagged wherever it is shown.
+    public var isEmpty: Bool { size == 0 }
+
+    /// The state as shown to people: "superseded by #N" for an earlier version, with the
+    /// empty flag; the lifecycle state otherwise.
+    public var stateLabel: String {
+        var label = supersededBy.map { "superseded by #\($0)" } ?? state.rawValue
+        if isEmpty { label += " (empty)" }
+        return label
     }
 }
 
@@ -97,7 +113,11 @@ public struct CustodyEvent: Codable, Sendable, Equatable {
 public struct CatalogSummary: Codable, Sendable, Equatable {
     public var items: Int
     public var bytes: Int64
+    /// Items per state; an item superseded by a later version counts as `superseded`
+    /// (`Self.superseded`), whatever its lifecycle state.
     public var byState: [String: Int]
+    /// Items of 0 bytes (also counted in their state).
+    public var empty: Int = 0
     public var quarantined: Int
     public var sources: Int
     public var events: Int
@@ -108,6 +128,8 @@ public struct CatalogSummary: Codable, Sendable, Equatable {
     /// of their `ingested` event; `cli` for `evidence ingest`), and jobs each is running now.
     public var takenInByNode: [String: Int] = [:]
     public var runningByNode: [String: Int] = [:]
+    /// The `byState` key of superseded items.
+    public static let superseded = "superseded"
     public init(items: Int = 0, bytes: Int64 = 0, byState: [String: Int] = [:], quarantined: Int = 0,
                 sources: Int = 0, events: Int = 0, byRule: [String: [String: Int]] = [:]) {
         self.items = items; self.bytes = bytes; self.byState = byState; self.quarantined = quarantined

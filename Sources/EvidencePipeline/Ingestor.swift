@@ -126,16 +126,25 @@ public struct Ingestor: Sendable {
     }
 
     /// How a file that changed while it was read (its writer still at it) is read again: after
-    /// each of `delays` in turn, and then only once its size and modification time have held
-    /// still for `quiet` seconds (0: at once). The watcher (`quiet` = the rule's settle) and
-    /// `evidence ingest` (`--retries`) both read through `stage(…, retrying:)`.
+    /// each of `delays` in turn, and then after `quiet` seconds more (0: at once), doubled at each
+    /// re-read up to `maxQuiet`. The watcher (`quiet` = the rule's settle, `maxQuiet` its
+    /// `settle_max`) and `evidence ingest` (`--retries`) both read through `stage(…, retrying:)`.
     public struct Reread: Sendable {
         public var delays: [Double]
         public var quiet: Double
+        public var maxQuiet: Double
 
-        public init(delays: [Double], quiet: Double) {
+        public init(delays: [Double], quiet: Double, maxQuiet: Double? = nil) {
             self.delays = delays
             self.quiet = quiet
+            self.maxQuiet = max(quiet, maxQuiet ?? quiet)
+        }
+
+        /// The quiet wait before re-read number `n` (from 1): `quiet` doubled `n` times, at most `maxQuiet`.
+        public func quiet(before n: Int) -> Double {
+            var q = quiet
+            for _ in 0..<max(0, n) where q < maxQuiet { q = min(q * 2, maxQuiet) }
+            return q
         }
     }
 
@@ -161,7 +170,7 @@ public struct Ingestor: Sendable {
             guard reread.quiet > 0 else { continue }
             // The writer was still busy: give it `quiet` more before the next read. A file gone
             // meanwhile is answered as one gone before its first read.
-            try? await Task.sleep(for: .seconds(reread.quiet))
+            try? await Task.sleep(for: .seconds(reread.quiet(before: rereads)))
             var st = stat()
             guard lstat(path, &st) == 0 else {
                 return (.finished(.rejected(reason: "\(path): no longer there (it was still being written)", quarantined: false)), rereads)
@@ -211,7 +220,7 @@ public struct Ingestor: Sendable {
                                             mtimeNanos: r.source.mtimeNanos, media: s.media,
                                             newObject: r.newObject, actor: actor,
                                             jobsForNewItem: l?.jobsForNewItem ?? [], jobsForNewSource: l?.jobsForNewSource ?? [],
-                                            jobsForKnownItem: l?.jobsForKnownItem ?? []))
+                                            jobsForKnownItem: l?.jobsForKnownItem ?? [], supersedes: l?.supersedes ?? .none))
                 recorded.append(i)
             case .failure(let error):
                 outcomes[i] = .failed(reason: error.description)

@@ -94,6 +94,17 @@ extension WatchLoop {
         }
         var settle = r.settleNs
         var tick = r.tickNs
+        if settle > 0, r.settleMaxNs > settle, reported[key] != nil {
+            // Changed again after it was reported: its writer pauses longer than the window (a
+            // slow upload, a camera writing in bursts). Wait twice as long this time, so one
+            // recording does not become one item per pause.
+            let last = lengthened[key].flatMap { now &- $0.at < r.settleMaxNs ? $0.settleNs : nil } ?? settle
+            settle = min(last * 2, r.settleMaxNs)
+            tick = min(max(settle / 4, Self.minTickNs), Self.maxTickNs)
+            lengthened[key] = (settle, now)
+            logger.notice("changed after it was taken: waiting \(settle / 1_000_000_000) s of quiet before taking it again",
+                          metadata: ["rule": "\(r.spec.rule)", "path": "\(path)"])
+        }
         if settle == 0 {
             if completes || kind == .attrib {
                 report(rule: rule, key: key, path: path, identity: identity)

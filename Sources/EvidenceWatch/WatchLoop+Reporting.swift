@@ -7,6 +7,7 @@ extension WatchLoop {
     func report(rule: Int, key: Key, path: String, identity: FileIdentity) {
         if reported[key] == identity { return }
         reported[key] = identity
+        if lengthened[key] != nil { lengthened[key]!.at = monotonicNanos() }   // its next change counts from now
         logger.debug("settled", metadata: ["rule": "\(rules[rule].spec.rule)", "path": "\(path)", "size": "\(identity.size)"])
         continuation.yield(.settled(SettledFile(rule: rules[rule].spec.rule, path: path, identity: identity)))
     }
@@ -21,17 +22,20 @@ extension WatchLoop {
     func forget(_ key: Key) {
         candidates[key] = nil
         reported[key] = nil
+        lengthened[key] = nil
         rejected.remove(key)
     }
 
     func forget(rule: Int, below prefix: [UInt8]) {
         for k in reported.keys where k.rule == rule && isSameOrBelow(k.path, prefix) { reported[k] = nil }
+        for k in lengthened.keys where k.rule == rule && isSameOrBelow(k.path, prefix) { lengthened[k] = nil }
         for k in candidates.keys where k.rule == rule && isSameOrBelow(k.path, prefix) { candidates[k] = nil }
         for k in rejected where k.rule == rule && isSameOrBelow(k.path, prefix) { rejected.remove(k) }
     }
 
     func forgetAll(rule: Int) {
         for k in reported.keys where k.rule == rule { reported[k] = nil }
+        for k in lengthened.keys where k.rule == rule { lengthened[k] = nil }
         for k in candidates.keys where k.rule == rule { candidates[k] = nil }
         for k in rejected where k.rule == rule { rejected.remove(k) }
     }

@@ -131,6 +131,7 @@ extension WatchLoop {
             k.rule == rule && !seen.contains(k) && !failed.contains(where: { isSameOrBelow(k.path, $0) })
         }
         for k in reported.keys where stale(k) { reported[k] = nil }
+        for k in lengthened.keys where stale(k) { lengthened[k] = nil }
         for k in candidates.keys where stale(k) { candidates[k] = nil }
         for k in rejected where stale(k) { rejected.remove(k) }
         for (wd, var d) in dirs where d.paths[rule] != nil && !visited.contains(wd) {

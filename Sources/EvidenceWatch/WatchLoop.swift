@@ -12,6 +12,8 @@ final class WatchLoop {
         var root: [UInt8]
         var filter: NameFilter
         var settleNs: UInt64
+        /// The longest a file's window grows to (`WatchSpec.settleMax`); `settleNs` when it never grows.
+        var settleMaxNs: UInt64
         var tickNs: UInt64
         var pollNs: UInt64?
         var nextPoll: UInt64?
@@ -109,6 +111,11 @@ final class WatchLoop {
     var reported: [Key: FileIdentity] = [:]
     /// Paths reported as `.rejected`; forgotten when the path goes away.
     var rejected: Set<Key> = []
+    /// Files that changed again after they were reported: the window they get now (doubled at
+    /// each such change, up to the rule's `settleMaxNs`) and when the file was last reported (or
+    /// the window set). A change more than `settleMaxNs` after that starts again from the rule's
+    /// window.
+    var lengthened: [Key: (settleNs: UInt64, at: UInt64)] = [:]
     var heap = DeadlineHeap<Key>()
     var seqCounter: UInt64 = 0
     var overflowPending = false
@@ -153,7 +160,8 @@ final class WatchLoop {
             return Rule(
                 spec: spec, root: root,
                 filter: NameFilter(include: spec.include, ignore: ignores + spec.exclude),
-                settleNs: settleNs, tickNs: tick, pollNs: pollNs)
+                settleNs: settleNs, settleMaxNs: max(settleNs, spec.settleMax.map(seconds(toNanos:)) ?? settleNs),
+                tickNs: tick, pollNs: pollNs)
         }
     }
 

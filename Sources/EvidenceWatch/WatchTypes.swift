@@ -17,6 +17,10 @@ public struct WatchSpec: Sendable, Equatable {
     /// Seconds a file must stay unchanged (device, inode, size, mtime) before it is reported.
     /// 0 = report at once on `IN_CLOSE_WRITE` / `IN_MOVED_TO` / scan (after one `lstat`).
     public var settle: Double
+    /// The longest a file's window grows to: a file that changes again after it was reported
+    /// (a writer pausing longer than `settle`) gets twice its last window, up to this. nil (or
+    /// not above `settle`): the window never grows.
+    public var settleMax: Double?
     /// If set, also rescan the whole tree every N seconds (network mounts where inotify is silent).
     public var pollInterval: Double?
     /// Deepest folder watched, in levels below `root` (a folder in `root` is level 1). A folder
@@ -36,8 +40,10 @@ public struct WatchSpec: Sendable, Equatable {
         recursive: Bool = false,
         settle: Double = 2,
         pollInterval: Double? = nil,
-        maxDepth: Int = WatchSpec.defaultMaxDepth
+        maxDepth: Int = WatchSpec.defaultMaxDepth,
+        settleMax: Double? = nil
     ) {
+        self.settleMax = settleMax
         self.rule = rule
         self.root = root
         self.include = include

@@ -12,9 +12,9 @@ struct NotarizationCLITests {
 
     /// A harness whose rule requires `notaries`, with an evidence.toml pointing at `sandbox`.
     func harness(_ sandbox: SandboxProcess, notaries: [String] = ["qed", "tsa"], ruleExtra: String = "",
-                 keyEnv: String = "EVIDENCE_TEST_QED_KEY") throws -> RunHarness {
+                 keyEnv: String = "EVIDENCE_TEST_QED_KEY", settle: String = "0s", configExtra: String = "") throws -> RunHarness {
         let list = notaries.map { "\"\($0)\"" }.joined(separator: ", ")
-        let h = RunHarness(settle: "0s", extra: "notary = [\(list)]\n\(ruleExtra)")
+        let h = RunHarness(settle: settle, extra: "notary = [\(list)]\n\(ruleExtra)")
         let ca = h.scratch.path + "/tsa-ca.pem"
         // Retried: the fault soak injects faults under /tsa too.
         #expect(CLI.exec(["curl", "-sf", "--retry", "20", "--retry-all-errors", "--retry-delay", "0", "-o", ca,
@@ -31,6 +31,7 @@ struct NotarizationCLITests {
             kind = "rfc3161"
             urls = ["\(sandbox.baseURL.absoluteString)/tsa"]
             ca_file = "\(ca)"
+            \(configExtra)
             """
         h.configPath = h.scratch.path + "/evidence.toml"
         try config.write(toFile: h.configPath!, atomically: true, encoding: .utf8)

@@ -97,6 +97,50 @@ struct CatalogTests {
         #expect(s.byState == ["ingested": 1, "failed": 1])
         #expect(s.byRule["bodycam"] == ["ingested": 1, "failed": 1])
     }
+
+    @Test("new content at a path taken before under the same rule supersedes the earlier item, with an event naming its successor",
+          arguments: Backend.allCases)
+    func supersedes(_ backend: Backend) throws {
+        let c = try backend.make()
+        func version(_ hex: Character, size: Int64, _ policy: IngestRecord.Supersedes = .all, rule: String? = "bodycam",
+                     path: String = "/drop/upload.mov") -> IngestRecord {
+            var r = record(hex, path: path, size: size, mtime: size)
+            r.rule = rule
+            r.supersedes = policy
+            return r
+        }
+        let first = try c.recordIngest(version("a", size: 100)).item
+        let second = try c.recordIngest(version("b", size: 200)).item
+        let third = try c.recordIngest(version("c", size: 300)).item
+        #expect(try c.item(id: first.id)?.supersededBy == second.id, "each names its own successor")
+        #expect(try c.item(id: second.id)?.supersededBy == third.id)
+        #expect(try c.item(id: third.id)?.supersededBy == nil)
+        let events = try c.events(itemID: first.id)
+        #expect(events.map(\.kind) == ["ingested", "superseded"])
+        let details = try JSONDecoder().decode([String: String].self, from: Data(events[1].details.utf8))
+        #expect(details["by"] == String(second.id) && details["path"] == "/drop/upload.mov" && details["sha256"] == second.sha256.hex)
+        let s = try c.summary()
+        #expect(s.byState == ["superseded": 2, "ingested": 1])
+        #expect(s.byRule["bodycam"] == ["superseded": 2, "ingested": 1])
+        #expect(try c.pendingItems(olderThan: nil).map(\.id) == [third.id], "a superseded item is not waiting for anything")
+
+        // Content seen before (a duplicate) supersedes nothing; nor does a manual ingest, or another rule's.
+        _ = try c.recordIngest(version("a", size: 100, path: "/drop/other.mov"))
+        _ = try c.recordIngest(version("d", size: 400, .none, rule: nil))
+        _ = try c.recordIngest(version("e", size: 500, rule: "office"))
+        #expect(try c.item(id: third.id)?.supersededBy == nil)
+
+        // Under a rule that deletes its files once done, a done item's name coming back is new evidence.
+        let done = try c.recordIngest(version("f", size: 600, .unfinished, path: "/drop/VID0001.MP4")).item
+        try apply(JobTransition(state: .done, event: .archived), to: done.id, in: c)
+        let again = try c.recordIngest(version("0", size: 700, .unfinished, path: "/drop/VID0001.MP4")).item
+        #expect(try c.item(id: done.id)?.supersededBy == nil)
+        let pending = try c.recordIngest(version("1", size: 800, .unfinished, path: "/drop/VID0001.MP4")).item
+        #expect(try c.item(id: again.id)?.supersededBy == pending.id, "one not done yet is superseded")
+        #expect(try c.summary().empty == 0)
+        _ = try c.recordIngest(version("2", size: 0, path: "/drop/empty.mov"))
+        #expect(try c.summary().empty == 1)
+    }
 }
 
 @Suite("Custody chain")

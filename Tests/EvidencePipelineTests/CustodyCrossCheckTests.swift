@@ -67,6 +67,23 @@ struct CustodyCrossCheckTests {
         #expect(w.problems.isEmpty, "\(w.text)")
     }
 
+    @Test func supersededOnlyByItsEventNeverUnsupersededBySQL() {
+        // The attacker's aim: mark an item superseded so that its archive is skipped, or clear
+        // the mark from an earlier version so that it passes for the newest.
+        var marked = World()
+        marked.rows.items[0].supersededBy = 7
+        #expect(marked.text.contains("item #1 is superseded by #7 in the catalog, but its custody events record no superseded event"),
+                "\(marked.text)")
+        var cleared = World()
+        cleared.append(.superseded, ["by": "2", "path": "/drop/a.txt", "sha256": Self.digest("e").hex, "rule": "cam"])
+        #expect(cleared.text.contains("item #1 is not superseded in the catalog, but its custody events record it superseded by #2"),
+                "\(cleared.text)")
+        cleared.rows.items[0].supersededBy = 2
+        #expect(cleared.problems.isEmpty, "\(cleared.text)")
+        cleared.rows.items[0].supersededBy = 3
+        #expect(cleared.text.contains("item #1 is superseded by #3 in the catalog, but its custody events record it superseded by #2"))
+    }
+
     @Test func aDeletedProofRowIsNamedByTheEventThatRecordsIt() {
         var w = World()
         w.rows.proofs = []

@@ -280,6 +280,47 @@ struct WatcherTests {
         #expect(h.log.rejected.isEmpty)
     }
 
+    @Test("a writer pausing longer than settle: each change after a report doubles the file's window, up to settle_max")
+    func windowGrowsAfterReport() async throws {
+        let tmp = TempDir()
+        defer { tmp.cleanup() }
+        let h = try await WatchHarness.start([WatchSpec(rule: "r", root: tmp.path, settle: 0.3, settleMax: 1)])
+        let path = tmp.sub("upload.mov")
+        writeFile(path, bytes: 1000)
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("upload.mov") == 1 })
+        // Paused 0.45 s between appends: longer than the 0.3 s window, shorter than the doubled 0.6 s.
+        let log = h.log
+        let (lastWrite, early) = await onOwnThread { () -> (ContinuousClock.Instant, Int) in
+            var last = ContinuousClock.now, early = 0
+            for _ in 0..<4 {
+                let fd = open(path, O_WRONLY | O_APPEND)
+                _ = write(fd, [UInt8](repeating: 0x41, count: 1000), 1000)
+                close(fd)
+                last = .now
+                usleep(450_000)
+                if log.settledCount("upload.mov") != 1 { early += 1 }
+            }
+            return (last, early)
+        }
+        #expect(early == 0, "reported again while the writer still paused shorter than the doubled window")
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("upload.mov") == 2 })
+        let second = h.log.entries.filter { if case .settled = $0.event { true } else { false } }.last?.at
+        #expect(second.map { $0 - lastWrite >= .milliseconds(580) } == true, "the window after a report is twice settle")
+        #expect(h.loopLog.count("changed after it was taken") >= 1)
+
+        // Changed again: the window doubles once more but stops at settle_max (1 s, not 1.2 s).
+        let fd = open(path, O_WRONLY | O_APPEND)
+        _ = write(fd, [UInt8](repeating: 0x42, count: 1000), 1000)
+        close(fd)
+        let third = ContinuousClock.now
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("upload.mov") == 3 })
+        let at = h.log.entries.filter { if case .settled = $0.event { true } else { false } }.last?.at
+        #expect(at.map { $0 - third >= .milliseconds(950) } == true)
+        #expect(await h.drain(in: tmp.path))
+        await h.stop()
+        #expect(h.log.settled(named: "upload.mov").map(\.identity.size) == [1000, 5000, 6000])
+    }
+
     @Test("replaced with new content → reported again; touched with identical identity → not")
     func replaceAndTouch() async throws {
         let tmp = TempDir()

@@ -144,7 +144,10 @@ struct InitCommand: ParsableCommand {
         # Check with: evidence --config ../evidence.toml rules check
         path = "\(drop)"
         include = ["*"]
-        settle = "2s"                 # taken once unchanged for 2 s (size, mtime, inode)
+        settle = "30s"                # taken once unchanged for 30 s (size, mtime, inode)
+        # settle_max = "5m"           # a file changing again after it was taken waits twice as
+                                      # long each time, up to this (a slow upload stays one item)
+        # empty = "skip"              # 0-byte files: "take" (default, flagged empty) or "skip"
         after = "keep"                # keep | "delete" | "move:DIR": only once archived and verified
         # notary = ["qed", "tsa"]     # names of [notaries.NAME] in evidence.toml
         archive = "vault"

@@ -10,7 +10,8 @@ struct ShowCommand: ParsableCommand {
         abstract: "One item: record, sources, media, jobs, custody events.",
         discussion: """
         ITEM is an item id (`12`), a hash prefix of at least 4 hex digits (`3fa9c2`), or a path
-        the content was ingested from.
+        the content was ingested from. A path whose content changed after it was taken (a file
+        still growing, or replaced) names its newest item; the earlier ones are listed with it.
 
         Exit codes: 0 shown · 1 no such item, or the reference is ambiguous · 2 usage error.
         """
@@ -31,11 +32,13 @@ struct ShowCommand: ParsableCommand {
         var links: [SharedLink]
         var jobs: [QueuedJob]
         var custody: [CustodyEvent]
+        /// Earlier versions of the same path (items it superseded), oldest first.
+        var earlierVersions: [Int64]
     }
 
     func run() throws {
         let home = try global.openHome(mustExist: true)
-        let it = try ItemResolver.resolve(item, in: home)
+        let (it, earlier) = try ItemResolver.resolveNewest(item, in: home)
         let sources = try home.catalog.sources(itemID: it.id)
         let events = try home.catalog.events(itemID: it.id)
         let jobs = try home.catalog.jobs(itemID: it.id)
@@ -46,13 +49,23 @@ struct ShowCommand: ParsableCommand {
         let objectPath = home.store.location(of: it.sha256)
         if global.json {
             Output.json(Report(item: it, objectPath: objectPath, sources: sources, proofs: proofs,
-                               certificates: certificates, archived: archived, links: links, jobs: jobs, custody: events))
+                               certificates: certificates, archived: archived, links: links, jobs: jobs, custody: events,
+                               earlierVersions: earlier.map(\.id)))
             return
         }
         Output.line("item      #\(it.id)")
         Output.line("sha256    \(it.sha256.hex)")
         Output.line("size      \(it.size) bytes (\(Output.bytes(it.size)))")
         Output.line("state     \(it.state.rawValue)" + (it.stateReason.map { " — \(TerminalText.escape($0))" } ?? ""))
+        if let by = it.supersededBy {
+            Output.line("          superseded by #\(by): its path changed after it was taken; stored and notarized, "
+                        + "not archived unless its archive had started")
+        }
+        if it.isEmpty { Output.line("          empty: the file was 0 bytes") }
+        if !earlier.isEmpty {
+            Output.line("earlier   " + earlier.map { "#\($0.id) (\(Output.bytes($0.size)))" }.joined(separator: ", ")
+                        + ": superseded versions of this path")
+        }
         Output.line("taken     \(Output.date(it.dateTaken))" + (it.media?.creationTime != nil ? " (media creation_time)" : " (file mtime)"))
         Output.line("created   \(Output.date(it.createdAt))")
         Output.line("object    \(objectPath)")
@@ -114,6 +127,17 @@ struct ShowCommand: ParsableCommand {
 }
 
 enum ItemResolver {
+    /// `resolve`, except that a reference matching the versions of one path (every match but the
+    /// newest superseded) names the newest; the others come back as its earlier versions.
+    static func resolveNewest(_ reference: String, in home: EvidenceHome) throws -> (item: Item, earlier: [Item]) {
+        let matches = try home.catalog.items(matching: reference).sorted { $0.id < $1.id }
+        if matches.count > 1, let newest = matches.last, newest.supersededBy == nil,
+           matches.dropLast().allSatisfy({ $0.supersededBy != nil }) {
+            return (newest, Array(matches.dropLast()))
+        }
+        return (try resolve(reference, in: home), [])
+    }
+
     /// One item for a reference, or a usage-grade error naming what matched.
     static func resolve(_ reference: String, in home: EvidenceHome) throws -> Item {
         let matches = try home.catalog.items(matching: reference)

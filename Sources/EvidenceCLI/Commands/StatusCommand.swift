@@ -10,7 +10,10 @@ struct StatusCommand: ParsableCommand {
         abstract: "Counts per state and rule, totals, and what needs attention.",
         discussion: """
         States follow the item lifecycle: detected, settled, ingested, submitted, confirmed,
-        certified, archived, shared, done; failed and quarantined need an operator.
+        certified, archived, shared, done; failed and quarantined need an operator. An item
+        whose path changed after it was taken (a file still growing, or replaced) counts as
+        superseded: it stays stored and notarized, and is not archived unless its archive had
+        started. 0-byte items are counted as empty besides their state.
 
           evidence status                          the summary
           evidence status --pending --older-than 10m   items stuck on their way for 10 minutes or more
@@ -47,6 +50,8 @@ struct StatusCommand: ParsableCommand {
         var custodyEvents: Int
         var custodyAnchors: ChainAnchors.Summary
         var states: [String: Int]
+        /// Items of 0 bytes (also counted in `states`).
+        var empty: Int
         var rules: [String: [String: Int]]
         /// Per node: items it took in first, jobs it runs now (several nodes on one catalog).
         var nodes: [NodeRow]
@@ -125,7 +130,7 @@ struct StatusCommand: ParsableCommand {
             let age = olderThan?.seconds ?? 0
             pendingItems = try c.pendingItems(olderThan: Date().addingTimeInterval(-age)).map { item in
                 let jobs = try c.jobs(itemID: item.id)
-                return PendingItem(id: item.id, sha256: item.sha256.hex, state: item.state.rawValue,
+                return PendingItem(id: item.id, sha256: item.sha256.hex, state: item.stateLabel,
                                    ageSeconds: -item.createdAt.timeIntervalSinceNow, reason: item.stateReason,
                                    source: try c.sources(itemID: item.id).first?.path,
                                    lastError: jobs.compactMap(\.lastError).last)
@@ -139,7 +144,7 @@ struct StatusCommand: ParsableCommand {
 
         if global.json {
             Output.json(Report(home: home.path, items: s.items, bytes: s.bytes, sources: s.sources,
-                               custodyEvents: s.events, custodyAnchors: anchors, states: s.byState, rules: s.byRule,
+                               custodyEvents: s.events, custodyAnchors: anchors, states: s.byState, empty: s.empty, rules: s.byRule,
                                nodes: NodeRow.of(s),
                                oldestPendingAgeSeconds: oldestAge, jobs: jobs, failingJobs: troubled,
                                quarantined: q, pending: pendingItems, proofs: proofs, links: try c.allSharedLinks()))
@@ -157,7 +162,9 @@ struct StatusCommand: ParsableCommand {
             Output.line("jobs     " + (jobs.isEmpty ? "none" : JobStateOrder.all.compactMap { k in jobs[k].map { "\(k) \($0)" } }.joined(separator: ", ")))
             Output.line()
             var rows = ItemState.allCases.map { [$0.rawValue, String(s.byState[$0.rawValue] ?? 0)] }
+            rows.append([CatalogSummary.superseded, String(s.byState[CatalogSummary.superseded] ?? 0)])
             rows.append(["quarantined", String(q.count)])
+            if s.empty > 0 { rows.append(["(empty: 0 bytes)", String(s.empty)]) }
             Output.table(["STATE", "COUNT"], rows)
             if !s.byRule.isEmpty {
                 Output.line()

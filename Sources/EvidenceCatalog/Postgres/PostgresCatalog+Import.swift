@@ -42,10 +42,11 @@ extension PostgresCatalog {
             // event while the log is copied.
             for r in rows.items {
                 try tx.query("""
-                    INSERT INTO item (id, sha256, size, state, state_reason, media_json, date_taken, created_at, updated_at, failed_from)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    INSERT INTO item (id, sha256, size, state, state_reason, media_json, date_taken, created_at, updated_at, failed_from,
+                                      superseded_by)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                     """, [pg(r.id), r.sha256, String(r.size), r.state.rawValue, r.stateReason, r.mediaJson, pg(r.dateTaken),
-                          pg(r.createdAt), pg(r.updatedAt), r.failedFrom?.rawValue])
+                          pg(r.createdAt), pg(r.updatedAt), r.failedFrom?.rawValue, pg(r.supersededBy)])
             }
             progress?("item", rows.items.count)
             for r in rows.sources {

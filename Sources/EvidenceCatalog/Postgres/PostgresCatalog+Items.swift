@@ -69,6 +69,18 @@ extension PostgresCatalog {
                                   source: SourceRef(id: sourceID, path: r.path)) {
             _ = try Self.insertJob(tx, job.spec, itemID: item.id, dedupeKey: job.dedupeKey, now: now)
         }
+        if created, r.rule != nil, r.supersedes != .none {
+            // New content at a path taken before under the same rule: the earlier items are
+            // earlier versions (a file still growing, or replaced).
+            let earlier = try tx.query("""
+                UPDATE item SET superseded_by = $3, updated_at = $5 WHERE superseded_by IS NULL AND id <> $3 AND ($4 OR state <> 'done')
+                  AND id IN (SELECT item_id FROM source WHERE path = $1 AND rule IS NOT DISTINCT FROM $2)
+                RETURNING id
+                """, [r.path, r.rule, String(item.id), pg(r.supersedes == .all), pg(now)]).all.map { try $0.int64("id") }.sorted()
+            for id in earlier {
+                _ = try Self.appendEvent(tx, itemID: id, kind: .superseded, actor: r.actor, details: r.supersededEvent(successor: item.id))
+            }
+        }
         try tx.query("UPDATE quarantine SET resolved = true WHERE path = $1 AND NOT resolved", [r.path])
         return created ? .created(item) : .duplicate(item)
     }
@@ -167,7 +179,7 @@ extension PostgresCatalog {
     public func pendingItems(olderThan cutoff: Date?) throws(CatalogError) -> [Item] {
         try read { c in
             try c.query("""
-                SELECT * FROM item WHERE state NOT IN ('done', 'failed') AND created_at <= $1 ORDER BY created_at
+                SELECT * FROM item WHERE state NOT IN ('done', 'failed') AND superseded_by IS NULL AND created_at <= $1 ORDER BY created_at
                 """, [pg(cutoff ?? .distantFuture)]).all.map { try $0.item() }
         }
     }
@@ -175,19 +187,24 @@ extension PostgresCatalog {
     public func summary() throws(CatalogError) -> CatalogSummary {
         try read { c in
             var s = CatalogSummary()
-            for row in try c.query("SELECT state, COUNT(*) AS n, COALESCE(SUM(size), 0) AS b FROM item GROUP BY state").all {
+            for row in try c.query("""
+                SELECT CASE WHEN superseded_by IS NULL THEN state ELSE 'superseded' END AS state, COUNT(*) AS n,
+                       COALESCE(SUM(size), 0) AS b FROM item GROUP BY 1
+                """).all {
                 let n = try row.int("n")
                 s.byState[try row.text("state")] = n
                 s.items += n
                 s.bytes += try row.int64("b")
             }
             s.quarantined = try c.query("SELECT COUNT(*) AS n FROM quarantine WHERE NOT resolved").first?.int("n") ?? 0
-            s.oldestPending = try c.query("SELECT MIN(created_at) AS m FROM item WHERE state NOT IN ('done', 'failed')")
+            s.empty = try c.query("SELECT COUNT(*) AS n FROM item WHERE size = 0").first?.int("n") ?? 0
+            s.oldestPending = try c.query("SELECT MIN(created_at) AS m FROM item WHERE state NOT IN ('done', 'failed') AND superseded_by IS NULL")
                 .first?.optionalDate("m")
             s.sources = try c.query("SELECT COUNT(*) AS n FROM source").first?.int("n") ?? 0
             s.events = try c.query("SELECT COUNT(*) AS n FROM custody_event").first?.int("n") ?? 0
             for row in try c.query("""
-                SELECT COALESCE(s.rule, '(manual)') AS rule, i.state AS state, COUNT(DISTINCT i.id) AS n
+                SELECT COALESCE(s.rule, '(manual)') AS rule, CASE WHEN i.superseded_by IS NULL THEN i.state ELSE 'superseded' END AS state,
+                       COUNT(DISTINCT i.id) AS n
                 FROM source s JOIN item i ON i.id = s.item_id GROUP BY 1, 2
                 """).all {
                 s.byRule[try row.text("rule"), default: [:]][try row.text("state")] = try row.int("n")

@@ -10,7 +10,8 @@ extension PGRow {
                        state: try ItemRow.coded(try text("state"), ItemRow.Columns.state, row: name),
                        stateReason: string("state_reason"), mediaJson: string("media_json"), dateTaken: optionalDate("date_taken"),
                        createdAt: try date("created_at"), updatedAt: try date("updated_at"),
-                       failedFrom: try ItemRow.codedIfPresent(string("failed_from"), ItemRow.Columns.failedFrom, row: name))
+                       failedFrom: try ItemRow.codedIfPresent(string("failed_from"), ItemRow.Columns.failedFrom, row: name),
+                       supersededBy: optionalInt64("superseded_by"))
     }
     func item() throws -> Item { try itemRow().model() }
 

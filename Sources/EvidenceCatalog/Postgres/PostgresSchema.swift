@@ -154,5 +154,10 @@ enum PostgresSchema {
           WHERE e.item_id = item.id AND e.details::jsonb ->> 'to' = 'failed' ORDER BY e.seq DESC LIMIT 1)
         WHERE state = 'failed';
         """),
+        // The later version of the same path (same rule) that superseded the item (no foreign
+        // key: `catalog migrate` copies items in id order, and the successor's is the larger).
+        ("v8-item-superseded-by", """
+        ALTER TABLE item ADD COLUMN superseded_by bigint;
+        """),
     ]
 }

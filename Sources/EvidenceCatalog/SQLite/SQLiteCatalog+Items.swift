@@ -67,6 +67,20 @@ extension SQLiteCatalog {
                                   source: SourceRef(id: source.id!, path: r.path)) {
             _ = try Self.insertJob(db, job.spec, itemID: row.id, dedupeKey: job.dedupeKey, now: now)
         }
+        if created, r.rule != nil, r.supersedes != .none {
+            // New content at a path taken before under the same rule: the earlier items are
+            // earlier versions (a file still growing, or replaced).
+            let earlier = try Int64.fetchAll(db.cachedStatement(sql: """
+                SELECT DISTINCT i.id FROM item i JOIN source s ON s.item_id = i.id
+                WHERE s.path = ? AND s.rule IS ? AND i.id <> ? AND i.superseded_by IS NULL AND (? OR i.state <> 'done')
+                ORDER BY i.id
+                """), arguments: [r.path, r.rule, row.id!, r.supersedes == .all])
+            for id in earlier {
+                try db.cachedStatement(sql: "UPDATE item SET superseded_by = ?, updated_at = ? WHERE id = ?")
+                    .execute(arguments: [row.id!, now, id])
+                _ = try Self.appendEvent(db, itemID: id, kind: .superseded, actor: r.actor, details: r.supersededEvent(successor: row.id!))
+            }
+        }
         // A path that was quarantined before and now came in fine is no longer a problem.
         try db.cachedStatement(sql: "UPDATE quarantine SET resolved = 1 WHERE path = ? AND resolved = 0")
             .execute(arguments: [r.path])
@@ -165,7 +179,7 @@ extension SQLiteCatalog {
     public func pendingItems(olderThan cutoff: Date?) throws(CatalogError) -> [Item] {
         try read { db in
             try ItemRow.fetchAll(db, sql: """
-                SELECT * FROM item WHERE state NOT IN ('done', 'failed') AND created_at <= ?
+                SELECT * FROM item WHERE state NOT IN ('done', 'failed') AND superseded_by IS NULL AND created_at <= ?
                 ORDER BY created_at
                 """, arguments: [StoredDate.text(cutoff ?? Date.distantFuture)]).map { try $0.model() }
         }
@@ -193,18 +207,23 @@ extension SQLiteCatalog {
     public func summary() throws(CatalogError) -> CatalogSummary {
         try read { db in
             var s = CatalogSummary()
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n, COALESCE(SUM(size), 0) AS b FROM item GROUP BY state") {
+            for row in try Row.fetchAll(db, sql: """
+                SELECT CASE WHEN superseded_by IS NULL THEN state ELSE 'superseded' END AS state, COUNT(*) AS n,
+                       COALESCE(SUM(size), 0) AS b FROM item GROUP BY 1
+                """) {
                 let n: Int = row["n"]
                 s.byState[row["state"]] = n
                 s.items += n
                 s.bytes += row["b"] as Int64
             }
             s.quarantined = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM quarantine WHERE resolved = 0") ?? 0
-            s.oldestPending = try Date.fetchOne(db, sql: "SELECT MIN(created_at) FROM item WHERE state NOT IN ('done', 'failed')")
+            s.empty = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE size = 0") ?? 0
+            s.oldestPending = try Date.fetchOne(db, sql: "SELECT MIN(created_at) FROM item WHERE state NOT IN ('done', 'failed') AND superseded_by IS NULL")
             s.sources = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM source") ?? 0
             s.events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM custody_event") ?? 0
             for row in try Row.fetchAll(db, sql: """
-                SELECT COALESCE(s.rule, '(manual)') AS rule, i.state AS state, COUNT(DISTINCT i.id) AS n
+                SELECT COALESCE(s.rule, '(manual)') AS rule, CASE WHEN i.superseded_by IS NULL THEN i.state ELSE 'superseded' END AS state,
+                       COUNT(DISTINCT i.id) AS n
                 FROM source s JOIN item i ON i.id = s.item_id GROUP BY 1, 2
                 """) {
                 s.byRule[row["rule"], default: [:]][row["state"]] = row["n"]

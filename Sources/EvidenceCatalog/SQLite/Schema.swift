@@ -90,6 +90,14 @@ enum Schema {
                 WHERE state = 'failed'
                 """)
         }
+        m.registerMigration("v8-item-superseded-by") { db in
+            // The later version of the same path (same rule) that superseded the item. No
+            // foreign key: `catalog migrate` copies items in id order, and the successor's id is
+            // always the larger one.
+            try db.alter(table: "item") { t in
+                t.add(column: "superseded_by", .integer)
+            }
+        }
         return m
     }
 }

@@ -44,9 +44,15 @@ public struct ArchiveHandler: JobHandler {
             throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
         }
         let home = self.home
-        let (plan, done, state) = try await blockingJobWork {
+        let (plan, done, item) = try await blockingJobWork {
             (try Self.plan(home: home, itemID: itemID, rule: rule, provider: provider), try home.catalog.archivedFiles(itemID: itemID),
-             try home.catalog.item(id: itemID)?.state)
+             try home.catalog.item(id: itemID))
+        }
+        let state = item?.state
+        // An earlier version of a path that changed since (a file still growing, or replaced):
+        // not archived unless its archive had started. It stays stored and notarized.
+        if let by = item?.supersededBy, !done.contains(where: { $0.account == accountName }) {
+            return .done(ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .skippedSuperseded(stage: .archive, by: by)))
         }
 
         for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {

@@ -26,8 +26,13 @@ public struct ShareHandler: JobHandler {
             throw JobError("archive account \"\(accountName)\" is not configured", retryable: true)
         }
         let home = self.home
-        let (archived, state) = try await blockingJobWork {
-            (try home.catalog.archivedFiles(itemID: itemID), try home.catalog.item(id: itemID)?.state)
+        let (archived, item, links) = try await blockingJobWork {
+            (try home.catalog.archivedFiles(itemID: itemID), try home.catalog.item(id: itemID), try home.catalog.sharedLinks(itemID: itemID))
+        }
+        let state = item?.state
+        // A superseded item (an earlier version of a path that changed since) gets no link of its own.
+        if let by = item?.supersededBy, !links.contains(where: { $0.account == accountName }) {
+            return .done(ItemLifecycle(rule: rule).transition(from: state ?? .archived, on: .skippedSuperseded(stage: .share, by: by)))
         }
         guard let original = archived.first(where: { $0.role == .original && $0.account == accountName }) else {
             throw JobError("item #\(itemID) has no archived original at \(accountName) yet", retryable: true)

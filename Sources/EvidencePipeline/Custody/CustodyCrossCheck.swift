@@ -213,6 +213,15 @@ public enum CustodyCrossCheck {
                 problems.append(.init(seq: at, detail: "item #\(item.id) is \(item.state.rawValue) in the catalog, but its custody events "
                                       + "leave it \(replayed): the item row was changed without its event"))
             }
+            // Superseded (archive and share then skipped) only by its `superseded` event, and
+            // never un-superseded.
+            let by = mine.last(where: { $0.event.is(.superseded) })?.details["by"]
+            if by != item.supersededBy.map({ String($0) }) {
+                let row = item.supersededBy.map { "superseded by #\($0)" } ?? "not superseded"
+                let events = by.map { "record it superseded by #\($0)" } ?? "record no superseded event"
+                problems.append(.init(seq: at, detail: "item #\(item.id) is \(row) in the catalog, but its custody events \(events): "
+                                      + "the item row was changed without its event"))
+            }
         }
         // The other direction: an item the log records must still be in the catalog.
         for (e, d) in log.ingested where e.itemID.map({ byID[$0] == nil }) ?? false {

@@ -33,6 +33,9 @@ public struct ItemLifecycle: Sendable {
         case archived(details: [String: String])
         /// Its share link exists.
         case shared(details: [String: String])
+        /// A stage (archive, share) was not run: the item is superseded by a later version of
+        /// its path (`Item.supersededBy`) and the stage had not started.
+        case skippedSuperseded(stage: JobKind, by: Int64)
         /// Its verify job gave up: the stored copy could not be read, or does not match its hash.
         case verifyGaveUp(reason: String)
         /// An operator re-queued its failed jobs (`evidence retry`); `failedFrom` is the state it
@@ -72,6 +75,14 @@ public struct ItemLifecycle: Sendable {
         return []
     }
 
+    /// Which earlier items of a path new content from it supersedes: all under a rule that keeps
+    /// its files; under one that deletes or moves them, only those not done (a done item's file
+    /// went by our hand, and a new file of the same name is new evidence).
+    public var supersedes: IngestRecord.Supersedes {
+        if case .keep = rule.after { return .all }
+        return .unfinished
+    }
+
     /// Jobs for a source (one file name) of an item: the rule's after-action, if any.
     public var jobsForNewSource: [JobSpec] {
         switch rule.after {
@@ -100,7 +111,7 @@ public struct ItemLifecycle: Sendable {
         switch event {
         case .verified(let details):
             return JobTransition(state: nil, event: .verified, details: details)
-        case .verifyGaveUp, .retried:
+        case .verifyGaveUp, .retried, .skippedSuperseded:
             return ruleIndependent(from: state, on: event)
         case .proofSaved, .certified, .archived, .shared:
             return nil
@@ -117,6 +128,10 @@ public struct ItemLifecycle: Sendable {
             // certificate or archive job that gave up) take it on from where it is.
             guard state == .failed else { return nil }
             return JobTransition(state: failedFrom ?? .ingested, event: .retry)
+        case .skippedSuperseded(let stage, let by):
+            // The item stays where it is (stored, notarized, listed): only the custody log says
+            // what was not done, and why.
+            return JobTransition(state: nil, event: .stageSkipped, details: ["stage": stage.rawValue, "superseded_by": String(by)])
         case .verified, .proofSaved, .certified, .archived, .shared:
             return nil
         }
@@ -124,7 +139,7 @@ public struct ItemLifecycle: Sendable {
 
     private func decide(from state: ItemState, on event: Event) -> JobTransition? {
         switch event {
-        case .verifyGaveUp, .retried:
+        case .verifyGaveUp, .retried, .skippedSuperseded:
             return Self.ruleIndependent(from: state, on: event)
 
         case .verified(let details):

@@ -33,7 +33,7 @@ public struct Pipeline: Sendable {
         let specs = watched.map {
             WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
                       recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval,
-                      maxDepth: $0.maxDepth)
+                      maxDepth: $0.maxDepth, settleMax: $0.settleMax)
         }
         let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: watched, ingestor: ingestor,

@@ -106,10 +106,17 @@ public final class WatchService: Service, Sendable {
             logger.debug("already ingested", metadata: ["path": "\(file.path)"])
             return
         }
-        let lifecycle = rules[file.rule].map(ItemLifecycle.init)
+        let rule = rules[file.rule]
+        if id.size == 0, rule?.empty == .skip {
+            counters.withLock { $0.skipped += 1 }
+            logger.notice("empty file not taken (the rule says empty = \"skip\")", metadata: ["path": "\(file.path)", "rule": "\(file.rule)"])
+            return
+        }
+        let lifecycle = rule.map(ItemLifecycle.init)
         // A file still being written is read again by the ingestor (after each delay, once quiet
-        // for the rule's settle time); a failure of the home itself is tried again here.
-        let reread = Ingestor.Reread(delays: retryDelays, quiet: max(0.2, rules[file.rule]?.settle ?? 1))
+        // for the rule's settle time, doubled at each re-read up to settle_max); a failure of
+        // the home itself is tried again here.
+        let reread = Ingestor.Reread(delays: retryDelays, quiet: max(0.2, rule?.settle ?? 1), maxQuiet: rule?.settleMax)
         var attempt = 0
         while true {
             let (staging, rereads) = await ingestor.stage(path: file.path, rule: file.rule, lifecycle: lifecycle,
@@ -123,8 +130,16 @@ public final class WatchService: Service, Sendable {
             case .ingested(let o):
                 counters.withLock { if case .created = o { $0.ingested += 1 } else { $0.duplicates += 1 } }
                 metrics.fileIngested()
-                logger.info("\(o.label)", metadata: ["path": "\(file.path)", "rule": "\(file.rule)",
-                                                     "item": "\(o.item.id)", "sha256": "\(o.item.sha256.hex)"])
+                var metadata: Logger.Metadata = ["path": "\(file.path)", "rule": "\(file.rule)",
+                                                 "item": "\(o.item.id)", "sha256": "\(o.item.sha256.hex)"]
+                if o.item.isEmpty {
+                    // Taken (it is what the device wrote), and said at warning level: a camera
+                    // that writes nothing usually has a fault worth a look.
+                    metadata["empty"] = "0 bytes: flagged empty"
+                    logger.warning("\(o.label)", metadata: metadata)
+                } else {
+                    logger.info("\(o.label)", metadata: metadata)
+                }
                 return
             case .rejected(let reason, _):
                 counters.withLock { $0.rejected += 1 }

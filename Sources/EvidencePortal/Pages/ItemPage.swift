@@ -18,7 +18,7 @@ enum ItemPage {
         let taken: String = Show.date(it.dateTaken) + (it.dateTaken == nil ? "" : it.media?.creationTime != nil ? " (media creation time)" : " (file modification time)")
         let facts: HTML = """
             <dl class="facts" id="facts">
-            <dt>State</dt><dd>\(Layout.badge(it.state))\(reason)</dd>
+            <dt>State</dt><dd>\(Layout.badges(it))\(reason)</dd>
             <dt>SHA-256</dt><dd>\(Layout.mono(it.sha256.hex))</dd>
             <dt>Size</dt><dd>\(Show.bytes(it.size))</dd>
             <dt>Media</dt><dd>\(media)</dd>

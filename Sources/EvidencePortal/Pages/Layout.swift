@@ -51,6 +51,18 @@ enum Layout {
         return badge(state.rawValue, tone: tone)
     }
 
+    /// An item's state badge, with "superseded by #N" (linked to the newer version) and "empty"
+    /// beside it when they apply.
+    static func badges(_ item: Item) -> HTML {
+        var out = badge(item.state)
+        if let by = item.supersededBy {
+            let id = String(by)
+            out += " <span class=\"badge wait\">superseded by <a href=\"/items/\(id)\">#\(id)</a></span>"
+        }
+        if item.isEmpty { out += " " + badge("empty", tone: "wait") }
+        return out
+    }
+
     /// The badge beside the item states for the files not taken in (the quarantine table).
     static var quarantinedBadge: HTML { badge("quarantined", tone: "bad") }
 

@@ -13,7 +13,7 @@ enum SearchPage {
         let rows = results.map { r -> [HTML] in
             [Show.itemLink(r.item.id),
              HTML.join(r.names.map { n -> HTML in "<a href=\"/items/\(r.item.id)\">\(n)</a>" }, separator: "<br>"),
-             Layout.badge(r.item.state),
+             Layout.badges(r.item),
              .text(Show.bytes(r.item.size)),
              Layout.mono(r.item.sha256.hex),
              .text(Show.date(r.item.createdAt))]
