@@ -27,7 +27,8 @@ extension ArchiveError {
         }
         let message = "\(account): \(what): HTTP \(r.status)" + (said.isEmpty ? "" : ": \(said)")
         switch r.status {
-        case 401, 403: return ArchiveError(r.status == 401 ? .unauthorized : .permanent, message + " (check the account's credentials)")
+        case 401, 403: return ArchiveError(r.status == 401 ? .unauthorized : .permanent, message + " (check the account's credentials)",
+                                           httpStatus: r.status)
         case 404: return ArchiveError(.notFound, message)
         case 409, 412: return ArchiveError(.conflict, message)
         // 423 Locked (WebDAV): another request holds the path for now.

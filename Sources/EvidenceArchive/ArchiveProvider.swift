@@ -65,10 +65,19 @@ public struct ArchiveError: Error, CustomStringConvertible, Sendable {
     public var kind: Kind
     public var message: String
     public var retryAfter: Double?
+    /// The provider's HTTP status, when an answer came.
+    public var httpStatus: Int?
+    /// The OAuth token endpoint refused the grant or the client (`invalid_grant`,
+    /// `invalid_client`), whatever status carried it.
+    public var grantRefused = false
 
-    public init(_ kind: Kind, _ message: String, retryAfter: Double? = nil) {
-        self.kind = kind; self.message = message; self.retryAfter = retryAfter
+    public init(_ kind: Kind, _ message: String, retryAfter: Double? = nil, httpStatus: Int? = nil) {
+        self.kind = kind; self.message = message; self.retryAfter = retryAfter; self.httpStatus = httpStatus
     }
+
+    /// The provider refused the account's credentials (401, or 403 after them): nothing for
+    /// this account will work until someone fixes them, so its work pauses instead of retrying.
+    public var credentialsRefused: Bool { grantRefused || httpStatus == 401 || httpStatus == 403 }
 
     public var retryable: Bool { kind == .transient || kind == .unauthorized }
     public var description: String { message }

@@ -115,6 +115,18 @@ public protocol Catalog: Sendable {
     @discardableResult
     func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob
     func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError)
+    /// `releaseJob` (no attempt counted), with `note` as the job's last error: why it waits
+    /// (its account's or notary's credentials were refused, and it is paused).
+    func holdJob(_ id: Int64, owner: String, runAt: Date, note: String) throws(CatalogError)
+    /// Makes every queued job of these kinds due at `now` (an account or notary resumed: what
+    /// waited for it runs now, not at its held time); how many.
+    @discardableResult
+    func wakeQueuedJobs(kinds: [JobKind], now: Date) throws(CatalogError) -> Int
+    /// Facts kept about the catalog's service, by key (`meta`): every entry whose key starts
+    /// with `prefix`.
+    func metaEntries(prefix: String) throws(CatalogError) -> [String: String]
+    /// Sets (`value`) or removes (nil) one `meta` entry.
+    func setMeta(_ key: String, _ value: String?) throws(CatalogError)
     /// Who holds the leases of running jobs.
     func leaseOwners() throws(CatalogError) -> [String]
     /// Returns the running jobs these owners hold to the queue (their processes are gone); how many.

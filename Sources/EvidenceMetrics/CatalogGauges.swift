@@ -3,6 +3,7 @@ import EvidenceCore
 import EvidencePipeline
 import Foundation
 import Prometheus
+import Synchronization
 
 /// The gauges read from the catalog when `/metrics` is scraped: what the durable state is
 /// now, whichever process (this one, `evidence ingest`, `evidence retry`) changed it.
@@ -13,6 +14,9 @@ public struct CatalogGauges: Sendable {
     let jobKinds: [String]
     /// The home's `anchors/` when `[custody] anchor_tsa` is set: then the anchor gauges are exported.
     let anchorDirectory: String?
+    /// Accounts and notaries ever exported as paused: one whose pause ended reads 0.
+    final class Seen: Sendable { let scopes = Mutex<Set<String>>([]) }
+    let seenPauses = Seen()
 
     public init(catalog: any Catalog, registry: PrometheusCollectorRegistry, jobKinds: [String], anchorDirectory: String? = nil) {
         self.catalog = catalog
@@ -37,6 +41,13 @@ public struct CatalogGauges: Sendable {
             gauge(MetricDescriptions.items, [("state", state.rawValue)]).set(to: Double(summary.byState[state.rawValue] ?? 0))
         }
         gauge(MetricDescriptions.items, [("state", "quarantined")]).set(to: Double(summary.quarantined))
+        gauge(MetricDescriptions.items, [("state", CatalogSummary.superseded)]).set(to: Double(summary.byState[CatalogSummary.superseded] ?? 0))
+        let paused = try Pauses.all(in: catalog)
+        let scopes = seenPauses.scopes.withLock { $0.formUnion(paused.keys); return $0 }
+        for scope in scopes.sorted() {
+            let parts = scope.split(separator: ":", maxSplits: 1).map(String.init)
+            gauge(MetricDescriptions.paused, [("kind", parts.first ?? ""), ("name", parts.last ?? "")]).set(to: paused[scope] == nil ? 0 : 1)
+        }
         for kind in Set(jobKinds).union(jobs.keys).sorted() {
             gauge(MetricDescriptions.jobsQueued, [("kind", kind)]).set(to: Double(jobs[kind]?["queued"] ?? 0))
         }

@@ -12,6 +12,8 @@ public enum MetricDescriptions {
     public static let jobsQueued = "evidence_jobs_queued"
     /// Gauge: seconds since the oldest item not yet in a final state (done, failed) was created; 0 when none.
     public static let oldestPendingAge = "evidence_oldest_pending_age_seconds"
+    /// Gauge, labels `kind` (account, notary) and `name`: 1 while its credentials are refused and its work waits.
+    public static let paused = "evidence_paused"
 
     /// Gauge, label `node`: items each node took in first (several nodes on one catalog).
     public static let nodeItemsTakenIn = "evidence_node_items_taken_in"
@@ -28,6 +30,7 @@ public enum MetricDescriptions {
     static let help: [String: String] = [
         items: "Items in the catalog by lifecycle state (quarantined: files not taken in, as evidence status counts them).",
         jobsQueued: "Jobs waiting in the catalog's queue by kind (due now or after a backoff or poll wait).",
+        paused: "1 while an account or notary is paused because its credentials were refused (its work waits; evidence accounts resume NAME).",
         oldestPendingAge: "Age in seconds of the oldest item not yet done, failed or quarantined; 0 when there is none.",
         nodeItemsTakenIn: "Items each node took in first (from the actor of their ingested event; cli for evidence ingest).",
         nodeJobsRunning: "Jobs each node is running now (running jobs by the node of their lease owner).",

@@ -8,10 +8,15 @@ public struct NotaryError: Error, CustomStringConvertible, Sendable {
     public var message: String
     public var retryable: Bool
     public var retryAfter: Double?
+    /// The notary's HTTP status, when an answer came.
+    public var httpStatus: Int?
 
-    public init(_ message: String, retryable: Bool, retryAfter: Double? = nil) {
-        self.message = message; self.retryable = retryable; self.retryAfter = retryAfter
+    public init(_ message: String, retryable: Bool, retryAfter: Double? = nil, httpStatus: Int? = nil) {
+        self.message = message; self.retryable = retryable; self.retryAfter = retryAfter; self.httpStatus = httpStatus
     }
+
+    /// The notary refused the API key (401/403): its work pauses until the key changes.
+    public var credentialsRefused: Bool { httpStatus == 401 || httpStatus == 403 }
 
     public var description: String { message }
 

@@ -147,7 +147,9 @@ extension WatchLoop {
             if rules[i].rootWD != nil {
                 rules[i].rootRetryAt = nil
                 logger.notice("watch root is back", metadata: ["rule": "\(rules[i].spec.rule)", "path": "\(rules[i].spec.root)"])
-                let causes = rules[i].carriedCauses.filter { $0 != .rootReappeared } + [.rootReappeared]
+                // A root missing from the start carries only its initial scan: it did not reappear.
+                let carried = rules[i].carriedCauses
+                let causes = carried == [.initialScan] ? carried : carried.filter { $0 != .rootReappeared } + [.rootReappeared]
                 rules[i].carriedCauses = []
                 startFullScan(rule: i, causes: causes, initial: false)
             } else {

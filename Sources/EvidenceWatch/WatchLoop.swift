@@ -193,6 +193,8 @@ final class WatchLoop {
                 throw .rootNotAbsolute(rule: r.spec.rule, path: r.spec.root)
             }
             switch statPath(r.root) {
+            case .failed(let e) where r.spec.waitForRoot && (e == ENOENT || e == ENOTDIR):
+                continue   // waited for below
             case .failed(let e):
                 throw .rootUnavailable(rule: r.spec.rule, path: r.spec.root, errno: e)
             case .ok(let st):
@@ -208,6 +210,13 @@ final class WatchLoop {
         // is scanned by the main loop, a slice per turn, and `.rescanned(.initialScan)` is sent
         // when a rule's tree is complete.
         for i in rules.indices {
+            if rules[i].spec.waitForRoot, case .failed = statPath(rules[i].root) {
+                rules[i].rootRetryAt = monotonicNanos() + Self.rootRetryNs
+                rules[i].carriedCauses = [.initialScan]
+                logger.warning("watch root does not exist (yet); watching it once it appears",
+                               metadata: ["rule": "\(rules[i].spec.rule)", "path": "\(rules[i].spec.root)"])
+                continue
+            }
             guard case .watched = try addWatch(rule: i, path: rules[i].root, isRoot: true, setup: true) else {
                 throw .watchFailed(path: rules[i].spec.root, errno: ENOENT)
             }

@@ -21,6 +21,10 @@ public struct WatchSpec: Sendable, Equatable {
     /// (a writer pausing longer than `settle`) gets twice its last window, up to this. nil (or
     /// not above `settle`): the window never grows.
     public var settleMax: Double?
+    /// A root that does not exist at start is waited for (looked at again every few seconds,
+    /// watched and scanned once it appears) instead of being a setup error: one unmounted dock
+    /// does not stop the other rules. Its initial scan is announced when it is made.
+    public var waitForRoot: Bool = false
     /// If set, also rescan the whole tree every N seconds (network mounts where inotify is silent).
     public var pollInterval: Double?
     /// Deepest folder watched, in levels below `root` (a folder in `root` is level 1). A folder

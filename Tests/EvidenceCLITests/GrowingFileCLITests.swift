@@ -110,3 +110,33 @@ struct GrowingFileCLITests {
         #expect(h.stop() == 0)
     }
 }
+
+/// A rule whose folder is missing (an unmounted dock): a warning everywhere, never a refusal.
+@Suite("A rule whose folder is missing", .ownThread)
+struct MissingFolderCLITests {
+    @Test("rules check, doctor and run all warn; run takes the other rules' files and the dock's once it is mounted")
+    func missingFolder() throws {
+        let h = RunHarness(settle: "0s")
+        let dock = h.scratch.path + "/dock"
+        try "path = \"\(dock)\"\nsettle = \"0s\"\n".write(toFile: h.rules + "/dock.toml", atomically: true, encoding: .utf8)
+        let check = h.cli.run(["rules", "check", h.rules])
+        #expect(check.status == 0 && check.stdout.contains("watched folder \(dock) does not exist (yet)"), "\(check.stdout) \(check.stderr)")
+        let doctor = h.cli.run(["doctor", "--offline", "--rules", h.rules], timeout: 60)
+        #expect(doctor.stdout.contains("! folders") && doctor.stdout.contains(dock), "\(doctor.stdout)")
+        #expect(!doctor.stdout.contains("✗ rules"), "\(doctor.stdout)")
+
+        try h.start()
+        #expect(h.log.contains("does not exist (yet)"), "\(h.log.suffix(2000))")
+        h.write("one.bin", Data("from the present folder".utf8))
+        #expect(waitUntil(timeout: 20) { h.items() == 1 }, "\(h.log.suffix(2000))")
+        // Mounted later, with a file already on it.
+        let staging = h.scratch.path + "/staging"
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        try Data("already on the dock".utf8).write(to: URL(fileURLWithPath: staging + "/clip.bin"))
+        #expect(rename(staging, dock) == 0)
+        #expect(waitUntil(timeout: 30) { h.items() == 2 }, "\(h.log.suffix(2000))")
+        let sources = (h.cli.run(["show", dock + "/clip.bin", "--json"]).json as? [String: Any])?["sources"] as? [[String: Any]]
+        #expect(sources?.first?["rule"] as? String == "dock")
+        #expect(h.stop() == 0)
+    }
+}

@@ -107,10 +107,11 @@ struct WatchHarness {
     /// A logger for a watcher a test runs itself (kept, printed with EVIDENCE_WATCH_TEST_LOG).
     static var logger: Logger { LoopLog().logger(level: .notice) }
 
-    /// Starts watching and waits (bounded) for every rule's initial scan. `loopLog` keeps the
-    /// loop's messages from `logLevel` up.
+    /// Starts watching and waits (bounded) for every rule's initial scan (or `scans` of them: a
+    /// root waited for is scanned only once it appears). `loopLog` keeps the loop's messages
+    /// from `logLevel` up.
     static func start(_ specs: [WatchSpec], defaultIgnores: [String] = Watcher.defaultIgnores,
-                      logLevel: Logger.Level = .notice) async throws -> WatchHarness {
+                      logLevel: Logger.Level = .notice, scans: Int? = nil) async throws -> WatchHarness {
         let loopLog = LoopLog()
         let watcher = Watcher(specs: specs, logger: loopLog.logger(level: logLevel), defaultIgnores: defaultIgnores)
         let log = EventLog()
@@ -125,7 +126,7 @@ struct WatchHarness {
         }
         let h = WatchHarness(watcher: watcher, log: log, loopLog: loopLog, task: task)
         let ready = await waitUntil(timeout: 10) {
-            log.error != nil || log.rescans.filter { $0.cause == .initialScan }.count >= specs.count
+            log.error != nil || log.rescans.filter { $0.cause == .initialScan }.count >= (scans ?? specs.count)
         }
         if let e = log.error {
             await h.stop()

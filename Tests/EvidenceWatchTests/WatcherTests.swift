@@ -498,6 +498,33 @@ struct WatcherTests {
         #expect(h.log.settled.count == 3)
     }
 
+    @Test("a root waited for (waitForRoot): the other rules run; it is watched, scanned and announced once it appears")
+    func missingRootWaitedFor() async throws {
+        let parent = TempDir()
+        defer { parent.cleanup() }
+        let present = parent.sub("present"), dock = parent.sub("dock")
+        makeDir(present)
+        var waiting = WatchSpec(rule: "dock", root: dock, settle: 0)
+        waiting.waitForRoot = true
+        let h = try await WatchHarness.start([WatchSpec(rule: "present", root: present, settle: 0), waiting], scans: 1)
+        #expect(h.loopLog.count("watch root does not exist (yet)") == 1)
+        writeFile(present + "/a.mp4", bytes: 1)
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("a.mp4") == 1 }, "the other rule runs meanwhile")
+        #expect(!h.log.rescans.contains { $0.rule == "dock" })
+        // The dock is mounted with a file already on it, then another is written.
+        let staging = parent.sub("staging")
+        makeDir(staging)
+        writeFile(staging + "/old.mp4", bytes: 2)
+        #expect(rename(staging, dock) == 0)
+        #expect(await waitUntil(timeout: 10) { h.log.rescans.contains { $0.rule == "dock" && $0.cause == .initialScan } })
+        #expect(!h.log.rescans.contains { $0.rule == "dock" && $0.cause == .rootReappeared }, "it was never there before")
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("old.mp4") == 1 })
+        writeFile(dock + "/new.mp4", bytes: 3)
+        #expect(await waitUntil(timeout: 5) { h.log.settledCount("new.mp4") == 1 })
+        await h.stop()
+        #expect(h.log.error == nil)
+    }
+
     @Test("cancelling the consumer stops the loop and releases its inotify watch")
     func stopsOnCancel() async throws {
         let tmp = TempDir()

@@ -278,7 +278,13 @@ public actor OAuthSession {
                              : " (the refresh token or password was refused: run `evidence accounts login \(account)`)"
             }
             if code == "invalid_client" { hint = " (check client_id and the client secret)" }
-            return .failure(ArchiveError(kind, "\(account): token endpoint \(Redact.url(tokenURL)) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)"))
+            // A refused grant or client is refused credentials, whatever status carried it
+            // (RFC 6749 answers 400): the account pauses until they are fixed.
+            let refused = code == "invalid_grant" || code == "invalid_client" || response.status == 401 || response.status == 403
+            var error = ArchiveError(kind, "\(account): token endpoint \(Redact.url(tokenURL)) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)",
+                                     httpStatus: response.status)
+            error.grantRefused = refused
+            return .failure(error)
         }
         guard let json else {
             // A 200 that is not JSON at all (a proxy's or captive portal's page, a cut body) says

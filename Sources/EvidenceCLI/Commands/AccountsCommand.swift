@@ -1,5 +1,6 @@
 import ArgumentParser
 import EvidenceArchive
+import EvidenceCore
 import EvidenceConfig
 import EvidencePipeline
 import EvidenceStore
@@ -10,7 +11,8 @@ struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts",
         abstract: "The archive accounts of evidence.toml: list them, log in and out, prove they work.",
-        subcommands: [AccountsList.self, AccountsLogin.self, AccountsLogout.self, AccountsCheck.self, AccountsPut.self],
+        subcommands: [AccountsList.self, AccountsLogin.self, AccountsLogout.self, AccountsCheck.self, AccountsPut.self,
+                      AccountsResume.self],
         defaultSubcommand: AccountsList.self
     )
 }
@@ -148,5 +150,57 @@ struct AccountsCheck: AsyncParsableCommand {
         guard let st, st.size == size, st.hash == nil || st.hash == hash else {
             throw ArchiveError(.permanent, "\(p.account): the probe file came back different (size \(st?.size ?? -1), hash \(st?.hash ?? "none"))")
         }
+    }
+}
+
+struct AccountsResume: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Resume an account or notary paused because its credentials were refused.",
+        discussion: """
+        When an archive account or a notary answers 401/403 (or refuses an OAuth grant),
+        `evidence run` pauses it: its jobs wait, no attempt is counted and no further request
+        is sent, so a server that locks accounts after repeated failures is not provoked.
+        `status`, `doctor`, the portal and /metrics show one alert naming what to fix.
+
+        The pause ends by itself when the secret changes (the password or key file, the token
+        file after `evidence accounts login NAME`), or on SIGHUP. This command ends it now, for
+        a fix the service cannot see (a password reset on the server's side); the waiting jobs
+        run at once.
+
+          evidence accounts resume vault
+          evidence accounts resume --all
+
+        Exit codes: 0 resumed (or nothing was paused under that name) · 1 no such name paused ·
+        2 usage error.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("The [archives.NAME] or [notaries.NAME] name.", valueName: "name"))
+    var name: String?
+
+    @Flag(help: "Resume every paused account and notary.")
+    var all = false
+
+    func validate() throws {
+        if (name == nil) == !all { throw ValidationError("name an account or notary, or pass --all") }
+    }
+
+    func run() async throws {
+        let home = try global.openHome(mustExist: true)
+        let pauses = try Pauses.all(in: home.catalog).values.sorted { $0.scope < $1.scope }
+        let chosen = all ? pauses : pauses.filter { $0.name == name }
+        if chosen.isEmpty {
+            if all { Output.line("nothing is paused"); return }
+            Output.err("\(name ?? ""): not paused" + (pauses.isEmpty ? " (nothing is)" : " (paused: \(pauses.map(\.name).joined(separator: ", ")))"))
+            throw ExitCode(1)
+        }
+        for p in chosen {
+            try Pauses.resume(p, in: home.catalog)
+            if !global.json { Output.line("✓ \(p.kind.rawValue) \(p.name) resumed (paused since \(Output.date(p.since)): \(p.reason))") }
+        }
+        if global.json { Output.json(chosen) }
     }
 }

@@ -96,9 +96,14 @@ struct DoctorCommand: AsyncParsableCommand {
         // rules
         var rules: [WatchRule] = []
         do {
-            rules = try RuleSet.load(explicit: self.rules, config: config, home: home)
+            var missing: [String] = []
+            rules = try RuleSet.load(explicit: self.rules, config: config, home: home) { missing.append($0) }
             add(Check(check: "rules", status: .ok,
                       detail: "\(rules.count) rule(s): " + rules.map { "\($0.name) → \($0.path)" }.joined(separator: ", ")))
+            for m in missing {
+                add(Check(check: "folders", status: .warn, detail: m,
+                          fix: "mount or create the folder; `evidence run` watches it once it appears"))
+            }
         } catch {
             add(Check(check: "rules", status: .fail, detail: "\(error)".replacingOccurrences(of: "\n", with: "; "),
                       fix: "create the folders or fix the rule files named; `evidence rules check` explains each field"))
@@ -343,6 +348,10 @@ struct DoctorCommand: AsyncParsableCommand {
                       detail: failed + stale == 0 ? "no failed jobs, nothing waiting longer than a day"
                                                   : "\(failed) failed job(s), \(stale) item(s) waiting longer than a day",
                       fix: "evidence status shows why; evidence retry re-queues failed jobs once the cause is fixed"))
+            for p in try Pauses.all(in: h.catalog).values.sorted(by: { $0.scope < $1.scope }) {
+                add(Check(check: "credentials", status: .fail,
+                          detail: "\(p.kind.rawValue) \(p.name) paused since \(Output.date(p.since)), its work waiting: \(p.reason)", fix: p.fix))
+            }
         } catch {
             add(Check(check: "catalog", status: .fail, detail: error.description,
                       fix: error.description.contains("locked") ? "another process holds the catalog: wait, or find it with fuser \(home)/catalog.sqlite"

@@ -17,7 +17,8 @@ struct RulesCommand: ParsableCommand {
             reports each problem with file, line and field; checks that notaries and archives
             named by rules exist in evidence.toml and that watched folders exist.
 
-            A watched folder that does not exist yet is a warning here (`evidence run` refuses it).
+            A watched folder that does not exist yet is a warning, here as in `doctor` and `run`
+            (which watches it once it appears, and runs the other rules meanwhile).
 
             Exit codes: 0 all rules valid · 2 a rule or the config is invalid.
             """
@@ -43,8 +44,7 @@ struct RulesCommand: ParsableCommand {
         func run() throws {
             let config = try global.loadConfig()
             var warnings: [String] = []
-            let rules = try RuleSet.load(explicit: dir, config: config, home: try global.homePath(config),
-                                         requireFolders: false) { warnings.append($0) }
+            let rules = try RuleSet.load(explicit: dir, config: config, home: try global.homePath(config)) { warnings.append($0) }
             if global.json {
                 Output.json(rules.map { Rule(name: $0.name, file: $0.file, path: $0.path, settle: $0.settle,
                                              notary: $0.notary, archive: $0.archive, after: Self.text($0.after)) })

@@ -68,7 +68,8 @@ struct RunCommand: AsyncParsableCommand {
         let config = try global.loadConfig()
         let metricsConfig = try metricsConfig(config)
         let homePath = try global.homePath(config)
-        let rules = try RuleSet.load(explicit: rules, config: config, home: homePath)
+        var folderWarnings: [String] = []
+        let rules = try RuleSet.load(explicit: rules, config: config, home: homePath) { folderWarnings.append($0) }
         // Before anything is opened: a service that can rewrite what it is checked against is refused.
         let anchorWarnings = try AnchorGuard.startCheck(config: config, rulesDirectory: RuleSet.directory(explicit: self.rules, config: config))
         let home = try global.openHome()
@@ -81,21 +82,27 @@ struct RunCommand: AsyncParsableCommand {
         let format = logFormat?.handlerFormat ?? StderrLogHandler.Format(rawValue: config.logFormat.rawValue) ?? .text
         StderrLogHandler.bootstrap(level: level, format: format)
         let logger = Logger(label: "evidence")
-        for warning in anchorWarnings { logger.warning("\(warning)") }
+        for warning in anchorWarnings + folderWarnings { logger.warning("\(warning)") }
 
         let notaries: Notaries
         do { notaries = try Notaries.build(config: config, logger: logger) } catch { throw CLIError.config(error.description) }
         let archives: Archives
-        do { archives = try Archives.build(config: config, used: Set(rules.compactMap(\.archive) + (config.custody?.anchorArchive.map { [$0] } ?? [])),
-                                                home: homePath, logger: logger) } catch {
+        let usedAccounts = Set(rules.compactMap(\.archive) + (config.custody?.anchorArchive.map { [$0] } ?? []))
+        do { archives = try Archives.build(config: config, used: usedAccounts, home: homePath, logger: logger) } catch {
             throw CLIError.config(error.description)
         }
+        let configPath = global.config
+        let reload = Pipeline.Reload(load: {
+            let loaded = try ConfigLoader.load(path: configPath)
+            try CAFileRoots.check(loaded)
+            return loaded
+        }, usedAccounts: usedAccounts, home: homePath)
         // The registry exists only when metrics are served: without them nothing is measured.
         let factory = metricsConfig.map { _ in EvidenceMetricsFactory() }
         factory?.bootstrapProcess()
         let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, archives: archives,
                                 metrics: factory.map { PipelineMetrics(factory: $0) } ?? .disabled,
-                                prober: ChildMediaProbe.prober(executable: ProbeCommand.executable), logger: logger)
+                                prober: ChildMediaProbe.prober(executable: ProbeCommand.executable), reload: reload, logger: logger)
         var alongside: [any Service] = []
         if let metricsConfig, let factory {
             let endpoint = MetricsEndpoint(
@@ -114,6 +121,14 @@ struct RunCommand: AsyncParsableCommand {
         let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1)
         usr1.setEventHandler { pipeline.watchService.rescan() }
         usr1.resume()
+        // SIGHUP (`systemctl reload`): accounts and notaries rebuilt with their secrets read again.
+        signal(SIGHUP, SIG_IGN)
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP)
+        hup.setEventHandler {
+            logger.notice("SIGHUP: reloading accounts and notaries")
+            Thread.detachNewThread { pipeline.reloadCredentials() }   // reads files and the catalog: off the signal queue
+        }
+        hup.resume()
         logger.notice("evidence run started", metadata: [
             "home": "\(home.path)", "pid": "\(getpid())",
             "rules": "\(rules.map { "\($0.name)=\($0.path)" }.joined(separator: ","))",
@@ -125,6 +140,7 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         usr1.cancel()
+        hup.cancel()
         try home.catalog.flushHead()
         withExtendedLifetime(lock) {}
         logger.notice("evidence run stopped", metadata: ["ingested": "\(pipeline.watchService.stats.ingested)"])
@@ -133,6 +149,11 @@ struct RunCommand: AsyncParsableCommand {
 
 /// Loading and checking the rules, shared by `run` and `rules check`.
 enum RuleSet {
+    /// The warning for a rule whose watched folder does not exist.
+    static func missingFolder(_ r: WatchRule) -> String {
+        "\(r.file): field `path`: watched folder \(r.path) does not exist (yet): its files are taken once it appears; the other rules run meanwhile"
+    }
+
     static func directory(explicit: String?, config: EvidenceConfig) -> String? {
         if let explicit { return explicit }
         if let d = config.rulesDir { return d }
@@ -140,9 +161,11 @@ enum RuleSet {
     }
 
     /// All rules, or a usage-grade error listing every problem (file, line, field). A watched
-    /// folder that does not exist is an error for `run` and a warning for `rules check`.
+    /// folder that does not exist (an unmounted dock, a share not yet attached) is a warning,
+    /// the same for `rules check`, `doctor` and `run`: `run` watches the other rules' folders
+    /// and that one once it appears.
     static func load(explicit: String?, config: EvidenceConfig, home: String,
-                     requireFolders: Bool = true, warnings: ((String) -> Void)? = nil) throws -> [WatchRule] {
+                     warnings: ((String) -> Void)? = nil) throws -> [WatchRule] {
         guard let dir = directory(explicit: explicit, config: config) else {
             throw CLIError.config("no watch rules: pass --rules DIR, set `rules` in evidence.toml, or create ./watch-rules (see `evidence rules check --help`)")
         }
@@ -152,10 +175,16 @@ enum RuleSet {
         var problems = errors.map(\.description) + ConfigLoader.validate(rules: rules, against: withHome).map(\.description)
         // Another node's folder need not exist here: that node watches it.
         for r in rules where r.isWatched(on: config.nodeName) && !FileManager.default.fileExists(atPath: r.path) {
-            let message = "\(r.file): field `path`: watched folder \(r.path) does not exist"
-            if requireFolders { problems.append(message) } else { warnings?(message + " (yet)") }
+            warnings?(missingFolder(r))
         }
         if problems.isEmpty && rules.isEmpty { problems.append("\(dir): no rule files (*.toml)") }
+        // A folder that is there but is a file (or a link to one) cannot become a folder by waiting.
+        for r in rules where r.isWatched(on: config.nodeName) {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: r.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                problems.append("\(r.file): field `path`: \(r.path) is not a folder")
+            }
+        }
         guard problems.isEmpty else { throw CLIError.config(problems.joined(separator: "\n")) }
         return rules
     }

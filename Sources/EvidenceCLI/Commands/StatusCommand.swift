@@ -19,8 +19,13 @@ struct StatusCommand: ParsableCommand {
           evidence status --pending --older-than 10m   items stuck on their way for 10 minutes or more
           evidence status --json                   everything, for scripts
 
+        An account or notary whose credentials were refused (HTTP 401/403) is shown first as
+        PAUSED, with what to fix: its jobs wait and nothing is sent to it until the secret
+        changes, SIGHUP, or `evidence accounts resume NAME`.
+
         Exit codes: 0 nothing needs attention · 1 items failed, files are quarantined, jobs
-        are failing, or (with --pending) pending items were listed · 2 usage error.
+        are failing, an account or notary is paused, or (with --pending) pending items were
+        listed · 2 usage error.
         """
     )
 
@@ -60,6 +65,8 @@ struct StatusCommand: ParsableCommand {
         var failingJobs: [QueuedJob]
         var quarantined: [QuarantineEntry]
         var pending: [PendingItem]?
+        /// Accounts and notaries whose credentials were refused: their work waits.
+        var paused: [CredentialPause]
         var proofs: [String: ProofSummary]
         var links: [SharedLink]
     }
@@ -124,6 +131,7 @@ struct StatusCommand: ParsableCommand {
         let s = try c.summary()
         let q = try c.quarantine(includeResolved: false)
         let troubled = try c.troubledJobs(limit: 100)
+        let paused = try Pauses.all(in: c).values.sorted { $0.scope < $1.scope }
         let jobs = try c.jobCounts()
         var pendingItems: [PendingItem]?
         if pending {
@@ -147,7 +155,7 @@ struct StatusCommand: ParsableCommand {
                                custodyEvents: s.events, custodyAnchors: anchors, states: s.byState, empty: s.empty, rules: s.byRule,
                                nodes: NodeRow.of(s),
                                oldestPendingAgeSeconds: oldestAge, jobs: jobs, failingJobs: troubled,
-                               quarantined: q, pending: pendingItems, proofs: proofs, links: try c.allSharedLinks()))
+                               quarantined: q, pending: pendingItems, paused: paused, proofs: proofs, links: try c.allSharedLinks()))
         } else if let pendingItems {
             Output.table(["ITEM", "STATE", "AGE", "SHA256", "SOURCE", "WHY"], pendingItems.map {
                 ["#\($0.id)", $0.state, DurationText.format(seconds: $0.ageSeconds), String($0.sha256.prefix(12)),
@@ -155,6 +163,8 @@ struct StatusCommand: ParsableCommand {
             })
             Output.line("\(pendingItems.count) pending item(s)" + (olderThan.map { " older than \($0)" } ?? ""))
         } else {
+            for p in paused { Output.line("✗ PAUSED: \(p.line)") }
+            if !paused.isEmpty { Output.line() }
             Output.line("home     \(home.path)")
             Output.line("items    \(s.items) (\(Output.bytes(s.bytes))), \(s.sources) sources, \(s.events) custody events")
             Output.line("anchors  " + Self.anchorLine(anchors))
@@ -204,7 +214,7 @@ struct StatusCommand: ParsableCommand {
                 if q.count > 50 { Output.line("  … and \(q.count - 50) more (see --json)") }
             }
         }
-        let attention = (s.byState[ItemState.failed.rawValue] ?? 0) > 0 || !q.isEmpty || !troubled.isEmpty
+        let attention = (s.byState[ItemState.failed.rawValue] ?? 0) > 0 || !q.isEmpty || !troubled.isEmpty || !paused.isEmpty
             || !(pendingItems?.isEmpty ?? true)
         if attention { throw ExitCode(1) }
     }

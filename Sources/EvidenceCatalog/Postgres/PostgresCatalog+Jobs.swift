@@ -93,6 +93,44 @@ extension PostgresCatalog {
         }
     }
 
+    public func holdJob(_ id: Int64, owner: String, runAt: Date, note: String) throws(CatalogError) {
+        try write(durable: false) { tx in
+            _ = try Self.leasedJob(tx, id, owner)
+            try tx.query("""
+                UPDATE job SET state = 'queued', attempts = GREATEST(0, attempts - 1), lease_owner = NULL, lease_expires_at = NULL,
+                  next_run_at = $2, updated_at = $3, last_error = $4 WHERE id = $1
+                """, [pg(id), pg(runAt), pg(Date()), note])
+        }
+    }
+
+    @discardableResult
+    public func wakeQueuedJobs(kinds: [JobKind], now: Date) throws(CatalogError) -> Int {
+        guard !kinds.isEmpty else { return 0 }
+        return try write(durable: false) { tx in
+            try tx.query("""
+                UPDATE job SET next_run_at = $1 WHERE state = 'queued' AND next_run_at > $1 AND kind = ANY(string_to_array($2, ','))
+                RETURNING id
+                """, [pg(now), kinds.map(\.rawValue).joined(separator: ",")]).all.count
+        }
+    }
+
+    public func metaEntries(prefix: String) throws(CatalogError) -> [String: String] {
+        try read { c in
+            let rows = try c.query("SELECT key, value FROM meta WHERE left(key, length($1)) = $1", [prefix]).all
+            return Dictionary(try rows.map { (try $0.text("key"), try $0.text("value")) }, uniquingKeysWith: { a, _ in a })
+        }
+    }
+
+    public func setMeta(_ key: String, _ value: String?) throws(CatalogError) {
+        try write { tx in
+            if let value {
+                _ = try tx.query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [key, value])
+            } else {
+                _ = try tx.query("DELETE FROM meta WHERE key = $1", [key])
+            }
+        }
+    }
+
     public func leaseOwners() throws(CatalogError) -> [String] {
         try read { c in
             try c.query("SELECT DISTINCT lease_owner FROM job WHERE state = 'running' AND lease_owner IS NOT NULL ORDER BY lease_owner")

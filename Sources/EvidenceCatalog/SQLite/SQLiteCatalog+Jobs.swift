@@ -132,6 +132,49 @@ extension SQLiteCatalog {
         }
     }
 
+    public func holdJob(_ id: Int64, owner: String, runAt: Date, note: String) throws(CatalogError) {
+        try write(durable: false) { db in
+            var row = try Self.leasedJob(db, id, owner)
+            row.state = .queued
+            row.attempts = max(0, row.attempts - 1)
+            row.leaseOwner = nil
+            row.leaseExpiresAt = nil
+            row.nextRunAt = runAt
+            row.lastError = note
+            row.updatedAt = Date()
+            try row.update(db)
+        }
+    }
+
+    @discardableResult
+    public func wakeQueuedJobs(kinds: [JobKind], now: Date) throws(CatalogError) -> Int {
+        guard !kinds.isEmpty else { return 0 }
+        return try write(durable: false) { db in
+            let marks = Array(repeating: "?", count: kinds.count).joined(separator: ", ")
+            try db.execute(sql: "UPDATE job SET next_run_at = ? WHERE state = 'queued' AND next_run_at > ? AND kind IN (\(marks))",
+                           arguments: StatementArguments([StoredDate.text(now), StoredDate.text(now)] + kinds.map(\.rawValue)))
+            return db.changesCount
+        }
+    }
+
+    public func metaEntries(prefix: String) throws(CatalogError) -> [String: String] {
+        try read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM meta WHERE substr(key, 1, length(?)) = ?", arguments: [prefix, prefix])
+            return Dictionary(rows.map { ($0["key"] as String, $0["value"] as String) }, uniquingKeysWith: { a, _ in a })
+        }
+    }
+
+    public func setMeta(_ key: String, _ value: String?) throws(CatalogError) {
+        try write { db in
+            if let value {
+                try db.execute(sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
     public func leaseOwners() throws(CatalogError) -> [String] {
         try read { db in
             try String.fetchAll(db.cachedStatement(sql: """

@@ -225,6 +225,6 @@ public struct QEDClient: Sendable {
         // QED's words, minus our key should it ever quote it back.
         said = Redact.text(said, secrets: [apiKey])
         return NotaryError("\(name): \(what) failed: HTTP \(response.status)\(hint): \(said)", retryable: retryable,
-                           retryAfter: response.header("retry-after").flatMap { RetryAfter.seconds($0) })
+                           retryAfter: response.header("retry-after").flatMap { RetryAfter.seconds($0) }, httpStatus: response.status)
     }
 }

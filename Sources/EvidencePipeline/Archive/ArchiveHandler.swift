@@ -36,6 +36,10 @@ public struct ArchiveHandler: JobHandler {
         var remotePath: String
     }
 
+    public func pauseScope(of job: QueuedJob) -> String? {
+        job.payload.rule.flatMap { rules[$0]?.archive }.map { CredentialPause.scope(.account, $0) }
+    }
+
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         guard let itemID = job.itemID, let rule = job.payload.rule.flatMap({ rules[$0] }), let accountName = rule.archive else {
             throw JobError("archive job \(job.id): its rule \"\(job.payload.rule ?? "")\" is gone or has no archive", retryable: true)
@@ -111,7 +115,7 @@ public struct ArchiveHandler: JobHandler {
         let expected = try await blockingJobWork { try kind.digest(of: local) }
         for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
             let existing: RemoteFile?
-            do { existing = try await provider.stat(path) } catch { throw Self.jobError(error) }
+            do { existing = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
             if let existing {
                 if let how = try await verify(existing, path: path, upload: upload, expected: expected, provider: provider) {
                     return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
@@ -121,7 +125,7 @@ public struct ArchiveHandler: JobHandler {
                 // link (a server that writes in place keeps what arrived): replaced. Anything
                 // else is someone else's file: never replaced; try the alternate name.
                 guard try await isCutCopy(existing, path: path, local: local, upload: upload, provider: provider) else { continue }
-                do { try await provider.delete(path) } catch { throw Self.jobError(error) }
+                do { try await provider.delete(path) } catch { throw Self.jobError(error, account: provider.account) }
             }
             do {
                 try await provider.makeFolders(RemotePath.parent(path))
@@ -133,10 +137,10 @@ public struct ArchiveHandler: JobHandler {
                 report?(upload.size)
             } catch {
                 if error.kind == .conflict { continue }
-                throw Self.jobError(error)
+                throw Self.jobError(error, account: provider.account)
             }
             let stored: RemoteFile?
-            do { stored = try await provider.stat(path) } catch { throw Self.jobError(error) }
+            do { stored = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
             guard let stored, let how = try await verify(stored, path: path, upload: upload, expected: expected, provider: provider) else {
                 try? await provider.delete(path)
                 throw JobError("\(provider.account): \(path): the uploaded copy does not match \(upload.object.short)… (removed; will upload again)",
@@ -155,7 +159,7 @@ public struct ArchiveHandler: JobHandler {
         guard remote.size >= 0, remote.size < upload.size else { return false }
         let temp = home.store.scratchDirectory + "/\(getpid()).prefix-\(UUID().uuidString)"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
-        do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error) }
+        do { try await provider.download(path, to: temp) } catch { throw Self.jobError(error, account: provider.account) }
         let length = remote.size
         do {
             return try await onIOThread { () throws(StoreError) -> Bool in
@@ -175,7 +179,7 @@ public struct ArchiveHandler: JobHandler {
             return try await Self.proof(of: remote, at: path, size: upload.size, expected: expected, sha256: upload.object,
                                         provider: provider, scratch: home.store.scratchDirectory)
         } catch {
-            throw Self.jobError(error)
+            throw Self.jobError(error, account: provider.account)
         }
     }
 
@@ -208,8 +212,8 @@ public struct ArchiveHandler: JobHandler {
         return dir.isEmpty ? String(renamed) : dir + "/" + renamed
     }
 
-    static func jobError(_ e: ArchiveError) -> JobError {
-        JobError(e.message, retryable: e.retryable || e.kind == .local, retryAfter: e.retryAfter)
+    static func jobError(_ e: ArchiveError, account: String) -> JobError {
+        JobError(e, account: account, retryable: e.retryable || e.kind == .local)
     }
 }
 

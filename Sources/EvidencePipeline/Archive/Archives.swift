@@ -3,16 +3,30 @@ import EvidenceConfig
 import EvidenceHTTP
 import Foundation
 import Logging
+import Synchronization
 
-/// The configured archive accounts, with their providers, built once per process.
+/// The configured archive accounts, with their providers. Every copy of one value shares its
+/// accounts: `replace(with:)` (a reload: SIGHUP, or a paused account's secret changed) puts
+/// new ones in place for all of them, so handlers built once see the new credentials.
 public struct Archives: Sendable {
-    public let providers: [String: any ArchiveProvider]
+    final class Box: Sendable {
+        let state: Mutex<(providers: [String: any ArchiveProvider], sessions: [String: OAuthSession])>
+        init(_ providers: [String: any ArchiveProvider], _ sessions: [String: OAuthSession]) { state = Mutex((providers, sessions)) }
+    }
+    private let box: Box
+
+    public var providers: [String: any ArchiveProvider] { box.state.withLock { $0.providers } }
     /// The OAuth sessions of the token-based accounts (for `accounts list/check`).
-    public let sessions: [String: OAuthSession]
+    public var sessions: [String: OAuthSession] { box.state.withLock { $0.sessions } }
 
     public init(providers: [String: any ArchiveProvider] = [:], sessions: [String: OAuthSession] = [:]) {
-        self.providers = providers
-        self.sessions = sessions
+        box = Box(providers, sessions)
+    }
+
+    /// Puts `other`'s accounts in place of these, for every copy of this value.
+    public func replace(with other: Archives) {
+        let new = other.box.state.withLock { $0 }
+        box.state.withLock { $0 = new }
     }
 
     /// Where an account keeps its OAuth tokens unless `token_file` says otherwise.

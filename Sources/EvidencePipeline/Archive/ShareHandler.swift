@@ -17,6 +17,10 @@ public struct ShareHandler: JobHandler {
         self.home = home; self.rules = rules; self.archives = archives
     }
 
+    public func pauseScope(of job: QueuedJob) -> String? {
+        job.payload.rule.flatMap { rules[$0]?.archive }.map { CredentialPause.scope(.account, $0) }
+    }
+
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         guard let itemID = job.itemID, let rule = job.payload.rule.flatMap({ rules[$0] }), let accountName = rule.archive,
               let settings = rule.share else {
@@ -47,7 +51,7 @@ public struct ShareHandler: JobHandler {
         let request = ShareRequest(access: access, expires: settings.expiresIn.map { Date().addingTimeInterval($0) }, password: password)
         let link: ShareLink
         do { link = try await provider.share(original.remotePath, request) } catch {
-            throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
+            throw JobError(error, account: accountName)
         }
         let record = SharedLink(itemID: itemID, account: accountName, remotePath: original.remotePath, url: link.url,
                                 expires: link.expires, passwordProtected: link.passwordProtected, fallback: link.fallback)

@@ -69,7 +69,7 @@ struct AnchorCopyHandler: JobHandler {
                                                               "path": "\(CustodyConfig.archiveFolder)/\(name)"])
             }
         } catch {
-            throw ArchiveHandler.jobError(error)
+            throw ArchiveHandler.jobError(error, account: provider.account)
         }
         return .done(nil)
     }

@@ -35,7 +35,7 @@ public struct CertificateHandler: JobHandler {
                 throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
             }
             do { _ = try await NotaryCertificate.fetch(proof, slug: slug, with: qed, home: home, metrics: metrics) } catch let e as NotaryError {
-                throw JobError(e.message, retryable: e.retryable, retryAfter: e.retryAfter)
+                throw JobError(e, notary: proof.notary)
             } catch {
                 throw JobError("\(error)", retryable: true)
             }

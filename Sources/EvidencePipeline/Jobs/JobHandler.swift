@@ -1,5 +1,7 @@
+import EvidenceArchive
 import EvidenceCatalog
 import EvidenceCore
+import EvidenceNotary
 import Foundation
 
 /// One kind of durable work. Handlers must be idempotent: a crash after the work but before
@@ -7,6 +9,13 @@ import Foundation
 public protocol JobHandler: Sendable {
     var kind: JobKind { get }
     func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome
+    /// The account or notary (`CredentialPause.scope`) whose credentials `job` uses: while it
+    /// is paused, the job waits without being run. nil: none.
+    func pauseScope(of job: QueuedJob) -> String?
+}
+
+extension JobHandler {
+    public func pauseScope(of job: QueuedJob) -> String? { nil }
 }
 
 public enum JobOutcome: Sendable {
@@ -24,9 +33,24 @@ public struct JobError: Error, CustomStringConvertible, Sendable {
     public var retryable: Bool
     public var retryAfter: Double?
     public var onGiveUp: JobTransition?
+    /// The service refused the credentials of this account or notary: the job waits (no attempt
+    /// counted) and the account or notary pauses (`CredentialPause`), instead of a retry.
+    public var pause: (kind: CredentialPause.Kind, name: String, fix: String)?
 
     public init(_ message: String, retryable: Bool, retryAfter: Double? = nil, onGiveUp: JobTransition? = nil) {
         self.message = message; self.retryable = retryable; self.retryAfter = retryAfter; self.onGiveUp = onGiveUp
+    }
+
+    /// A provider's error for `account`: a refusal of its credentials pauses it.
+    public init(_ e: ArchiveError, account: String, retryable: Bool? = nil) {
+        self.init(e.message, retryable: retryable ?? e.retryable, retryAfter: e.retryAfter)
+        if e.credentialsRefused { pause = (.account, account, CredentialPause.accountFix(account, interactiveLogin: true)) }
+    }
+
+    /// A notary's error: a refused API key pauses it.
+    public init(_ e: NotaryError, notary: String) {
+        self.init(e.message, retryable: e.retryable, retryAfter: e.retryAfter)
+        if e.credentialsRefused { pause = (.notary, notary, CredentialPause.notaryFix(notary)) }
     }
 
     public var description: String { message }

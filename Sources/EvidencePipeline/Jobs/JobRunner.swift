@@ -21,6 +21,9 @@ public final class JobRunner: Service, Sendable {
     let logger: Logger
     let idlePoll: Double
     let metrics: PipelineMetrics
+    /// Accounts and notaries whose credentials were refused: their jobs wait instead of running
+    /// (nil: a refusal is an ordinary failed attempt).
+    let pauses: Pauses?
     /// The queue's clock: when jobs are due, when a retry runs. Injected so that back-off and
     /// waits are tested by moving it, not by sleeping.
     let now: @Sendable () -> Date
@@ -29,8 +32,10 @@ public final class JobRunner: Service, Sendable {
 
     public init(catalog: any Catalog, handlers: [any JobHandler], owner: String, workers: Int, lease: Double = 300,
                 backoff: Backoff = Backoff(), drainTimeout: Double = 10, idlePoll: Double = 0.2,
-                metrics: PipelineMetrics = .disabled, now: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
+                metrics: PipelineMetrics = .disabled, pauses: Pauses? = nil, now: @escaping @Sendable () -> Date = { Date() },
+                logger: Logger) {
         self.now = now
+        self.pauses = pauses
         self.catalog = catalog
         self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { a, _ in a })
         self.owner = owner
@@ -48,6 +53,8 @@ public final class JobRunner: Service, Sendable {
 
     /// How long an idle worker waits between looks at the queue when the catalog wakes it.
     static let signalledPoll = 2.0
+    /// How often the secrets of paused accounts and notaries are looked at.
+    static let secretCheck = 3.0
 
     /// The job kinds this runner has handlers for.
     public var kinds: [JobKind] { handlers.keys.sorted { $0.rawValue < $1.rawValue } }
@@ -67,7 +74,23 @@ public final class JobRunner: Service, Sendable {
         started.withLock { $0 = true }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Bool.self) { group in
+                var workersLeft = workers
                 for _ in 0..<workers { group.addTask { await self.workerLoop(); return true } }
+                if let pauses = self.pauses {
+                    // A paused account or notary resumes once its secret changes: looked at every few seconds.
+                    group.addTask {
+                        var last: ContinuousClock.Instant?
+                        while !self.isStopping && !Task.isCancelled {
+                            if last.map({ ContinuousClock.now - $0 >= .seconds(Self.secretCheck) }) ?? true {
+                                await onIOThread { pauses.checkSecrets() }
+                                last = .now
+                            }
+                            try? await Task.sleep(for: .milliseconds(100))
+                        }
+                        return true
+                    }
+                    workersLeft += 1
+                }
                 // Bound the drain: once stopping, cancel whatever still runs after drainTimeout.
                 group.addTask {
                     while !self.isStopping {
@@ -77,7 +100,6 @@ public final class JobRunner: Service, Sendable {
                     try? await Task.sleep(for: .seconds(self.drainTimeout))
                     return false
                 }
-                var workersLeft = workers
                 while workersLeft > 0, let isWorker = await group.next() {
                     if isWorker { workersLeft -= 1 } else { group.cancelAll() }
                 }
@@ -133,6 +155,11 @@ public final class JobRunner: Service, Sendable {
         log[metadataKey: "kind"] = "\(job.kind.rawValue)"
         if let item = job.itemID { log[metadataKey: "item"] = "\(item)" }
         let (catalog, owner) = (self.catalog, self.owner)
+        // Its account or notary refused the credentials: not run, no attempt counted.
+        if let pauses, let scope = handler.pauseScope(of: job), let p = await onIOThread({ pauses.confirmed(scope) }) {
+            await hold(job, p, log: log)
+            return
+        }
         metrics.jobStarted(kind: job.kind.rawValue)
         defer { metrics.jobEnded(kind: job.kind.rawValue) }
         do {
@@ -154,6 +181,11 @@ public final class JobRunner: Service, Sendable {
                 _ = await onIOThread { try? catalog.releaseJob(job.id, owner: owner, runAt: self.now()) }
                 return
             }
+            if let pause = error.pause, let pauses {
+                let p = await onIOThread { pauses.pause(pause.kind, pause.name, reason: error.message, fix: pause.fix) }
+                await hold(job, p, log: log)
+                return
+            }
             let retryAt: Date? = error.retryable
                 ? now().addingTimeInterval(max(error.retryAfter ?? 0, backoff.delay(afterAttempt: job.attempts)))
                 : nil
@@ -173,6 +205,20 @@ public final class JobRunner: Service, Sendable {
             }
         } catch {
             log.error("cannot record job outcome: \(error)")
+        }
+    }
+
+    /// Puts a job of a paused account or notary back, not counted as an attempt, until the
+    /// pause ends (which wakes it) or `Pauses.hold` passes.
+    func hold(_ job: QueuedJob, _ p: CredentialPause, log: Logger) async {
+        let (catalog, owner, at) = (self.catalog, self.owner, now().addingTimeInterval(Pauses.hold))
+        do {
+            try await onIOThread { () throws(CatalogError) in
+                try catalog.holdJob(job.id, owner: owner, runAt: at, note: "waiting: \(p.kind.rawValue) \(p.name) is paused (credentials refused)")
+            }
+            log.debug("job waits: \(p.kind.rawValue) \(p.name) is paused")
+        } catch {
+            log.error("cannot hold the job of paused \(p.scope): \(error)")
         }
     }
 }

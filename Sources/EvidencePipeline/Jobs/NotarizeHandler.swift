@@ -22,6 +22,11 @@ public struct NotarizeHandler: JobHandler {
         self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics
     }
 
+    public func pauseScope(of job: QueuedJob) -> String? {
+        guard case .notarize(_, let notary) = job.payload else { return nil }
+        return CredentialPause.scope(.notary, notary)
+    }
+
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         guard let itemID = job.itemID, case .notarize(let ruleName, let notaryName) = job.payload else {
             throw JobError("notarize job \(job.id) has no item or is not a notarize job", retryable: false)
@@ -117,7 +122,7 @@ public struct NotarizeHandler: JobHandler {
         /// One request to the notary, timed whatever its outcome; its error as a job error.
         func call<T>(_ operation: PipelineMetrics.NotaryOperation, _ body: () async throws(NotaryError) -> T) async throws(JobError) -> T {
             do { return try await metrics.timeNotary(name, operation, body) } catch {
-                throw JobError(error.message, retryable: error.retryable, retryAfter: error.retryAfter)
+                throw JobError(error, notary: name)
             }
         }
 

@@ -3,6 +3,7 @@ import EvidenceHTTP
 import EvidenceNotary
 import Foundation
 import Logging
+import Synchronization
 
 /// The configured notaries, with their clients, built once per process from `[notaries.*]`.
 public struct Notaries: Sendable {
@@ -16,9 +17,23 @@ public struct Notaries: Sendable {
         public let client: Client
     }
 
-    public let entries: [String: Entry]
+    final class Box: Sendable {
+        let entries: Mutex<[String: Entry]>
+        init(_ entries: [String: Entry]) { self.entries = Mutex(entries) }
+    }
+    private let box: Box
 
-    public init(entries: [String: Entry] = [:]) { self.entries = entries }
+    /// The notaries now: every copy of one value shares them, and `replace(with:)` (a reload)
+    /// puts new clients in place for all of them.
+    public var entries: [String: Entry] { box.entries.withLock { $0 } }
+
+    /// Puts `other`'s notaries in place of these, for every copy of this value.
+    public func replace(with other: Notaries) {
+        let new = other.entries
+        box.entries.withLock { $0 = new }
+    }
+
+    public init(entries: [String: Entry] = [:]) { box = Box(entries) }
 
     /// Reads API keys (env var or 0600 file) and builds one HTTP client per notary (its own CA
     /// file, if any). Errors name the config file and the field, never the secret.

@@ -1,3 +1,4 @@
+import EvidenceArchive
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
@@ -6,6 +7,7 @@ import EvidenceWatch
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// `evidence run` assembled: the watcher with its ingest workers, and the job runner, as
 /// services of one group that stops gracefully on SIGTERM/SIGINT.
@@ -16,24 +18,46 @@ public struct Pipeline: Sendable {
     public let jobRunner: JobRunner
     /// With `[custody]`: time-stamps the custody head periodically.
     let anchorService: ChainAnchorService?
+    /// Accounts and notaries whose credentials were refused (with `reload`; else nil).
+    public let pauses: Pauses?
+    let reloader: CredentialReloader?
+
+    /// How `run` rebuilds its accounts and notaries (SIGHUP, or a paused one's secret changed):
+    /// the configuration as it is now, and the accounts it uses.
+    public struct Reload: Sendable {
+        public var load: @Sendable () throws -> EvidenceConfig
+        public var usedAccounts: Set<String>
+        public var home: String
+
+        public init(load: @escaping @Sendable () throws -> EvidenceConfig, usedAccounts: Set<String>, home: String) {
+            self.load = load; self.usedAccounts = usedAccounts; self.home = home
+        }
+    }
 
     /// `notaries` are built from the config by the caller (`Notaries.build`), so that a missing
     /// API key is a config error before the service starts. `metrics` receives the jobs',
     /// watcher's, notaries' and providers' measurements (nothing is measured by default).
     public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], notaries: Notaries,
                 archives: Archives = Archives(), metrics: PipelineMetrics = .disabled,
-                prober: @escaping MediaProber = { MediaProbe.probe(path: $0, name: $1) }, logger: Logger) {
+                prober: @escaping MediaProber = { MediaProbe.probe(path: $0, name: $1) }, reload: Reload? = nil, logger: Logger) {
         self.home = home
         self.rules = rules
         let archives = archives.measured(by: metrics)
+        let reloader = reload.map { CredentialReloader(reload: $0, config: config, archives: archives, notaries: notaries, metrics: metrics, logger: logger) }
+        self.reloader = reloader
+        pauses = reloader.map { r in
+            Pauses(catalog: home.catalog, logger: logger, fingerprint: { r.fingerprint($0, $1) }, reload: { r.reload() })
+        }
         let owner = Lease.owner(role: "run", node: config.nodeName)
         let ingestor = Ingestor(home: home, actor: "run:\(config.nodeName):\(getpid())", prober: prober)
         // Every rule's jobs run here; only this node's rules are watched here.
         let watched = rules.filter { $0.isWatched(on: config.nodeName) }
         let specs = watched.map {
-            WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
-                      recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval,
-                      maxDepth: $0.maxDepth, settleMax: $0.settleMax)
+            var spec = WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
+                                 recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval,
+                                 maxDepth: $0.maxDepth, settleMax: $0.settleMax)
+            spec.waitForRoot = true   // an unmounted dock does not stop the other rules
+            return spec
         }
         let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: watched, ingestor: ingestor,
@@ -48,7 +72,7 @@ public struct Pipeline: Sendable {
                                          ShareHandler(home: home, rules: byName, archives: archives),
                                          AfterActionHandler(home: home, rules: byName)],
                               owner: owner, workers: config.workers.jobs, lease: config.workers.lease, metrics: metrics,
-                              logger: logger)
+                              pauses: pauses, logger: logger)
         if let custody = config.custody, case .rfc3161(let tsa)? = notaries.entries[custody.anchorTSA]?.client {
             anchorService = ChainAnchorService(home: home, tsa: tsa, every: custody.anchorEvery,
                                                copyTo: copyTo?.account, logger: logger)
@@ -75,6 +99,64 @@ public struct Pipeline: Sendable {
                 await g.next()
                 g.cancelAll()
             }
+        }
+    }
+}
+
+extension Pipeline {
+    /// SIGHUP: the accounts and notaries rebuilt from the configuration as it is now (their
+    /// secrets read again; a configuration that no longer loads keeps the old ones, and says
+    /// why), and every paused one given its chance again. The rules are not reloaded.
+    public func reloadCredentials() {
+        guard let reloader, reloader.reload() else { return }
+        pauses?.checkSecrets(reloaded: true)
+    }
+}
+
+/// Rebuilds accounts and notaries in place (`Archives.replace`, `Notaries.replace`), and tells a
+/// pause whether the secrets it was refused with have changed.
+final class CredentialReloader: Sendable {
+    let load: Pipeline.Reload
+    let config: Mutex<EvidenceConfig>
+    let archives: Archives
+    let notaries: Notaries
+    let metrics: PipelineMetrics
+    let logger: Logger
+
+    init(reload: Pipeline.Reload, config: EvidenceConfig, archives: Archives, notaries: Notaries, metrics: PipelineMetrics, logger: Logger) {
+        self.load = reload; self.config = Mutex(config); self.archives = archives; self.notaries = notaries
+        self.metrics = metrics; self.logger = logger
+    }
+
+    @discardableResult
+    func reload() -> Bool {
+        do {
+            let config = try load.load()
+            let newArchives = try Archives.build(config: config, used: load.usedAccounts, home: load.home, logger: logger)
+            let newNotaries = try Notaries.build(config: config, logger: logger)
+            archives.replace(with: newArchives.measured(by: metrics))
+            notaries.replace(with: newNotaries)
+            self.config.withLock { $0 = config }
+            logger.notice("accounts and notaries reloaded from \(config.file ?? "the embedded defaults"): secrets read again")
+            return true
+        } catch {
+            logger.error("reload failed, the accounts and notaries stay as they were: \(error)")
+            return false
+        }
+    }
+
+    /// SHA-256 over the secrets `name` reads (and an OAuth account's token file); nil: none.
+    func fingerprint(_ kind: CredentialPause.Kind, _ name: String) -> String? {
+        let config = self.config.withLock { $0 }
+        switch kind {
+        case .account:
+            guard let account = config.archives[name] else { return nil }
+            let d = account.descriptor
+            let secrets = (d.requiredSecrets + d.optionalSecrets).compactMap { account.secret($0) }
+            let tokens = d.usesOAuth ? [account.tokenFile ?? Archives.defaultTokenFile(home: load.home, account: name)] : []
+            return Pauses.fingerprint(secrets: secrets, files: tokens)
+        case .notary:
+            return config.notaries[name]?.apiKey.flatMap { Pauses.fingerprint(secrets: [$0], files: []) }
         }
     }
 }

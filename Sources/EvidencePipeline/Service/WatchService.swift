@@ -39,8 +39,13 @@ public final class WatchService: Service, Sendable {
 
     public var stats: Counters { counters.withLock { $0 } }
 
-    /// Whether every rule's folder is watched: its initial scan is done (for `/readyz`).
-    public var isWatching: Bool { scanned.withLock { $0.isSuperset(of: rules.keys) } }
+    /// Whether every rule's folder that exists is watched: its initial scan is done (for
+    /// `/readyz`). A folder that does not exist (yet) is waited for, logged, and shown by
+    /// `doctor` and `rules check`; it does not make the service unready.
+    public var isWatching: Bool {
+        let present = rules.values.filter { FileManager.default.fileExists(atPath: $0.path) }.map(\.name)
+        return scanned.withLock { $0.isSuperset(of: present) }
+    }
 
     public init(watcher: Watcher, rules: [WatchRule], ingestor: Ingestor, workers: Int, logger: Logger,
                 retryDelays: [Double] = [1, 2, 5, 10, 30, 60, 120, 300], metrics: PipelineMetrics = .disabled) {

@@ -8,6 +8,7 @@ enum StatusPage {
         var states = ItemState.allCases.map { st -> HTML in
             "<div class=\"state-\(st.rawValue)\"><b>\(s.byState[st.rawValue] ?? 0)</b>\(Layout.badge(st))</div>"
         }
+        states.append("<div class=\"state-superseded\"><b>\(s.byState[CatalogSummary.superseded] ?? 0)</b><span class=\"badge wait\">superseded</span></div>")
         // The files not taken in (quarantine entries, not items), counted beside the states.
         let quarantined: HTML = "<div class=\"state-quarantined\"><b>\(s.quarantined)</b>\(Layout.quarantinedBadge)</div>"
         states.append(quarantined)
@@ -34,11 +35,16 @@ enum StatusPage {
             [Layout.mono(n), .text(String(s.takenInByNode[n] ?? 0)), .text(String(s.runningByNode[n] ?? 0))]
         }
         let jobCounts: HTML = jobs.isEmpty ? "<p class=\"none\">No jobs.</p>" : "<div class=\"counts\" id=\"job-counts\">\(jobs)</div>"
-        let attention = !r.failed.isEmpty || !r.stuck.isEmpty || !r.troubledJobs.isEmpty || !r.quarantine.isEmpty
+        let attention = !r.failed.isEmpty || !r.stuck.isEmpty || !r.troubledJobs.isEmpty || !r.quarantine.isEmpty || !r.paused.isEmpty
+        // One alert per paused account or notary, above everything else.
+        let paused: [HTML] = r.paused.map { p in
+            "<p class=\"error paused\"><b>\(p.kind.rawValue) \(p.name) is paused</b> since \(Show.date(p.since)): its credentials were refused (\(p.reason)). Its work waits. To fix: \(p.fix).</p>"
+        }
         let oldest: HTML = s.oldestPending.map { "oldest pending item: \(Show.age(since: $0, now: r.generatedAt)) old" } ?? "nothing pending"
         let body: HTML = """
             <h1>Status</h1>
             <p id="verdict" class="\(attention ? "error" : "note")">\(attention ? "Needs attention." : "Nothing needs attention.")</p>
+            \(paused)
             <p>\(s.items) items (\(Show.bytes(s.bytes))), \(s.sources) sources, \(s.events) custody events; \(oldest). As of \(Show.date(r.generatedAt)).</p>
             <h2>Items per state</h2>
             <div class="counts" id="states">\(states)</div>

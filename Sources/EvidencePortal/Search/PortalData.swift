@@ -35,6 +35,8 @@ public struct StatusReport: Sendable {
     public var stuckAfter: Double
     public var troubledJobs: [QueuedJob]
     public var quarantine: [QuarantineEntry]
+    /// Accounts and notaries whose credentials were refused (their work waits).
+    public var paused: [CredentialPause] = []
     public var generatedAt: Date
 }
 
@@ -100,6 +102,7 @@ public struct PortalData: Sendable {
             stuck: try pending.prefix(limit).map(why), stuckAfter: stuckAfter,
             troubledJobs: try c.troubledJobs(limit: limit),
             quarantine: Array(try c.quarantine(includeResolved: false).suffix(limit)),
+            paused: try Pauses.all(in: c).values.sorted { $0.scope < $1.scope },
             generatedAt: now)
     }
 }
