@@ -223,8 +223,26 @@ kill -TERM "$serve" 2>/dev/null || true
 kill -TERM "$run"
 wait "$run" && echo "evidence run stopped cleanly (SIGTERM)"
 echo
-echo "Service log:"
-sed 's/^/  /' "$work/run.log"
+# The service's log is kept whole in the work folder; here only what needs a look.
+problems=$(grep -ciE '"level":"(warning|error|critical)"|\b(warning|error|critical)\b' "$work/run.log" || true)
+echo "Service log: $(wc -l < "$work/run.log") lines in $work/run.log; $problems warning/error line(s)$([ "$problems" -gt 0 ] && echo ', the first:')"
+grep -iE '"level":"(warning|error|critical)"|\b(warning|error|critical)\b' "$work/run.log" | head -5 | cut -c1-160 | sed 's/^/  /'
 echo
-echo "Everything is in $work (remove it when done): certificates with: evidence --config $work/evidence.toml cert 1 -o cert.pdf"
+# One screen: what the demo made and where it is.
+ev status --json 2>/dev/null | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+states = ", ".join(f"{k} {v}" for k, v in sorted(s["states"].items()) if v)
+proofs = ", ".join(f"{n}: {p['"'"'confirmed'"'"']} confirmed" for n, p in sorted(s["proofs"].items()))
+print("== Summary")
+print(f"  items        {s['"'"'items'"'"']} ({states}), {s['"'"'custodyEvents'"'"']} custody events")
+print(f"  proofs       {proofs or '"'"'none'"'"'}")
+print(f"  share links  {len(s['"'"'links'"'"'])}" + (f", e.g. {s['"'"'links'"'"'][0]['"'"'url'"'"']}" if s["links"] else ""))
+' 2>/dev/null || ev status | sed -n '1,12p'
+echo "  bundle       $work/bundle (sha256sum -c SHA256SUMS; openssl ts -verify)"
+if [ "$provider" = local ]; then echo "  archive      $work/archive (account vault, a local folder)"
+else echo "  archive      account vault: the sandbox's $provider emulation (its files under $work/sandbox)"; fi
+echo "  portal       evidence --config $work/evidence.toml serve   (token in \$EVIDENCE_DEMO_PORTAL_TOKEN)"
+echo "  certificate  evidence --config $work/evidence.toml cert 1 -o cert.pdf"
+echo "  everything   $work (remove it when done)"
 [ "${done_n:-0}" -ge "$count" ] || { echo "demo: only $done_n of $count items reached done"; exit 1; }

@@ -8,13 +8,13 @@ struct Evidence: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evidence",
         abstract: "Store, notarize and archive evidence files; verify them offline.",
-        discussion: """
+        discussion: Help.reflow("""
         Files are stored once by their SHA-256 in a content-addressed store under the home
         folder (--home, $EVIDENCE_HOME, the config's `home`, or ./.evidence), recorded in a
         catalog with a hash-chained custody log.
 
         Exit codes: 0 ok · 1 some inputs failed or problems were found · 2 usage or config error.
-        """,
+        """),
         subcommands: [
             HashCommand.self, IngestCommand.self, StatusCommand.self, ShowCommand.self,
             VerifyCommand.self, FsckCommand.self, LogCommand.self, RunCommand.self, RulesCommand.self,

@@ -23,6 +23,9 @@ public protocol Catalog: Sendable {
     /// Appends an event that changes no state (e.g. `.sourceDeleting`).
     @discardableResult
     func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent
+    /// `appendEvent` by `actor` (a portal user, a local user: who looked at the evidence).
+    @discardableResult
+    func appendEvent(itemID: Int64?, kind: CustodyEventKind, actor: String, details: [String: String]) throws(CatalogError) -> CustodyEvent
 
     func item(id: Int64) throws(CatalogError) -> Item?
     func item(sha256: SHA256Digest) throws(CatalogError) -> Item?

@@ -35,6 +35,9 @@ public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
     case ruleStagesComplete = "rule-stages-complete"
     /// An S3 Object Lock legal hold put on or taken off the item's original (`evidence hold`).
     case legalHold = "legal-hold"
+    /// Someone looked at or took away the evidence: a portal page, certificate or bundle
+    /// download, a CLI `bundle` or `cert` (`what`; the actor names the portal or local user).
+    case accessed
     // The log itself
     /// An RFC 3161 anchor over the event before it was saved (`anchors/<seq>-<hash>.tsr`): later
     /// anchors cover this record, so an anchor deleted from between two others shows as a gap.

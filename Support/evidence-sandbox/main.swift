@@ -25,6 +25,14 @@ struct EvidenceSandbox: AsyncParsableCommand {
             streamed (over the client's 64 MiB limit), slow = headers then one byte every 2 s, wrong-type = a PNG, \
             wrong-json = JSON of an unexpected shape; locked = 423 Locked with a WebDAV error body, the one mode that is not a 200). \
             Faults apply to /v1/ unless --fault-path says otherwise. Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failed to start (state folder, port); 64 usage error.
+
+            Fixed credentials (public: for tests and demos only; put secrets in 0600 files as evidence.toml asks):
+              QED        api key: --api-key (default sandbox-key)
+              Dropbox    app_key \(DropboxEmulator.appKey), app secret \(DropboxEmulator.appSecret), refresh token \(DropboxEmulator.refreshToken)
+              Box        client_id \(BoxEmulator.clientId), client secret \(BoxEmulator.clientSecret) (subject_type enterprise, subject_id sandbox-enterprise)
+              ShareFile  client_id \(ShareFileEmulator.clientId), client secret \(ShareFileEmulator.clientSecret), \
+            user \(ShareFileEmulator.username), password \(ShareFileEmulator.password), subdomain sandbox
+              ownCloud   user \(OwnCloudEmulator.user), app password \(OwnCloudEmulator.password), url http://127.0.0.1:PORT/owncloud
             """
     )
 

@@ -71,11 +71,15 @@ struct DoctorCLITests {
             let r = doctor(h, ["--json", "--min-free", "1000T"], environment: env)
             #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
             let s = statuses(r)
-            for name in ["notary qed", "account vault", "rules", "disk"] {
+            for name in ["notary qed", "account vault", "disk"] {
                 #expect(s[name]?["status"] as? String == "fail", "\(name): \(s[name] ?? [:])")
                 #expect((s[name]?["fix"] as? String)?.isEmpty == false, "\(name) has no fix")
             }
-            #expect((s["rules"]?["detail"] as? String)?.contains("gone") == true)
+            // A rule whose folder is missing is a warning (an unmounted dock), as in `rules check` and `run`.
+            #expect(s["rules"]?["status"] as? String == "ok", "\(s["rules"] ?? [:])")
+            #expect(s["folders"]?["status"] as? String == "warn" && (s["folders"]?["detail"] as? String)?.contains("gone") == true,
+                    "\(s["folders"] ?? [:])")
+            #expect((s["folders"]?["fix"] as? String)?.isEmpty == false)
             #expect(s["notary tsa"]?["status"] as? String == "ok")
             #expect(!r.stdout.contains("not-the-sandbox-key") && !r.stdout.contains("wrong-dropbox-secret"))
 

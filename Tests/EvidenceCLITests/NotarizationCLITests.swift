@@ -123,6 +123,12 @@ struct NotarizationCLITests {
             #expect(item.stdout.contains("✓ certificate evidence") && item.stdout.contains("✓ certificate qed"))
             let none = h.cli.run(["cert", "1", "--origin", "nope", "-o", h.scratch.path + "/x.pdf"])
             #expect(none.status == 1 && none.stderr.contains("no certificate from \"nope\""))
+            // Who took what away: the bundle and the two certificates written, by the local user.
+            let accessed = (show(h, "1")["custody"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "accessed" }
+            #expect(accessed.count == 3 && accessed.allSatisfy { ($0["actor"] as? String)?.hasPrefix("cli:") == true }, "\(accessed)")
+            #expect(accessed.first.flatMap { $0["details"] as? String }?.contains("bundle written to") == true)
+            #expect(CLI.exec(["grep", "-c", "\"kind\":\"accessed\"", bundle + "/custody.jsonl"]).stdout.hasPrefix("1"),
+                    "the bundle's own custody log shows its making")
             #expect(h.cli.run(["fsck"]).status == 0)
             #expect(h.stop() == 0)
         }

@@ -45,4 +45,64 @@ struct JobRunnerClockTests {
         #expect(await waitUntil(timeout: 20) { (try? catalog.jobCounts()["done"]) == 1 }, "not run once the clock passed its retry time")
         #expect(handler.attempts.withLock { $0 } == 2)
     }
+
+    /// Unreachable (no answer) until the clock has moved `outage` past its first call.
+    final class Down: JobHandler {
+        let kind = JobKind.verify
+        let clock: Clock
+        let outage: Double
+        let first = Mutex<Date?>(nil)
+        let calls = Mutex(0)
+        init(clock: Clock, outage: Double) { self.clock = clock; self.outage = outage }
+        func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+            calls.withLock { $0 += 1 }
+            let start = first.withLock { f in f = f ?? clock.now(); return f! }
+            guard clock.now().timeIntervalSince(start) >= outage else {
+                var e = JobError("qed: POST http://127.0.0.1:9/v1/reports/: transport error: Couldn't connect to server", retryable: true)
+                e.unreachable = true
+                throw e
+            }
+            return .done(nil)
+        }
+    }
+
+    @Test("24 hours of a server that cannot be reached: tried again and again with a growing, capped back-off, never failed, done once it is back")
+    func aDayOfOutageEndsDone() async throws {
+        let catalog = try SQLiteCatalog.inMemory()
+        let clock = Clock()
+        let handler = Down(clock: clock, outage: 86_400)
+        let item = try catalog.recordIngest(IngestRecord(sha256: SHA256Digest(hex: String(repeating: "d", count: 64))!, size: 1, path: "/drop/x",
+                                                         rule: nil, device: 1, inode: 1, mtimeNanos: 1, media: nil, newObject: true,
+                                                         actor: "test")).item
+        _ = try catalog.enqueue(JobSpec(.verify(rule: "cam")), itemID: item.id, dedupeKey: "v")
+        clock.advance(1)
+        let runner = JobRunner(catalog: catalog, handlers: [handler], owner: "test", workers: 1, idlePoll: 0.01,
+                               now: clock.now, logger: Logger(label: "test"))
+        let task = Task { try await runner.run() }
+        defer { task.cancel() }
+        // Move the clock to each retry as it falls due, for a day: the job never fails, and the
+        // wait between tries grows to the cap (600 s ± jitter), not past it.
+        var gaps: [Double] = []
+        var calls = 0
+        for _ in 0..<1_000 {
+            // The try ran and was recorded (queued again), or the job is done.
+            let settled = await waitUntil(timeout: 20) {
+                (try? catalog.jobCounts()["done"]) == 1
+                    || (handler.calls.withLock { $0 } > calls && (try? catalog.jobs(itemID: item.id).first?.state) == .queued)
+            }
+            guard settled else { Issue.record("the job neither ran again nor finished: \(String(describing: try? catalog.jobs(itemID: item.id)))"); break }
+            if (try? catalog.jobCounts()["done"]) == 1 { break }
+            calls = handler.calls.withLock { $0 }
+            let job = try #require(try catalog.jobs(itemID: item.id).first)
+            #expect(job.attempts == 0, "an outage counts no attempt: \(job)")
+            #expect(job.lastError?.hasPrefix("unreachable since ") == true, "\(job.lastError ?? "")")
+            let gap = job.nextRunAt.timeIntervalSince(clock.now())
+            gaps.append(gap)
+            clock.advance(gap + 0.001)
+        }
+        #expect(await waitUntil(timeout: 20) { (try? catalog.jobCounts()["done"]) == 1 }, "done once the server is back")
+        #expect((try? catalog.jobCounts()["failed"]) ?? 0 == 0)
+        #expect(gaps.count > 100 && gaps.count < 400, "about one try per 10 minutes once the cap is reached: \(gaps.count)")
+        #expect(gaps.max() ?? 0 <= 600 * 1.25 + 1 && (gaps.first ?? 99) < 10, "\(gaps.prefix(5)) … \(gaps.max() ?? 0)")
+    }
 }

@@ -216,6 +216,30 @@ struct PortalHTTPTests {
         withExtendedLifetime(second) {}
     }
 
+    @Test("every item page, certificate and bundle a signed-in user fetches is an `accessed` custody event naming them; a refused request records nothing")
+    func accessIsRecorded() async throws {
+        let (f, a, _) = try fixture()
+        let before = try f.home.catalog.events(itemID: a.id).count
+        let token: HTTPFields = [.authorization: "Bearer \(PortalFixture.token)"]
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/items/\(a.id)", method: .get) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/items/\(a.id)", method: .get, headers: PortalFixture.basic) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/items/\(a.id)/certificates/evidence.pdf", method: .get, headers: token) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/items/\(a.id)/bundle.tar", method: .get, headers: PortalFixture.basic) { r in
+                #expect(r.status == .ok)
+                // The bundle's own custody log already shows this download.
+                #expect(r.text.contains("bundle.tar downloaded"))
+            }
+            try await client.execute(uri: "/status", method: .get, headers: PortalFixture.basic) { #expect($0.status == .ok) }
+        }
+        let events = try f.home.catalog.events(itemID: a.id).dropFirst(before)
+        #expect(events.map(\.kind) == ["accessed", "accessed", "accessed"], "\(events.map(\.kind))")
+        let details = events.map { (try? JSONDecoder().decode([String: String].self, from: Data($0.details.utf8)))?["what"] ?? "" }
+        #expect(details == ["item page", "certificate evidence downloaded", "bundle.tar downloaded"])
+        #expect(events.map(\.actor).map { $0.components(separatedBy: "@").first ?? "" } == ["portal:auditor", "portal:token", "portal:auditor"])
+        #expect(try f.home.catalog.verifyChain().ok)
+    }
+
     @Test("the certificate downloads as an attachment PDF with a safe name, byte for byte")
     func certificate() async throws {
         let (f, a, _) = try fixture()

@@ -68,7 +68,7 @@ struct AccountsCheck: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Prove each account works: sign in, then write, stat, verify and delete a probe file.",
-        discussion: """
+        discussion: Help.reflow("""
         For each account (or just NAME): reads its secrets, gets a token (OAuth accounts),
         asks who it is, then writes `.evidence-check/probe-<pid>.txt` at the account's root,
         checks the provider's hash of it, and deletes it. One line per account with ✓ or ✗
@@ -78,7 +78,7 @@ struct AccountsCheck: AsyncParsableCommand {
           evidence accounts check office --json
 
         Exit codes: 0 every account works · 1 at least one does not · 2 config error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions
@@ -157,7 +157,7 @@ struct AccountsResume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resume",
         abstract: "Resume an account or notary paused because its credentials were refused.",
-        discussion: """
+        discussion: Help.reflow("""
         When an archive account or a notary answers 401/403 (or refuses an OAuth grant),
         `evidence run` pauses it: its jobs wait, no attempt is counted and no further request
         is sent, so a server that locks accounts after repeated failures is not provoked.
@@ -173,7 +173,7 @@ struct AccountsResume: AsyncParsableCommand {
 
         Exit codes: 0 resumed (or nothing was paused under that name) · 1 no such name paused ·
         2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

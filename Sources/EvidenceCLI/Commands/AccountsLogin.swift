@@ -11,7 +11,7 @@ struct AccountsLogin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
         abstract: "Get an account's credentials interactively and save them (0600); no browser needed on this machine.",
-        discussion: """
+        discussion: Help.reflow("""
         Dropbox and Box: OAuth 2 authorization code with PKCE, pasted back (like `rclone
         authorize`). The command prints an address; open it in a browser on any computer, sign
         in, allow access, and paste the code shown (or, when the browser went on to the app's
@@ -33,7 +33,7 @@ struct AccountsLogin: AsyncParsableCommand {
 
         Exit codes: 0 logged in (or nothing to log in) · 1 refused by the provider, or no
         answer given · 2 config or usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions
@@ -191,14 +191,14 @@ struct AccountsLogout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout",
         abstract: "Forget an account's saved credentials on this machine (token file, or ownCloud's password_file).",
-        discussion: """
+        discussion: Help.reflow("""
         Removes what `accounts login` saved: the OAuth token file of a Dropbox, Box or ShareFile
         account, or the password_file of an ownCloud account. The app stays authorized at the
         provider until you revoke it in the provider's web settings; credentials given in
         evidence.toml itself (refresh_token_env/_file, password_env) keep working and are named.
 
         Exit codes: 0 logged out (or was not logged in) · 1 the file could not be removed · 2 config error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -9,7 +9,7 @@ struct AccountsPut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "put",
         abstract: "Copy local files to an account (like `rclone copy`), each verified by the provider's hash.",
-        discussion: """
+        discussion: Help.reflow("""
         Uploads FILEs into --to (a folder below the account's root, created if missing), up to
         --jobs at a time, large files in resumable chunks. A file already there with the same
         content is skipped; a different one is never replaced (that file fails, the rest go on).
@@ -21,7 +21,7 @@ struct AccountsPut: AsyncParsableCommand {
           evidence accounts put vault /srv/export/*.pdf --jobs 8 --json
 
         Exit codes: 0 every file is there · 1 some failed · 2 usage or config error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -10,7 +10,7 @@ struct ArchiveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "archive",
         abstract: "Archive one item now, in the foreground, with progress.",
-        discussion: """
+        discussion: Help.reflow("""
         Runs the item's pending archive and share jobs here instead of waiting for `evidence
         run`: uploads the original, receipts, certificates and manifest to its rule's account
         (resuming a chunked upload that was interrupted, verifying each file by the provider's
@@ -22,7 +22,7 @@ struct ArchiveCommand: AsyncParsableCommand {
 
         Exit codes: 0 archived (or already) · 1 no such item, not ready, or the provider failed
         (the message says which account answered what) · 2 usage or config error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -9,7 +9,7 @@ struct BundleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bundle",
         abstract: "Write an auditor's bundle of one item: original, proofs, certificates, custody, VERIFY.md.",
-        discussion: """
+        discussion: Help.reflow("""
         The folder verifies offline with standard tools alone, given the TSA's CA certificate
         obtained from the TSA (never from the folder):
 
@@ -26,7 +26,7 @@ struct BundleCommand: ParsableCommand {
         must not exist or be empty.
 
         Exit codes: 0 written · 1 no such item, or writing failed · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions
@@ -41,6 +41,8 @@ struct BundleCommand: ParsableCommand {
         let config = try global.loadConfig()
         let home = try global.openHome(mustExist: true)
         let it = try ItemResolver.resolve(item, in: home)
+        // Recorded before it is written: the bundle's custody log then shows its own making.
+        try AccessRecord.record(it.id, "bundle written to \(output)", in: home)
         let manifest: BundleManifest
         do {
             manifest = try BundleWriter.write(home: home, item: it, to: output, tsaCAFiles: config.tsaCAFiles)

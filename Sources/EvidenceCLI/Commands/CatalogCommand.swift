@@ -14,7 +14,7 @@ struct CatalogCommand: ParsableCommand {
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy the home's catalog.sqlite into an empty PostgreSQL database, history and all.",
-            discussion: """
+            discussion: Help.reflow("""
             For a host that grows into several nodes. Every row is copied as it is (item ids,
             custody events with their hashes, jobs with their state and due time), in one
             transaction. The SQLite custody chain must verify first; the copy must verify after,
@@ -30,7 +30,7 @@ struct CatalogCommand: ParsableCommand {
                 tls_ca_file = "…"            # required unless the host is loopback
 
             Exit codes: 0 copied and verified · 1 not copied (the reason is printed) · 2 usage error.
-            """
+            """)
         )
 
         @OptionGroup var global: GlobalOptions

@@ -11,7 +11,7 @@ struct CertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cert",
         abstract: "Write an item's certificate PDF.",
-        discussion: """
+        discussion: Help.reflow("""
         By default the evidence certificate `evidence` renders (file, size, SHA-256, media
         summary, every proof, the commands to verify). --origin NAME writes the certificate a
         notary issued instead (e.g. the QED PDF of [notaries.qed]).
@@ -23,7 +23,7 @@ struct CertCommand: AsyncParsableCommand {
           evidence cert 3fa9c2 --origin qed -o qed.pdf
 
         Exit codes: 0 written · 1 no such item or certificate · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions
@@ -66,6 +66,7 @@ struct CertCommand: AsyncParsableCommand {
             Output.err(error.description)
             throw ExitCode(1)
         }
+        try AccessRecord.record(it.id, "certificate \(origin) written to \(out)", in: home)
         if global.json {
             struct Written: Encodable { var item: Int64; var origin: String; var file: String; var size: Int; var sha256: String; var note: String }
             Output.json(Written(item: it.id, origin: origin, file: out, size: pdf.count, sha256: SHA256Hasher.hash(pdf).hex, note: note))

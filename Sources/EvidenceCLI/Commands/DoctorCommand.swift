@@ -13,30 +13,36 @@ struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Check the whole set-up and say what to fix: config, rules, store, catalog, disk, inotify, clock, accounts, notaries.",
-        discussion: """
+        discussion: Help.reflow("""
         One line per check, ✓ (fine), ! (works, but look at it) or ✗ (broken), and for ! and ✗
         the fix. Checks, in order:
 
           config      evidence.toml loads (every field valid, secrets readable)
-          rules       the watch rules load and their folders exist
-          anchors     the config, each TSA's ca_file, the rules and the folders above them
-                      are not writable by this user (✗, or ! with anchor_permissions = "warn";
-                      ! when run as root)
-          home        the home folder exists; its tmp folder is writable; no part of it
-                      (home, objects, catalog, custody.head, tokens) is writable by every user
-          catalog     the database's own integrity check passes (SQLite quick_check,
-                      PostgreSQL page checksums); items and jobs counted
+          rules       the watch rules load (a missing folder: ! folders)
+          anchors     the config, each TSA's ca_file, the rules and the folders
+                      above them are not writable by this user (✗, or ! with
+                      anchor_permissions = "warn"; ! when run as root)
+          home        the home folder exists; its tmp folder is writable; no part
+                      of it (home, objects, catalog, custody.head, tokens) is
+                      writable by every user
+          catalog     the database's own integrity check passes (SQLite
+                      quick_check, PostgreSQL page checksums); items and jobs
           custody     the hash-chained custody log verifies
-          store       object names, fan-out paths and read-only modes (no re-hash: see fsck)
+          store       object names, fan-out paths and read-only modes (no
+                      re-hash: see fsck)
           queue       failed jobs and items waiting longer than a day
-          disk        free space where the home is (✗ below --min-free, ! below 10 %)
-          inotify     fs.inotify.max_user_watches against the folders the rules watch
-          clock       the system clock against each RFC 3161 TSA's signed time (✗ beyond 60 s)
-          notary N    each notary answers with our credentials (QED: a report lookup;
-                      RFC 3161: a real time-stamp, verified)
-          account N   each archive account signs in, writes, hash-checks and deletes a probe
-          anchor copies  with [custody] anchor_archive: the newest anchor is in that account's
-                      evidence-anchors/ with the same size (! when not copied yet)
+          credentials an account or notary paused: its credentials were refused
+          disk        free space where the home is (✗ below --min-free, ! < 10 %)
+          inotify     fs.inotify.max_user_watches against the folders watched
+          clock       the system clock against each RFC 3161 TSA's signed time
+                      (✗ beyond 60 s)
+          notary N    each notary answers with our credentials (QED: a report
+                      lookup; RFC 3161: a real time-stamp, verified)
+          account N   each archive account signs in, writes, hash-checks and
+                      deletes a probe
+          anchor copies  with [custody] anchor_archive: the newest anchor is in
+                      that account's evidence-anchors/ with the same size (! when
+                      not copied yet)
 
         --offline skips the network checks (clock, notaries, accounts).
 
@@ -44,7 +50,7 @@ struct DoctorCommand: AsyncParsableCommand {
           evidence doctor --json | jq '.[] | select(.status != "ok")'
 
         Exit codes: 0 nothing broken (✓ or !) · 1 at least one ✗.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -9,7 +9,7 @@ struct FsckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fsck",
         abstract: "Check the whole home: store objects, catalog ↔ store, custody chain.",
-        discussion: """
+        discussion: Help.reflow("""
         Re-reads every store object and checks that it hashes to its name and is read-only;
         checks that every catalogued item has its object with the right size; verifies the
         custody log's hash chain and its head anchor; and checks the catalog against the custody
@@ -22,7 +22,7 @@ struct FsckCommand: ParsableCommand {
         original) but no row refers to is a problem, not an orphan.
 
         Exit codes: 0 clean · 1 problems found · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

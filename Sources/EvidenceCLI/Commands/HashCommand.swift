@@ -7,7 +7,7 @@ struct HashCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hash",
         abstract: "Print SHA-256 digests, in the format `sha256sum -c` checks.",
-        discussion: """
+        discussion: Help.reflow("""
         Streams each file through SHA-256 with three fixed 256 KiB buffers (constant memory at any
         size). Use `-` for standard input. Names containing a backslash or newline are escaped
         as sha256sum does.
@@ -15,7 +15,7 @@ struct HashCommand: ParsableCommand {
           evidence hash clip.mp4 > clip.sha256 && sha256sum -c clip.sha256
 
         Exit codes: 0 all hashed · 1 some file could not be read · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

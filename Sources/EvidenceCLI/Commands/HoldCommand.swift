@@ -9,7 +9,7 @@ struct HoldCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hold",
         abstract: "Set or clear the S3 legal hold on an item's stored original.",
-        discussion: """
+        discussion: Help.reflow("""
         With [store] kind = "s3" on a bucket with Object Lock, a legal hold keeps the item's
         object (its current version) from being deleted or overwritten until the hold is
         cleared, whatever its retention date. Without --on or --off, shows the hold. Every change
@@ -20,7 +20,7 @@ struct HoldCommand: ParsableCommand {
 
         Exit codes: 0 done · 1 no such item, or the store refused · 2 usage error, or the store
         is local or its bucket has no Object Lock.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -9,7 +9,7 @@ struct IngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest",
         abstract: "Store files and folders now, without the service.",
-        discussion: """
+        discussion: Help.reflow("""
         Each file is read once: hashed and copied into the store in the same pass, fsynced,
         renamed into objects/sha256/ab/cd/<hash>, and recorded in the catalog with its media
         metadata and a custody event. Files read while others are being made durable are
@@ -23,7 +23,7 @@ struct IngestCommand: AsyncParsableCommand {
         Refused files are listed in the quarantine (`evidence status`) and left in place.
 
         Exit codes: 0 every file ingested · 1 some paths were refused or failed · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -9,7 +9,7 @@ struct InitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Set up a new evidence folder: a commented evidence.toml, one example rule, the home.",
-        discussion: """
+        discussion: Help.reflow("""
         Writes DIR/evidence.toml (every setting explained, notaries and cloud accounts as
         commented examples, a local archive folder enabled), DIR/watch-rules/drop.toml (watches
         DIR/drop, archives to DIR/archive), creates those folders and the home (store +
@@ -20,7 +20,7 @@ struct InitCommand: ParsableCommand {
           evidence init            # here
 
         Exit codes: 0 created · 1 a file exists or cannot be written · 2 usage error.
-        """
+        """)
     )
 
     @Argument(help: ArgumentHelp("Folder to set up (created if missing; default: here).", valueName: "dir"))

@@ -18,7 +18,7 @@ struct LogCommand: AsyncParsableCommand {
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Verify the custody log's hash chain, its head anchor and its time-stamped anchors.",
-            discussion: """
+            discussion: Help.reflow("""
             Each event's hash covers the previous event's hash and the event's canonical bytes;
             an edited, deleted, inserted or reordered event breaks the chain from that point.
             custody.head records the newest event, so a cut-off tail shows too. With [custody]
@@ -31,7 +31,7 @@ struct LogCommand: AsyncParsableCommand {
             must be recorded by its event as it stands, and everything an event records must
             still have its row and its store object (a row deleted or changed by SQL fails).
             Exit codes: 0 intact · 1 broken · 2 usage error.
-            """
+            """)
         )
 
         @OptionGroup var global: GlobalOptions
@@ -79,7 +79,7 @@ struct LogCommand: AsyncParsableCommand {
     struct Anchor: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Time-stamp the custody log's head now, with the TSA named in [custody].",
-            discussion: """
+            discussion: Help.reflow("""
             Writes anchors/<seq>-<hash>.tsr in the home: an RFC 3161 token over the hash of the
             newest custody event, verified before it is kept. `evidence run` does this every
             anchor_every while the log grows, and when it stops; this is for cron or before a
@@ -87,7 +87,7 @@ struct LogCommand: AsyncParsableCommand {
             [custody] anchor_archive, the newest anchor is then copied to that account's
             evidence-anchors/ folder (unless it is there already).
             Exit codes: 0 anchored or nothing new · 1 the TSA or the copy failed · 2 no [custody] in the config.
-            """
+            """)
         )
 
         @OptionGroup var global: GlobalOptions

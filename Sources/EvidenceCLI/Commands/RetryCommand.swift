@@ -6,13 +6,13 @@ struct RetryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
         abstract: "Re-queue failed work: one item's, or every failed job.",
-        discussion: """
+        discussion: Help.reflow("""
         Failed jobs get fresh attempts and run at once (by `evidence run`); a failed item goes
         back to the state it failed from. Quarantined files are not jobs: fix the file (or its
         permissions) and it is taken again when it changes, at the next start, or on SIGUSR1.
 
         Exit codes: 0 re-queued (or nothing to do) · 1 no such item · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -12,7 +12,7 @@ struct RulesCommand: ParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Validate the watch rules (and the config they refer to).",
-            discussion: """
+            discussion: Help.reflow("""
             Loads every *.toml in DIR (default: the config's `rules`, or ./watch-rules) and
             reports each problem with file, line and field; checks that notaries and archives
             named by rules exist in evidence.toml and that watched folders exist.
@@ -21,7 +21,7 @@ struct RulesCommand: ParsableCommand {
             (which watches it once it appears, and runs the other rules meanwhile).
 
             Exit codes: 0 all rules valid · 2 a rule or the config is invalid.
-            """
+            """)
         )
 
         @OptionGroup var global: GlobalOptions

@@ -13,14 +13,22 @@ struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "The service: watch the rules' folders, ingest settled files, run the pipeline's jobs.",
-        discussion: """
+        discussion: Help.reflow("""
         Loads evidence.toml and every rule in the rules folder (--rules, the config's `rules`,
         or ./watch-rules), then watches each rule's folder with inotify. A file is taken once it
         stayed unchanged for the rule's `settle` window; files already present at start are
         caught up; each file version is ingested exactly once, even across crashes.
 
         Signals: SIGTERM/SIGINT stop taking work, let in-flight work finish (bounded) and exit 0;
-        SIGUSR1 forces a full rescan of the watched folders.
+        SIGUSR1 forces a full rescan of the watched folders; SIGHUP (`systemctl reload`) reads
+        evidence.toml again and rebuilds the archive accounts and notaries with their secrets
+        read again (a config that no longer loads keeps the old ones, and the log says why),
+        resumes paused ones, and rescans. The rules are not reloaded: restart for those.
+
+        Credentials an account or notary refuses (HTTP 401/403, an OAuth grant refused) pause
+        it: its jobs wait, no attempt is counted and no request is sent until its secret
+        changes (looked at every few seconds), SIGHUP, or `evidence accounts resume NAME`.
+        A rule whose folder does not exist is a warning; the folder is watched once it appears.
         Logs go to stderr (text or JSON: config `log_format`, --log-format).
 
         Metrics: with a [metrics] table in evidence.toml, or --metrics HOST:PORT, it also serves
@@ -36,7 +44,7 @@ struct RunCommand: AsyncParsableCommand {
         Exit codes: 0 stopped cleanly · 1 a service failed (or the metrics address is in use) ·
         2 config/rules invalid, a trust anchor writable by this user, or another `evidence run`
         already serves this home.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions
@@ -125,8 +133,9 @@ struct RunCommand: AsyncParsableCommand {
         signal(SIGHUP, SIG_IGN)
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP)
         hup.setEventHandler {
-            logger.notice("SIGHUP: reloading accounts and notaries")
+            logger.notice("SIGHUP: reloading accounts and notaries, then a rescan")
             Thread.detachNewThread { pipeline.reloadCredentials() }   // reads files and the catalog: off the signal queue
+            pipeline.watchService.rescan()
         }
         hup.resume()
         logger.notice("evidence run started", metadata: [

@@ -10,7 +10,7 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "The auditor portal: search items, read proofs and custody, download certificates and bundles.",
-        discussion: """
+        discussion: Help.reflow("""
         A read-only web portal over the home: search by SHA-256 prefix, file name, item number or
         ingest day; an item page with state, media, proofs, custody events and downloads (the
         certificate PDFs, the auditor's bundle as .zip or .tar); /status for operators. Plain
@@ -20,8 +20,8 @@ struct ServeCommand: AsyncParsableCommand {
 
           [serve]
           listen = "127.0.0.1:8480"            # loopback unless allow_remote = true
-          user = "auditor"                     # HTTP Basic, with password_env or password_file
-          password_file = "/etc/evidence/portal.pass"
+          user = "auditor"                     # HTTP Basic user, and its password:
+          password_file = "/etc/evidence/portal.pass"  # (or password_env)
           token_env = "EVIDENCE_PORTAL_TOKEN"  # and/or a bearer token (token_file)
 
         Prints `listening on http://HOST:PORT/` on stdout when ready; logs one line per request
@@ -29,7 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
 
         Exit codes: 0 stopped by SIGTERM/SIGINT · 1 could not listen · 2 config error (no
         [serve] authentication, a non-loopback address without allow_remote, unreadable secret).
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

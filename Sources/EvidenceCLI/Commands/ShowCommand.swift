@@ -8,13 +8,13 @@ struct ShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "One item: record, sources, media, jobs, custody events.",
-        discussion: """
+        discussion: Help.reflow("""
         ITEM is an item id (`12`), a hash prefix of at least 4 hex digits (`3fa9c2`), or a path
         the content was ingested from. A path whose content changed after it was taken (a file
         still growing, or replaced) names its newest item; the earlier ones are listed with it.
 
         Exit codes: 0 shown · 1 no such item, or the reference is ambiguous · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

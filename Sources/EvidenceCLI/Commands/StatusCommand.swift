@@ -8,7 +8,7 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Counts per state and rule, totals, and what needs attention.",
-        discussion: """
+        discussion: Help.reflow("""
         States follow the item lifecycle: detected, settled, ingested, submitted, confirmed,
         certified, archived, shared, done; failed and quarantined need an operator. An item
         whose path changed after it was taken (a file still growing, or replaced) counts as
@@ -16,7 +16,7 @@ struct StatusCommand: ParsableCommand {
         started. 0-byte items are counted as empty besides their state.
 
           evidence status                          the summary
-          evidence status --pending --older-than 10m   items stuck on their way for 10 minutes or more
+          evidence status --pending --older-than 10m   items on their way 10 min+
           evidence status --json                   everything, for scripts
 
         An account or notary whose credentials were refused (HTTP 401/403) is shown first as
@@ -26,7 +26,7 @@ struct StatusCommand: ParsableCommand {
         Exit codes: 0 nothing needs attention · 1 items failed, files are quarantined, jobs
         are failing, an account or notary is paused, or (with --pending) pending items were
         listed · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

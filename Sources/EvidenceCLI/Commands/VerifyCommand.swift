@@ -12,7 +12,7 @@ struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check a bundle folder offline, or re-hash a file or an item against the catalog and store.",
-        discussion: """
+        discussion: Help.reflow("""
         DIR (a bundle from `evidence bundle`): checks offline, without the catalog, every file
         against SHA256SUMS (and that nothing unlisted was added), the manifest, the original's
         hash, that every proof the manifest lists is confirmed and present, each RFC 3161 token
@@ -50,7 +50,7 @@ struct VerifyCommand: AsyncParsableCommand {
         Each check is printed on its own line with ✓ or ✗; text from the bundle or the catalog is
         printed with control characters escaped.
         Exit codes: 0 verified (proven) · 1 NOT PROVEN or a check failed · 2 usage error.
-        """
+        """)
     )
 
     @OptionGroup var global: GlobalOptions

@@ -99,7 +99,12 @@ extension PostgresCatalog {
 
     @discardableResult
     public func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent {
-        try write(custody: true) { tx in try Self.appendEvent(tx, itemID: itemID, kind: kind, actor: "evidence", details: details) }
+        try appendEvent(itemID: itemID, kind: kind, actor: "evidence", details: details)
+    }
+
+    @discardableResult
+    public func appendEvent(itemID: Int64?, kind: CustodyEventKind, actor: String, details: [String: String]) throws(CatalogError) -> CustodyEvent {
+        try write(custody: true) { tx in try Self.appendEvent(tx, itemID: itemID, kind: kind, actor: actor, details: details) }
     }
 
     static func item(_ tx: Tx, _ id: Int64, forUpdate: Bool = false) throws -> Item {

@@ -100,7 +100,12 @@ extension SQLiteCatalog {
 
     @discardableResult
     public func appendEvent(itemID: Int64?, kind: CustodyEventKind, details: [String: String]) throws(CatalogError) -> CustodyEvent {
-        try write { db in try Self.appendEvent(db, itemID: itemID, kind: kind, actor: "evidence", details: details) }
+        try appendEvent(itemID: itemID, kind: kind, actor: "evidence", details: details)
+    }
+
+    @discardableResult
+    public func appendEvent(itemID: Int64?, kind: CustodyEventKind, actor: String, details: [String: String]) throws(CatalogError) -> CustodyEvent {
+        try write { db in try Self.appendEvent(db, itemID: itemID, kind: kind, actor: actor, details: details) }
     }
 
     // MARK: Reads

@@ -36,6 +36,10 @@ public struct JobError: Error, CustomStringConvertible, Sendable {
     /// The service refused the credentials of this account or notary: the job waits (no attempt
     /// counted) and the account or notary pauses (`CredentialPause`), instead of a retry.
     public var pause: (kind: CredentialPause.Kind, name: String, fix: String)?
+    /// The service could not be reached or did not serve (no answer, a timeout, 429, 5xx, an
+    /// answer that cannot be read): retried without limit, its back-off growing with the
+    /// outage up to the cap, never failing the item.
+    public var unreachable = false
 
     public init(_ message: String, retryable: Bool, retryAfter: Double? = nil, onGiveUp: JobTransition? = nil) {
         self.message = message; self.retryable = retryable; self.retryAfter = retryAfter; self.onGiveUp = onGiveUp
@@ -45,13 +49,18 @@ public struct JobError: Error, CustomStringConvertible, Sendable {
     public init(_ e: ArchiveError, account: String, retryable: Bool? = nil) {
         self.init(e.message, retryable: retryable ?? e.retryable, retryAfter: e.retryAfter)
         if e.credentialsRefused { pause = (.account, account, CredentialPause.accountFix(account, interactiveLogin: true)) }
+        unreachable = e.kind == .transient && Self.unavailable(e.httpStatus)
     }
 
     /// A notary's error: a refused API key pauses it.
     public init(_ e: NotaryError, notary: String) {
         self.init(e.message, retryable: e.retryable, retryAfter: e.retryAfter)
         if e.credentialsRefused { pause = (.notary, notary, CredentialPause.notaryFix(notary)) }
+        unreachable = e.retryable && Self.unavailable(e.httpStatus)
     }
 
     public var description: String { message }
+
+    /// No answer (nil), too many requests, or a server error: the service is not there for now.
+    static func unavailable(_ status: Int?) -> Bool { status.map { $0 == 429 || $0 >= 500 } ?? true }
 }

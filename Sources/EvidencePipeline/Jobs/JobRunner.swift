@@ -181,6 +181,10 @@ public final class JobRunner: Service, Sendable {
                 _ = await onIOThread { try? catalog.releaseJob(job.id, owner: owner, runAt: self.now()) }
                 return
             }
+            if error.unreachable && error.retryable {
+                await waitOut(job, error, log: log)
+                return
+            }
             if let pause = error.pause, let pauses {
                 let p = await onIOThread { pauses.pause(pause.kind, pause.name, reason: error.message, fix: pause.fix) }
                 await hold(job, p, log: log)
@@ -206,6 +210,43 @@ public final class JobRunner: Service, Sendable {
         } catch {
             log.error("cannot record job outcome: \(error)")
         }
+    }
+
+    /// A service that cannot be reached: the job waits and is tried again without limit and
+    /// without counting an attempt, its back-off growing with the outage (a quarter of its
+    /// length so far, between `backoff.base` and `backoff.cap`), so a day's outage ends with
+    /// every item done. Said once per job at warning level, when the outage begins for it.
+    func waitOut(_ job: QueuedJob, _ error: JobError, log: Logger) async {
+        let now = self.now()
+        let since = Self.unreachableSince(job.lastError)
+        let start = since ?? now
+        let grown = min(backoff.cap, max(backoff.base, now.timeIntervalSince(start) / 4)) * Double.random(in: 0.75..<1.25)
+        let delay = max(error.retryAfter ?? 0, grown)
+        let note = Self.unreachablePrefix + Timestamp.string(start) + ": " + error.message
+        let (catalog, owner) = (self.catalog, self.owner)
+        do {
+            try await onIOThread { () throws(CatalogError) in
+                try catalog.holdJob(job.id, owner: owner, runAt: now.addingTimeInterval(delay), note: note)
+            }
+            metrics.jobRetried(kind: job.kind.rawValue)
+            if since == nil {
+                log.warning("\(note) (tried again without limit, the first time in \(Int(delay.rounded())) s)")
+            } else {
+                log.debug("still unreachable; next try in \(Int(delay.rounded())) s: \(error.message)")
+            }
+        } catch {
+            log.error("cannot record job failure: \(error)")
+        }
+    }
+
+    static let unreachablePrefix = "unreachable since "
+
+    /// When the outage a job's last error records began (`waitOut`'s note), if it is one.
+    static func unreachableSince(_ lastError: String?) -> Date? {
+        guard let e = lastError, e.hasPrefix(unreachablePrefix) else { return nil }
+        let rest = e.dropFirst(unreachablePrefix.count)
+        guard let end = rest.range(of: "Z: ")?.lowerBound else { return nil }
+        return Timestamp.parse(String(rest[...end]))
     }
 
     /// Puts a job of a paused account or notary back, not counted as an attempt, until the

@@ -43,6 +43,9 @@ public struct PortalResponder: HTTPResponder {
             response.headers[.allow] = "GET, HEAD"
         } else {
             do {
+                var context = context
+                let who = authorization.flatMap { PortalAuth.basicUser(authorization: $0) }.map { String($0.prefix(64)) } ?? "token"
+                context.principal = "portal:\(who)@\(context.clientAddress ?? "local")"
                 response = try await router.respond(to: request, context: context)
                 if response.status == .notFound && response.headers[.contentType] != Pages.htmlType {
                     response = Pages.notFound("There is no page at \(request.uri.path).")

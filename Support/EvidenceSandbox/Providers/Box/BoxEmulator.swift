@@ -89,8 +89,8 @@ public final class BoxEmulator: Sendable {
     let sessionsDirectory: String
     let tmpDirectory: String
 
-    static let clientId = "sandbox-box-client"
-    static let clientSecret = "sandbox-box-secret"
+    public static let clientId = "sandbox-box-client"
+    public static let clientSecret = "sandbox-box-secret"
     static let initialRefreshToken = "sandbox-box-refresh"
     static let refreshLifetime: Double = 60 * 24 * 3600
     static let codeLifetime: Double = 30

@@ -82,10 +82,10 @@ public final class ShareFileEmulator: Sendable {
     let uploadsDirectory: String
     let tmpDirectory: String
 
-    static let clientId = "sandbox-sharefile-client"
-    static let clientSecret = "sandbox-sharefile-secret"
-    static let username = "sandbox@example.org"
-    static let password = "sandbox-password"
+    public static let clientId = "sandbox-sharefile-client"
+    public static let clientSecret = "sandbox-sharefile-secret"
+    public static let username = "sandbox@example.org"
+    public static let password = "sandbox-password"
     static let codeLifetime: Double = 300
     static let downloadLifetime: Double = 15 * 60
     static let standardLimit: Int64 = 128 * 1024 * 1024
