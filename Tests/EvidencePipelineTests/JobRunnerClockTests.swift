@@ -95,7 +95,7 @@ struct JobRunnerClockTests {
             calls = handler.calls.withLock { $0 }
             let job = try #require(try catalog.jobs(itemID: item.id).first)
             #expect(job.attempts == 0, "an outage counts no attempt: \(job)")
-            #expect(job.lastError?.hasPrefix("unreachable since ") == true, "\(job.lastError ?? "")")
+            #expect(job.lastError?.hasPrefix("qed: ") == true && job.lastError?.contains(" [unreachable since ") == true, "\(job.lastError ?? "")")
             let gap = job.nextRunAt.timeIntervalSince(clock.now())
             gaps.append(gap)
             clock.advance(gap + 0.001)

@@ -120,19 +120,15 @@ extension SQLiteCatalog {
     /// Puts a job back without counting the attempt (its precondition is not met yet, or the
     /// runner is shutting down).
     public func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError) {
-        try write(durable: false) { db in
-            var row = try Self.leasedJob(db, id, owner)
-            row.state = .queued
-            row.attempts = max(0, row.attempts - 1)
-            row.leaseOwner = nil
-            row.leaseExpiresAt = nil
-            row.nextRunAt = runAt
-            row.updatedAt = Date()
-            try row.update(db)
-        }
+        try requeue(id, owner: owner, runAt: runAt, note: nil)
     }
 
     public func holdJob(_ id: Int64, owner: String, runAt: Date, note: String) throws(CatalogError) {
+        try requeue(id, owner: owner, runAt: runAt, note: note)
+    }
+
+    /// Back to the queue, the attempt not counted; `note` (when given) as its last error.
+    private func requeue(_ id: Int64, owner: String, runAt: Date, note: String?) throws(CatalogError) {
         try write(durable: false) { db in
             var row = try Self.leasedJob(db, id, owner)
             row.state = .queued
@@ -140,7 +136,7 @@ extension SQLiteCatalog {
             row.leaseOwner = nil
             row.leaseExpiresAt = nil
             row.nextRunAt = runAt
-            row.lastError = note
+            if let note { row.lastError = note }
             row.updatedAt = Date()
             try row.update(db)
         }

@@ -222,7 +222,7 @@ public final class JobRunner: Service, Sendable {
         let start = since ?? now
         let grown = min(backoff.cap, max(backoff.base, now.timeIntervalSince(start) / 4)) * Double.random(in: 0.75..<1.25)
         let delay = max(error.retryAfter ?? 0, grown)
-        let note = Self.unreachablePrefix + Timestamp.string(start) + ": " + error.message
+        let note = error.message + Self.unreachableMark + Timestamp.string(start) + "]"
         let (catalog, owner) = (self.catalog, self.owner)
         do {
             try await onIOThread { () throws(CatalogError) in
@@ -239,14 +239,14 @@ public final class JobRunner: Service, Sendable {
         }
     }
 
-    static let unreachablePrefix = "unreachable since "
+    /// Ends the last error of a job waiting out an outage: the service's own message first (what
+    /// `status` shows), then since when.
+    static let unreachableMark = " [unreachable since "
 
     /// When the outage a job's last error records began (`waitOut`'s note), if it is one.
     static func unreachableSince(_ lastError: String?) -> Date? {
-        guard let e = lastError, e.hasPrefix(unreachablePrefix) else { return nil }
-        let rest = e.dropFirst(unreachablePrefix.count)
-        guard let end = rest.range(of: "Z: ")?.lowerBound else { return nil }
-        return Timestamp.parse(String(rest[...end]))
+        guard let e = lastError, e.hasSuffix("]"), let mark = e.range(of: unreachableMark, options: .backwards) else { return nil }
+        return Timestamp.parse(String(e[mark.upperBound...].dropLast()))
     }
 
     /// Puts a job of a paused account or notary back, not counted as an attempt, until the
