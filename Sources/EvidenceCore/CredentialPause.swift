@@ -44,11 +44,11 @@ public struct CredentialPause: Codable, Sendable, Equatable {
         try? CanonicalJSON.decoder().decode(CredentialPause.self, from: Data(text.utf8))
     }
 
-    /// How an account's refusal is fixed: its fields, and `accounts login` for interactive logins.
-    public static func accountFix(_ name: String, interactiveLogin: Bool) -> String {
-        (interactiveLogin ? "run `evidence accounts login \(name)`, or fix" : "fix")
-            + " the credentials of [archives.\(name)] (password_env/password_file, tokens); the account resumes when they change "
-            + "(or after SIGHUP), or with `evidence accounts resume \(name)`"
+    /// How an account's refusal is fixed: `accounts login` (every kind that can be refused signs
+    /// in that way), or its fields.
+    public static func accountFix(_ name: String) -> String {
+        "run `evidence accounts login \(name)`, or fix the credentials of [archives.\(name)] (password_env/password_file, tokens); "
+            + "the account resumes when they change (or after SIGHUP), or with `evidence accounts resume \(name)`"
     }
 
     /// How a notary's refusal is fixed.

@@ -44,7 +44,7 @@ struct ArchiveCommand: AsyncParsableCommand {
     func run() async throws {
         let config = try global.loadConfig()
         let homePath = try global.homePath(config)
-        let ruleList = try RuleSet.load(explicit: rules, config: config, home: homePath, warnings: nil)
+        let ruleList = try RuleSet.load(explicit: rules, config: config, home: homePath)
         let home = try global.openHome(mustExist: true)
         var it = try ItemResolver.resolve(item, in: home)
         StderrLogHandler.bootstrap(level: global.verbose ? .debug : .warning, format: .text)

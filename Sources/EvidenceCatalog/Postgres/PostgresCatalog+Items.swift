@@ -194,15 +194,15 @@ extension PostgresCatalog {
             var s = CatalogSummary()
             for row in try c.query("""
                 SELECT CASE WHEN superseded_by IS NULL THEN state ELSE 'superseded' END AS state, COUNT(*) AS n,
-                       COALESCE(SUM(size), 0) AS b FROM item GROUP BY 1
+                       COALESCE(SUM(size), 0) AS b, COUNT(*) FILTER (WHERE size = 0) AS e FROM item GROUP BY 1
                 """).all {
                 let n = try row.int("n")
+                s.empty += try row.int("e")
                 s.byState[try row.text("state")] = n
                 s.items += n
                 s.bytes += try row.int64("b")
             }
             s.quarantined = try c.query("SELECT COUNT(*) AS n FROM quarantine WHERE NOT resolved").first?.int("n") ?? 0
-            s.empty = try c.query("SELECT COUNT(*) AS n FROM item WHERE size = 0").first?.int("n") ?? 0
             s.oldestPending = try c.query("SELECT MIN(created_at) AS m FROM item WHERE state NOT IN ('done', 'failed') AND superseded_by IS NULL")
                 .first?.optionalDate("m")
             s.sources = try c.query("SELECT COUNT(*) AS n FROM source").first?.int("n") ?? 0

@@ -214,15 +214,15 @@ extension SQLiteCatalog {
             var s = CatalogSummary()
             for row in try Row.fetchAll(db, sql: """
                 SELECT CASE WHEN superseded_by IS NULL THEN state ELSE 'superseded' END AS state, COUNT(*) AS n,
-                       COALESCE(SUM(size), 0) AS b FROM item GROUP BY 1
+                       COALESCE(SUM(size), 0) AS b, SUM(CASE WHEN size = 0 THEN 1 ELSE 0 END) AS e FROM item GROUP BY 1
                 """) {
                 let n: Int = row["n"]
                 s.byState[row["state"]] = n
                 s.items += n
                 s.bytes += row["b"] as Int64
+                s.empty += row["e"] as Int
             }
             s.quarantined = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM quarantine WHERE resolved = 0") ?? 0
-            s.empty = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE size = 0") ?? 0
             s.oldestPending = try Date.fetchOne(db, sql: "SELECT MIN(created_at) FROM item WHERE state NOT IN ('done', 'failed') AND superseded_by IS NULL")
             s.sources = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM source") ?? 0
             s.events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM custody_event") ?? 0

@@ -48,7 +48,7 @@ public struct JobError: Error, CustomStringConvertible, Sendable {
     /// A provider's error for `account`: a refusal of its credentials pauses it.
     public init(_ e: ArchiveError, account: String, retryable: Bool? = nil) {
         self.init(e.message, retryable: retryable ?? e.retryable, retryAfter: e.retryAfter)
-        if e.credentialsRefused { pause = (.account, account, CredentialPause.accountFix(account, interactiveLogin: true)) }
+        if e.credentialsRefused { pause = (.account, account, CredentialPause.accountFix(account)) }
         unreachable = e.kind == .transient && Self.unavailable(e.httpStatus)
     }
 
