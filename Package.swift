@@ -168,6 +168,7 @@ let package = Package(
                     .product(name: "ArgumentParser", package: "swift-argument-parser"),
                     .product(name: "Logging", package: "swift-log"),
                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                    .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 ],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "evidence",

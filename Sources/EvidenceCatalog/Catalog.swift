@@ -52,6 +52,8 @@ public protocol Catalog: Sendable {
     func allSources() throws(CatalogError) -> [SourceSighting]
     func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent]
     func allEvents() throws(CatalogError) -> [CustodyEvent]
+    /// Every event of these kinds, oldest first (cases and tags are replayed from theirs).
+    func events(kinds: [CustodyEventKind]) throws(CatalogError) -> [CustodyEvent]
     /// The newest custody event (the head), nil for an empty log.
     func lastEvent() throws(CatalogError) -> CustodyEvent?
     func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry]

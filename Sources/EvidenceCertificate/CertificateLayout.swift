@@ -1,12 +1,13 @@
 import Foundation
 
 /// Turns `CertificateContent` into blocks of measured lines.
-struct CertificateLayout {
+struct CertificateLayout: BlockBuilding {
     let m: TextMeasurer
     let content: CertificateContent
-    private(set) var blocks: [Block] = []
-    private var pendingHeading: [Line] = []
-    private var nextBoxID = 0
+    var blocks: [Block] = []
+    var pendingHeading: [Line] = []
+    var nextBoxID = 0
+    var boxStyles: [Int: BoxStyle] = [:]
 
     static let statement = "The file described below was stored under its SHA-256 and notarized as listed."
 
@@ -19,6 +20,7 @@ struct CertificateLayout {
     static let monoValueFont = FontSpec.mono(9)
     static let commandFont = FontSpec.mono(8.5)
     static let smallFont = FontSpec.sans(8)
+    static let labelWidth = 104.0
 
     init(measurer: TextMeasurer, content: CertificateContent) {
         self.m = measurer
@@ -225,17 +227,26 @@ struct CertificateLayout {
         default: return (Palette.body, Palette.neutralFill)
         }
     }
+}
 
-    // MARK: - Building blocks
+/// The measured blocks of a page-flowed document, and the helpers that make them: the
+/// certificate's layout and the generic documents' (disclosure index, declaration) share them.
+protocol BlockBuilding {
+    var m: TextMeasurer { get }
+    var blocks: [Block] { get set }
+    var pendingHeading: [Line] { get set }
+    var nextBoxID: Int { get set }
+    var boxStyles: [Int: BoxStyle] { get set }
+}
 
-    private(set) var boxStyles: [Int: BoxStyle] = [:]
+extension BlockBuilding {
 
-    private mutating func newBox() -> Int {
+    mutating func newBox() -> Int {
         nextBoxID += 1
         return nextBoxID
     }
 
-    private mutating func addBlock(_ lines: [Line], keepTogether: Bool) {
+    mutating func addBlock(_ lines: [Line], keepTogether: Bool) {
         // A heading stays with whatever follows it.
         if !pendingHeading.isEmpty {
             blocks.append(Block(lines: pendingHeading + lines, keepTogether: true))
@@ -245,44 +256,43 @@ struct CertificateLayout {
         }
     }
 
-    private mutating func heading(_ text: String) {
+    mutating func heading(_ text: String) {
         pendingHeading = [
-            Line(height: 20, ops: [.text(text, x: PageGeometry.left, baseline: 14, font: Self.headingFont, color: Palette.accent)]),
+            Line(height: 20, ops: [.text(text, x: PageGeometry.left, baseline: 14, font: CertificateLayout.headingFont, color: Palette.accent)]),
             Line(height: 8, ops: [.rule(x0: PageGeometry.left, x1: PageGeometry.right, y: 2, width: 0.75, color: Palette.rule)]),
         ]
     }
 
-    private mutating func spacer(_ h: Double) {
+    mutating func spacer(_ h: Double) {
         blocks.append(Block(lines: [Line(height: h)], keepTogether: false))
     }
 
-    private mutating func paragraph(_ text: String, color: RGB) {
-        let lines = m.wrap(text, Self.bodyFont, width: PageGeometry.contentWidth).map {
-            Line(height: 15, ops: [.text($0, x: PageGeometry.left, baseline: 11.5, font: Self.bodyFont, color: color)])
+    mutating func paragraph(_ text: String, color: RGB) {
+        let lines = m.wrap(text, CertificateLayout.bodyFont, width: PageGeometry.contentWidth).map {
+            Line(height: 15, ops: [.text($0, x: PageGeometry.left, baseline: 11.5, font: CertificateLayout.bodyFont, color: color)])
         }
         addBlock(lines, keepTogether: true)
     }
 
-    static let labelWidth = 104.0
 
-    private mutating func keyValue(_ label: String, _ value: String, font: FontSpec = valueFont, color: RGB = Palette.ink) {
-        let valueX = PageGeometry.left + Self.labelWidth
+    mutating func keyValue(_ label: String, _ value: String, font: FontSpec = CertificateLayout.valueFont, color: RGB = Palette.ink) {
+        let valueX = PageGeometry.left + CertificateLayout.labelWidth
         let wrapped = m.wrap(CertificateFormat.clean(value), font, width: PageGeometry.right - valueX)
         row(label: label, values: wrapped, font: font, color: color)
     }
 
     /// The digest must come out of `pdftotext` in one piece: pick a monospace size at
     /// which it fits the value column, and only wrap if even the smallest size does not.
-    private mutating func hashRow(_ label: String, _ hex: String) {
-        let valueX = PageGeometry.left + Self.labelWidth
+    mutating func hashRow(_ label: String, _ hex: String) {
+        let valueX = PageGeometry.left + CertificateLayout.labelWidth
         let width = PageGeometry.right - valueX
         let size = m.fittingSize(hex, family: .mono, preferred: 9.5, minSize: 6.5, width: width)
         let font = FontSpec.mono(size)
         row(label: label, values: m.wrap(hex, font, width: width), font: font, color: Palette.ink)
     }
 
-    private mutating func row(label: String, values: [String], font: FontSpec, color: RGB) {
-        let valueX = PageGeometry.left + Self.labelWidth
+    mutating func row(label: String, values: [String], font: FontSpec, color: RGB) {
+        let valueX = PageGeometry.left + CertificateLayout.labelWidth
         let padTop = 5.0, padBottom = 5.0
         let lh = 14.0
         var lines: [Line] = []
@@ -291,7 +301,7 @@ struct CertificateLayout {
             let baseline = top + 10.5
             var ops: [DrawOp] = []
             if i == 0 {
-                ops.append(.text(label, x: PageGeometry.left, baseline: baseline, font: Self.labelFont, color: Palette.muted))
+                ops.append(.text(label, x: PageGeometry.left, baseline: baseline, font: CertificateLayout.labelFont, color: Palette.muted))
             }
             ops.append(.text(text, x: valueX, baseline: baseline, font: font, color: color))
             lines.append(Line(height: lh + top, ops: ops))

@@ -33,7 +33,7 @@ public enum CertificateRenderer {
         let pages = Paginator.paginate(blocks)
         let painter = Painter(cr: cr, measurer: measurer, boxes: boxes)
         for (index, page) in pages.enumerated() {
-            painter.drawPage(page, number: index + 1, of: pages.count, content: content)
+            painter.drawPage(page, number: index + 1, of: pages.count, frame: PageFrame(content))
             cairo_show_page(cr)
             try check(cairo_status(cr), "drawing page \(index + 1)")
         }
@@ -45,7 +45,7 @@ public enum CertificateRenderer {
         return sink.data
     }
 
-    private static func check(_ status: cairo_status_t, _ stage: String) throws(CertificateError) {
+    static func check(_ status: cairo_status_t, _ stage: String) throws(CertificateError) {
         if status != CAIRO_STATUS_SUCCESS { throw CertificateError(stage: stage, status: status) }
     }
 
@@ -63,12 +63,29 @@ public enum CertificateRenderer {
     }
 }
 
+/// What every page repeats: the running header of continuation pages and the footer.
+struct PageFrame {
+    var continuedLeft: String
+    var continuedRight: String
+    var footerLeft: String
+
+    init(continuedLeft: String, continuedRight: String, footerLeft: String) {
+        self.continuedLeft = continuedLeft; self.continuedRight = continuedRight; self.footerLeft = footerLeft
+    }
+
+    init(_ content: CertificateContent) {
+        continuedLeft = CertificateFormat.clean("\(content.title) · \(content.fileName)")
+        continuedRight = "SHA-256 \(content.sha256.short)… · continued"
+        footerLeft = "Generated \(Timestamp.string(content.generatedAt)) by evidence · item #\(content.itemID)"
+    }
+}
+
 /// Receives the PDF bytes from cairo's write callback.
-private final class PDFSink {
+final class PDFSink {
     var data = Data()
 }
 
-private let pdfWrite: cairo_write_func_t = { closure, bytes, length in
+let pdfWrite: cairo_write_func_t = { closure, bytes, length in
     guard let closure else { return CAIRO_STATUS_WRITE_ERROR }
     guard length > 0 else { return CAIRO_STATUS_SUCCESS }
     guard let bytes else { return CAIRO_STATUS_WRITE_ERROR }
@@ -78,20 +95,20 @@ private let pdfWrite: cairo_write_func_t = { closure, bytes, length in
 }
 
 /// Executes the layout's draw operations on the cairo context.
-private struct Painter {
+struct Painter {
     let cr: OpaquePointer
     let measurer: TextMeasurer
     let boxes: [Int: BoxStyle]
 
-    func drawPage(_ placed: [Paginator.Placed], number: Int, of total: Int, content: CertificateContent) {
+    func drawPage(_ placed: [Paginator.Placed], number: Int, of total: Int, frame: PageFrame) {
         cairo_set_source_rgb(cr, 1, 1, 1)
         cairo_paint(cr)
         drawBoxes(placed)
         for p in placed {
             for op in p.line.ops { draw(op, top: p.y) }
         }
-        if number > 1 { continuationHeader(content) }
-        footer(number: number, of: total, content: content)
+        if number > 1 { continuationHeader(frame) }
+        footer(number: number, of: total, frame: frame)
     }
 
     /// One background rectangle per run of consecutive lines sharing a box id.
@@ -152,12 +169,12 @@ private struct Painter {
         cairo_show_text(cr, s)
     }
 
-    private func continuationHeader(_ content: CertificateContent) {
+    private func continuationHeader(_ frame: PageFrame) {
         let font = FontSpec.sans(8)
-        let right = "SHA-256 \(content.sha256.short)… · continued"
+        let right = frame.continuedRight
         let rw = measurer.width(right, font)
         let available = PageGeometry.contentWidth - rw - 16
-        var left = CertificateFormat.clean("\(content.title) · \(content.fileName)")
+        var left = frame.continuedLeft
         if measurer.width(left, font) > available {
             left = (measurer.wrap(left, font, width: available - measurer.width("…", font)).first ?? "") + "…"
         }
@@ -167,11 +184,11 @@ private struct Painter {
         rule(y: y + 8)
     }
 
-    private func footer(number: Int, of total: Int, content: CertificateContent) {
+    private func footer(number: Int, of total: Int, frame: PageFrame) {
         let font = FontSpec.sans(8)
         let y = PageGeometry.height - 36
         rule(y: y - 13)
-        let left = "Generated \(Timestamp.string(content.generatedAt)) by evidence · item #\(content.itemID)"
+        let left = frame.footerLeft
         let right = "Page \(number) of \(total)"
         let rw = measurer.width(right, font)
         text(left, x: PageGeometry.left, y: y, font: font, color: Palette.muted)

@@ -1,8 +1,9 @@
 import EvidenceArchive
+import EvidenceCore
 
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
-    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node", "store", "anchor_permissions"]
+    static let rootKeys: Set<String> = ["home", "rules", "log_level", "log_format", "workers", "notaries", "archives", "serve", "metrics", "custody", "catalog", "node", "store", "anchor_permissions", "timezone"]
 
     /// `absolutePath` becomes `EvidenceConfig.file`; relative paths resolve against `r.baseDirectory`.
     static func parse(_ r: TOMLReader, absolutePath: String) throws(ConfigError) -> EvidenceConfig {
@@ -16,6 +17,12 @@ enum ConfigFileParser {
                 throw r.error(["node"], "\"\(node.prefix(80))\" is not a node name (up to 64 letters, digits, '-', '.', '_')")
             }
             config.node = node
+        }
+        if let tz = try r.string(root, "timezone") {
+            guard let zone = LocalTime(identifier: tz) else {
+                throw r.error(["timezone"], "\"\(tz.prefix(80))\" is not a time zone the zone database knows (e.g. \"Europe/Berlin\", \"America/New_York\", \"UTC\")")
+            }
+            config.timezone = zone
         }
         config.logLevel = try r.choice(root, "log_level", LogLevel.self) ?? .info
         config.logFormat = try r.choice(root, "log_format", LogFormat.self) ?? .text

@@ -1,4 +1,5 @@
 import Foundation
+import EvidenceCore
 
 /// The service configuration (`evidence.toml`), fully validated and with every path absolute.
 ///
@@ -32,6 +33,9 @@ public struct EvidenceConfig: Sendable, Equatable {
     /// `node`: this host's name among the nodes sharing a catalog (job leases, custody actors,
     /// status per node); nil = the host name.
     public var node: String?
+    /// `timezone`: the zone local times are shown in beside UTC (certificates, disclosure
+    /// indexes, declarations, the portal); UTC alone when not set.
+    public var timezone: LocalTime = .utc
     /// `anchor_permissions`: what `run` and `doctor` do when the user they run as could rewrite a
     /// trust anchor (this file, a `ca_file`, the rules): refuse (default) or warn.
     public var anchorPermissions: AnchorPermissions = .refuse

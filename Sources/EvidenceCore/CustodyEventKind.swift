@@ -38,6 +38,16 @@ public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
     /// Someone looked at or took away the evidence: a portal page, certificate or bundle
     /// download, a CLI `bundle` or `cert` (`what`; the actor names the portal or local user).
     case accessed
+    // Cases and tags: replayed from these events alone (`CaseBook`), so the chain is their record
+    /// A case was opened (`case`, `title`; no item).
+    case caseOpened = "case-opened"
+    /// The item was added to a case (`case`, `how`: named, rule, dates, search).
+    case caseAdded = "case-added"
+    /// The item was taken out of a case (`case`, `reason`): the item itself stays.
+    case caseRemoved = "case-removed"
+    /// A tag put on (`tagged`) or taken off (`untagged`) the item (`tag`).
+    case tagged
+    case untagged
     // The log itself
     /// An RFC 3161 anchor over the event before it was saved (`anchors/<seq>-<hash>.tsr`): later
     /// anchors cover this record, so an anchor deleted from between two others shows as a gap.

@@ -13,6 +13,11 @@ struct VerifyCommand: AsyncParsableCommand {
         commandName: "verify",
         abstract: "Check a bundle folder offline, or re-hash a file or an item against the catalog and store.",
         discussion: Help.reflow("""
+        DIR (a disclosure package from `evidence disclose`): checks its SHA256SUMS against every
+        file below it, its manifest, VERIFY.md and custody.csv against what the bundles hold,
+        the case's custody events, and then every item's bundle as below; verified only when
+        every item is.
+
         DIR (a bundle from `evidence bundle`): checks offline, without the catalog, every file
         against SHA256SUMS (and that nothing unlisted was added), the manifest, the original's
         hash, that every proof the manifest lists is confirmed and present, each RFC 3161 token
@@ -103,6 +108,9 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if DisclosureVerifier.isPackage(target) {
+            return try verifyPackage()
+        }
         if BundleVerifier.isBundle(target) {
             return try await verifyBundle()
         }
@@ -278,6 +286,49 @@ struct VerifyCommand: AsyncParsableCommand {
             case .verified: Output.line("bundle verified")
             case .notProven: Output.line("BUNDLE NOT PROVEN: \(BundleVerifier.noAnchorAdvice)")
             case .failed: Output.line("BUNDLE VERIFICATION FAILED")
+            }
+        }
+        if verdict != .verified { throw ExitCode(1) }
+    }
+
+    /// A disclosure package: its own checks, then each item's bundle, then the verdict.
+    private func verifyPackage() throws {
+        let (anchors, _) = try bundleAnchors()
+        let report = DisclosureVerifier.verify(target, trust: anchors)
+        let verdict = report.verdict
+        if global.json {
+            struct ItemAnswer: Encodable {
+                var item: Int64; var folder: String; var verdict: BundleVerifier.Verdict; var provenAt: Date?; var provenBy: String?
+                var checks: [Check]
+            }
+            struct Answer: Encodable {
+                var target: String; var verdict: BundleVerifier.Verdict; var ok: Bool; var checks: [Check]; var items: [ItemAnswer]
+                var trustAnchors: [String]
+            }
+            Output.json(Answer(target: target, verdict: verdict, ok: verdict == .verified, checks: report.checks,
+                               items: report.items.map { ItemAnswer(item: $0.id, folder: $0.folder, verdict: $0.report.verdict,
+                                                                    provenAt: $0.report.provenAt, provenBy: $0.report.provenBy, checks: $0.report.checks) },
+                               trustAnchors: anchors.caFiles + anchors.pinnedSigners))
+        } else {
+            for c in report.checks { Output.line(Self.line(c)) }
+            for item in report.items {
+                let r = item.report
+                switch r.verdict {
+                case .verified:
+                    Output.line("✓ item #\(item.id) (\(TerminalText.escape(item.folder))): proven to exist no later than \(Output.date(r.provenAt)) by \(TerminalText.escape(r.provenBy ?? "-"))")
+                case .notProven:
+                    Output.line("? item #\(item.id) (\(TerminalText.escape(item.folder))): NOT PROVEN")
+                case .failed:
+                    Output.line("✗ item #\(item.id) (\(TerminalText.escape(item.folder))): its bundle does not hold together")
+                }
+                for c in r.checks where !c.ok || verdict != .verified { Output.line("    " + Self.line(c)) }
+            }
+            if anchors.isEmpty { Output.line("no trust anchor was given: \(BundleVerifier.noAnchorAdvice)") }
+            let proven = report.items.filter { $0.report.verdict == .verified }.count
+            switch verdict {
+            case .verified: Output.line("package verified: \(proven) of \(report.items.count) item(s) proven, every file intact")
+            case .notProven: Output.line("PACKAGE NOT PROVEN: \(proven) of \(report.items.count) item(s) proven")
+            case .failed: Output.line("PACKAGE VERIFICATION FAILED")
             }
         }
         if verdict != .verified { throw ExitCode(1) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import EvidenceConfig
 import EvidenceCore
 import EvidencePipeline
+import Foundation
 
 // Option values parsed once, by ArgumentParser, into the types the commands use: a bad value is
 // refused before `run` (exit 2, naming the option and the value), and `run` never parses it again.
@@ -58,5 +59,18 @@ struct DurationArgument: ExpressibleByArgument, CustomStringConvertible {
     init?(argument: String) {
         guard let s = try? DurationText.seconds(argument) else { return nil }
         (seconds, description) = (s, argument)
+    }
+}
+
+/// `--since`, `--until`: ISO 8601 (`2026-04-12T14:00:00Z`, `…+02:00`; no zone means UTC), or a
+/// date alone (its midnight UTC).
+struct DateArgument: ExpressibleByArgument, CustomStringConvertible {
+    let date: Date
+    let description: String
+
+    init?(argument: String) {
+        let text = argument.count == 10 ? argument + "T00:00:00Z" : argument
+        guard let d = Timestamp.parseLenient(text) else { return nil }
+        (date, description) = (d, argument)
     }
 }

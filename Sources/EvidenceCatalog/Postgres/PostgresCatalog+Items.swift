@@ -174,6 +174,13 @@ extension PostgresCatalog {
         try read { c in try c.query("SELECT * FROM custody_event ORDER BY seq").all.map { try $0.event() } }
     }
 
+    public func events(kinds: [CustodyEventKind]) throws(CatalogError) -> [CustodyEvent] {
+        try read { c in
+            try c.query("SELECT * FROM custody_event WHERE kind = ANY($1::text[]) ORDER BY seq",
+                        ["{" + kinds.map(\.rawValue).joined(separator: ",") + "}"]).all.map { try $0.event() }
+        }
+    }
+
     public func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry] {
         try read { c in
             try c.query("SELECT * FROM quarantine" + (includeResolved ? "" : " WHERE NOT resolved") + " ORDER BY id").all

@@ -159,5 +159,9 @@ enum PostgresSchema {
         ("v8-item-superseded-by", """
         ALTER TABLE item ADD COLUMN superseded_by bigint;
         """),
+        // Cases and tags are replayed from their custody events (`events(kinds:)`).
+        ("v9-custody-kind", """
+        CREATE INDEX custody_kind ON custody_event (kind, seq);
+        """),
     ]
 }

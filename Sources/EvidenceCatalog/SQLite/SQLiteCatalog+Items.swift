@@ -174,6 +174,13 @@ extension SQLiteCatalog {
         try read { db in try CustodyRow.order(CustodyRow.Columns.seq).fetchAll(db).map { $0.model() } }
     }
 
+    public func events(kinds: [CustodyEventKind]) throws(CatalogError) -> [CustodyEvent] {
+        try read { db in
+            try CustodyRow.filter(kinds.map(\.rawValue).contains(CustodyRow.Columns.kind))
+                .order(CustodyRow.Columns.seq).fetchAll(db).map { $0.model() }
+        }
+    }
+
     public func quarantine(includeResolved: Bool) throws(CatalogError) -> [QuarantineEntry] {
         try read { db in
             let q = includeResolved ? QuarantineRow.all() : QuarantineRow.filter(QuarantineRow.Columns.resolved == false)

@@ -98,6 +98,10 @@ enum Schema {
                 t.add(column: "superseded_by", .integer)
             }
         }
+        m.registerMigration("v9-custody-kind") { db in
+            // Cases and tags are replayed from their custody events (`events(kinds:)`).
+            try db.create(index: "custody_kind", on: "custody_event", columns: ["kind", "seq"])
+        }
         return m
     }
 }
