@@ -1,6 +1,7 @@
 import ArgumentParser
 import EvidenceConfig
 import EvidencePipeline
+import EvidenceStore
 import Foundation
 import Glibc
 
@@ -15,11 +16,12 @@ struct Evidence: AsyncParsableCommand {
 
         Exit codes: 0 ok · 1 some inputs failed or problems were found · 2 usage or config error.
         """),
+        version: EvidenceVersion.string,
         subcommands: [
             HashCommand.self, IngestCommand.self, StatusCommand.self, ShowCommand.self,
             VerifyCommand.self, FsckCommand.self, LogCommand.self, RunCommand.self, RulesCommand.self,
             InitCommand.self, DoctorCommand.self, RetryCommand.self, CertCommand.self, BundleCommand.self, ArchiveCommand.self, AccountsCommand.self,
-            ServeCommand.self, CatalogCommand.self, ProbeCommand.self, HoldCommand.self, CaseCommand.self, TagCommand.self, DiscloseCommand.self,
+            ServeCommand.self, CatalogCommand.self, ProbeCommand.self, HoldCommand.self, CaseCommand.self, TagCommand.self, DiscloseCommand.self, DeclareCommand.self,
         ]
     )
 

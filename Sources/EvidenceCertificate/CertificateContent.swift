@@ -42,6 +42,16 @@ public struct CertificateContent: Sendable, Equatable {
     /// Hash of the last custody event, shown small.
     public var custodyHead: String?
     public var generatedAt: Date
+    /// Agency, custodian, case, officer, device, location: (printed name, value), in order.
+    public var labels: [Label] = []
+    /// Times are printed in this zone beside UTC.
+    public var timezone: LocalTime = .utc
+
+    public struct Label: Sendable, Equatable {
+        public var title: String
+        public var value: String
+        public init(_ title: String, _ value: String) { self.title = title; self.value = value }
+    }
 
     public init(title: String = "Evidence certificate", fileName: String, size: Int64, sha256: SHA256Digest,
                 mediaSummary: String? = nil, dateTaken: Date? = nil, ingestedAt: Date, itemID: Int64,

@@ -37,6 +37,7 @@ struct CertificateLayout: BlockBuilding {
 
     private mutating func buildAll() {
         titleBlock()
+        recordSection()
         fileSection()
         proofsSection()
         verifySection()
@@ -66,15 +67,23 @@ struct CertificateLayout: BlockBuilding {
         blocks.append(Block(lines: lines, keepTogether: true))
     }
 
+    /// Who issued the record and what it is about, as the rule or the device's sidecar said.
+    private mutating func recordSection() {
+        guard !content.labels.isEmpty else { return }
+        heading("Record")
+        for l in content.labels { keyValue(l.title, l.value) }
+        spacer(14)
+    }
+
     private mutating func fileSection() {
         heading("File")
         let c = content
         keyValue("File name", c.fileName, font: FontSpec.sans(10, bold: true))
         keyValue("Size", CertificateFormat.size(c.size))
         hashRow("SHA-256", c.sha256.hex)
-        keyValue("Date taken", c.dateTaken.map { CertificateFormat.time($0) } ?? "not recorded",
+        keyValue("Date taken", c.dateTaken.map { c.timezone.both($0) } ?? "not recorded",
                  color: c.dateTaken == nil ? Palette.muted : Palette.ink)
-        keyValue("Ingested", CertificateFormat.time(c.ingestedAt))
+        keyValue("Ingested", c.timezone.both(c.ingestedAt))
         keyValue("Item ID", String(c.itemID))
         keyValue("Media", c.mediaSummary ?? "—", color: c.mediaSummary == nil ? Palette.muted : Palette.ink)
         spacer(14)
@@ -204,7 +213,11 @@ struct CertificateLayout: BlockBuilding {
             }
         }
         if badgeLabel != badgeText { row("Status", badgeText, font: FontSpec.sans(9.5)) }
-        row("Time (UTC)", CertificateFormat.time(proof.time), font: FontSpec.mono(9))
+        if content.timezone == .utc {
+            row("Time (UTC)", CertificateFormat.time(proof.time), font: FontSpec.mono(9))
+        } else {
+            row("Time", proof.time.map { content.timezone.both($0) } ?? "—", font: FontSpec.sans(9.5))
+        }
         // Hashes and URLs read best unbroken: shrink a little before wrapping.
         let reference = proof.reference.isEmpty ? "—" : CertificateFormat.clean(proof.reference)
         let referenceSize = m.fittingSize(reference, family: .mono, preferred: 8.5, minSize: 7, width: valueWidth)

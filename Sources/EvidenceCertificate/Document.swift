@@ -133,7 +133,9 @@ struct DocumentLayout: BlockBuilding {
 
     private mutating func add(_ element: Document.Element) {
         switch element {
-        case .paragraph(let text): paragraph(CertificateFormat.clean(text), color: Palette.body)
+        case .paragraph(let text):
+            paragraph(CertificateFormat.clean(text), color: Palette.body)
+            spacer(5)
         case .field(let label, let value): keyValue(label, value)
         case .hash(let label, let hex): hashRow(label, hex)
         case .spacer(let h): spacer(h)

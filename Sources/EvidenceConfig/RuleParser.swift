@@ -1,10 +1,11 @@
+import EvidenceCore
 import Foundation
 
 /// Turns a parsed rule file into a `WatchRule` (all checks that need only this file).
 enum RuleParser {
     static let keys: Set<String> = [
         "path", "include", "exclude", "recursive", "max_depth", "settle", "settle_max", "empty", "poll_interval", "notary", "archive",
-        "remote_path", "share", "after", "name", "note", "meta_data", "nodes",
+        "remote_path", "share", "after", "name", "note", "meta_data", "nodes", "labels",
     ]
     static let shareKeys: Set<String> = ["access", "expires_in", "password_env", "password_file"]
 
@@ -71,6 +72,14 @@ enum RuleParser {
         if let m = try r.table(t, "meta_data") {
             for key in m.keys {
                 rule.metaData[key] = try r.scalarText(m, key)
+            }
+        }
+        if let l = try r.table(t, "labels") {
+            try r.checkKeys(l, allowed: CertificateLabels.keys)
+            for key in l.keys {
+                guard let v = try r.string(l, key) else { continue }
+                if let p = CertificateLabels.valueProblem(v) { throw r.error(l.path + [key], p) }
+                rule.labels.values[key] = v
             }
         }
         return rule

@@ -1,3 +1,4 @@
+import EvidenceCore
 /// One watch rule: a file `NAME.toml` in the rules folder; the rule's name is the file's stem.
 ///
 /// All paths are absolute (relative ones are resolved against the rule file's directory).
@@ -40,6 +41,9 @@ public struct WatchRule: Sendable, Equatable {
     public var noteTemplate: String
     /// `[meta_data]`: free-form key/values sent with the notarization.
     public var metaData: [String: String]
+    /// `[labels]`: agency, custodian, case, officer, device, location, printed on the item's
+    /// certificate (a sidecar `NAME.json` beside a file overrides them field by field).
+    public var labels = CertificateLabels()
     /// `nodes`: the nodes (the config's `node`) that watch `path`; nil = every node. Every node
     /// loads every rule all the same: any node's workers run any rule's jobs.
     public var nodes: [String]?

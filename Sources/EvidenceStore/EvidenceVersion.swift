@@ -5,9 +5,10 @@ import EvidenceCore
 public enum EvidenceVersion {
     public static let string = "0.31.0"
 
-    /// SHA-256 of the running executable (`/proc/self/exe`): which build produced a document.
-    public static func executableSHA256() -> String? {
-        guard let r = try? FileHasher.hash(path: "/proc/self/exe") else { return nil }
+    /// SHA-256 of the executable (`path`, else the running one, `/proc/self/exe`): which build
+    /// produced a document.
+    public static func executableSHA256(path: String = "/proc/self/exe") -> String? {
+        guard let r = try? FileHasher.hash(path: path) else { return nil }
         return r.digest.hex
     }
 }

@@ -123,4 +123,52 @@ struct DisclosureCLITests {
             #expect(h.stop() == 0)
         }
     }
+
+    @Test("a certificate a court can file: rule labels and a sidecar, local time, a plain media line; declare writes a signable FRE 902(13)/(14) certification")
+    func courtCertificate() async throws {
+        try await n.withSandbox { sandbox in
+            let labels = "include = [\"*.mp4\"]\n[labels]\nagency = \"Riverside PD\"\nofficer = \"Rule Officer\"\ndevice = \"Axon Body 4\""
+            let h = try n.harness(sandbox, notaries: ["tsa"], ruleExtra: labels)
+            let config = try String(contentsOfFile: h.configPath!, encoding: .utf8)
+            try ("timezone = \"Europe/Berlin\"\n" + config).write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+            let clip = try Data(contentsOf: URL(fileURLWithPath: CLI.samples + "/bodycam-2024-05-01.mp4"))
+            // The device's sidecar: the officer it names replaces the rule's; a field it does not know is ignored.
+            h.write("bodycam.json", Data(#"{"officer": "Ofc. A. Rivera #4411", "case": "INC-2026-0412", "firmware": "1.2"}"#.utf8))
+            h.write("bodycam.mp4", clip)
+            try h.start()
+            #expect(waitUntil(timeout: 60) { n.state(h, "1") == "done" }, "log: \(h.log)")
+            let custody = n.show(h, "1")["custody"] as? [[String: Any]] ?? []
+            let labelled = custody.first { $0["kind"] as? String == "labelled" }?["details"] as? String ?? ""
+            #expect(labelled.contains("bodycam.json") && labelled.contains("sidecar_sha256") && labelled.contains("Rivera"), "\(custody)")
+            let cfg = ["--config", h.configPath!]
+            let cert = h.scratch.path + "/cert.pdf"
+            #expect(h.cli.run(cfg + ["cert", "1", "-o", cert]).status == 0)
+            #expect(CLI.exec(["qpdf", "--check", cert]).status == 0)
+            let text = CLI.exec(["pdftotext", "-layout", cert, "-"]).stdout
+            for expected in ["Riverside PD", "Ofc. A. Rivera #4411", "INC-2026-0412", "Axon Body 4", "Europe/Berlin", "MP4 video, ", "H.264"] {
+                #expect(text.contains(expected), "certificate lacks \(expected): \(text)")
+            }
+            #expect(!text.contains("Rule Officer") && !text.contains("mov,mp4"), "\(text)")
+
+            let declaration = h.scratch.path + "/declaration.pdf"
+            let d = h.cli.run(cfg + ["declare", "1", "--custodian", "J. Smith", "--role", "Records custodian", "--agency", "Riverside PD",
+                                     "-o", declaration])
+            #expect(d.status == 0, "\(d.stderr)")
+            #expect(CLI.exec(["qpdf", "--check", declaration]).status == 0)
+            let dtext = CLI.exec(["pdftotext", declaration, "-"]).stdout
+            let hash = (n.show(h, "1")["item"] as? [String: Any])?["sha256"] as? String ?? "?"
+            let exe = String(CLI.exec(["sha256sum", CLI.binary]).stdout.prefix(64))
+            for expected in [hash, exe, "902(13)", "902(14)", "J. Smith", "Records custodian", "penalty of perjury", "Signature", "Page 1 of"] {
+                #expect(dtext.contains(expected), "declaration lacks \(expected): \(dtext)")
+            }
+            // Rendered, the pages are not blank.
+            #expect(CLI.exec(["pdftoppm", "-r", "30", "-png", declaration, h.scratch.path + "/decl"]).status == 0)
+            let page = (try? Data(contentsOf: URL(fileURLWithPath: h.scratch.path + "/decl-1.png")))?.count ?? 0
+            #expect(page > 2_000, "page 1 renders to \(page) bytes")
+            let accessed = (n.show(h, "1")["custody"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "accessed" }
+            #expect(accessed.contains { ($0["details"] as? String)?.contains("declaration by J. Smith") == true })
+            #expect(h.cli.run(cfg + ["declare", "1", "--custodian", "", "-o", declaration]).status == 2)
+            #expect(h.stop() == 0)
+        }
+    }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EvidenceCatalog
 import EvidenceCertificate
+import EvidenceConfig
 import EvidenceCore
 import EvidencePipeline
 import EvidenceStore
@@ -48,10 +49,16 @@ struct CertCommand: AsyncParsableCommand {
             pdf = try home.store.read(c.sha256)
         } else if origin == "evidence" {
             let proofs = try home.catalog.proofs(itemID: it.id)
+            let config = try global.loadConfig()
+            let sources = try home.catalog.sources(itemID: it.id)
+            // The rule's labels and the sidecar's, as the pipeline would print them (not recorded: a preview).
+            let rules = config.rulesDir.map { ConfigLoader.loadRules(directory: $0).rules } ?? []
+            var labels = sources.last?.rule.flatMap { r in rules.first { $0.name == r }?.labels } ?? CertificateLabels()
+            if let side = sources.last.flatMap({ CertificateLabels.sidecar(of: $0.path).labels }) { labels = labels.overridden(by: side) }
             let content = EvidenceCertificateMaker.content(
-                item: it, sources: try home.catalog.sources(itemID: it.id), proofs: proofs,
+                item: it, sources: sources, proofs: proofs,
                 custodyHead: try home.catalog.events(itemID: it.id).last?.hash,
-                tsaSigners: EvidenceCertificateMaker.signers(home: home, proofs: proofs))
+                tsaSigners: EvidenceCertificateMaker.signers(home: home, proofs: proofs), labels: labels, timezone: config.timezone)
             pdf = try CertificateRenderer.render(content)
             note = "rendered now: item is \(it.state.rawValue)"
         } else if let proof = try home.catalog.proofs(itemID: it.id).first(where: { $0.notary == origin && $0.kind == .qed }) {

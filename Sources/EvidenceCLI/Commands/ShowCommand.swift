@@ -34,6 +34,9 @@ struct ShowCommand: ParsableCommand {
         var custody: [CustodyEvent]
         /// Earlier versions of the same path (items it superseded), oldest first.
         var earlierVersions: [Int64]
+        /// Cases the item is in, and its tags (replayed from their custody events).
+        var cases: [String]
+        var tags: [String]
     }
 
     func run() throws {
@@ -47,10 +50,13 @@ struct ShowCommand: ParsableCommand {
         let archived = try home.catalog.archivedFiles(itemID: it.id)
         let links = try home.catalog.sharedLinks(itemID: it.id)
         let objectPath = home.store.location(of: it.sha256)
+        let book = try CaseCommand.book(home)
+        let cases = book.cases(of: it.id)
+        let tags = (book.tags[it.id] ?? []).sorted()
         if global.json {
             Output.json(Report(item: it, objectPath: objectPath, sources: sources, proofs: proofs,
                                certificates: certificates, archived: archived, links: links, jobs: jobs, custody: events,
-                               earlierVersions: earlier.map(\.id)))
+                               earlierVersions: earlier.map(\.id), cases: cases, tags: tags))
             return
         }
         Output.line("item      #\(it.id)")
@@ -69,6 +75,8 @@ struct ShowCommand: ParsableCommand {
         Output.line("taken     \(Output.date(it.dateTaken))" + (it.media?.creationTime != nil ? " (media creation_time)" : " (file mtime)"))
         Output.line("created   \(Output.date(it.createdAt))")
         Output.line("object    \(objectPath)")
+        if !cases.isEmpty { Output.line("cases     " + cases.joined(separator: ", ")) }
+        if !tags.isEmpty { Output.line("tags      " + tags.joined(separator: ", ")) }
         if let m = it.media {
             Output.line("media     \(TerminalText.escape(m.summary))")
             if m.probeError == nil, let br = m.bitRate { Output.line("          bit rate \(br / 1000) kb/s") }

@@ -14,9 +14,11 @@ public struct CertificateHandler: JobHandler {
     let rules: [String: WatchRule]
     let notaries: Notaries
     let metrics: PipelineMetrics
+    let timezone: LocalTime
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries, metrics: PipelineMetrics = .disabled) {
-        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics
+    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries, metrics: PipelineMetrics = .disabled,
+                timezone: LocalTime = .utc) {
+        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics; self.timezone = timezone
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
@@ -42,7 +44,11 @@ public struct CertificateHandler: JobHandler {
         }
 
         if !have.contains(where: { $0.origin == "evidence" }) {
-            try await blockingJobWork { try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item)) }
+            let timezone = self.timezone
+            try await blockingJobWork {
+                let labels = try ItemLabels.resolve(home: home, item: item, rule: ruleName, ruleLabels: rule.labels)
+                try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item, labels: labels, timezone: timezone))
+            }
         }
         return .done(ItemLifecycle(rule: rule).transition(from: item.state,
                                                           on: .certified(count: proofs.filter { $0.kind == .qed }.count + 1)))

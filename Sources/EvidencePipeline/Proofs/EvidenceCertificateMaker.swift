@@ -11,7 +11,8 @@ public enum EvidenceCertificateMaker {
     /// `tsaSigners` maps an rfc3161 notary's name to the certificate that signed its token (read
     /// from the token: `signers(home:proofs:)`), whose fingerprint the certificate prints.
     public static func content(item: Item, sources: [SourceSighting], proofs: [Proof], custodyHead: String?,
-                               tsaSigners: [String: TSACertificates.Info] = [:], now: Date = Date()) -> CertificateContent {
+                               tsaSigners: [String: TSACertificates.Info] = [:], labels: CertificateLabels = .init(),
+                               timezone: LocalTime = .utc, now: Date = Date()) -> CertificateContent {
         let fileName = sources.first?.name ?? item.sha256.hex
         let shown = proofs.map { p -> CertificateContent.Proof in
             switch p.kind {
@@ -51,10 +52,12 @@ public enum EvidenceCertificateMaker {
             notes.append("No RFC 3161 time-stamp is recorded: until one is, these checks show only that the files agree with each other.")
         }
         var content = CertificateContent(fileName: fileName, size: item.size, sha256: item.sha256,
-                                         mediaSummary: item.media?.summary, dateTaken: item.dateTaken,
+                                         mediaSummary: item.media?.plainSummary(fileName: fileName), dateTaken: item.dateTaken,
                                          ingestedAt: item.createdAt, itemID: item.id, proofs: shown,
                                          verifyCommands: commands, custodyHead: custodyHead, generatedAt: now)
         content.verifyNotes = notes
+        content.labels = labels.printed.map { CertificateContent.Label($0.0, $0.1) }
+        content.timezone = timezone
         return content
     }
 
@@ -70,14 +73,40 @@ public enum EvidenceCertificateMaker {
     }
 
     /// Renders and stores the certificate; returns its record (not yet saved in the catalog).
-    public static func make(home: EvidenceHome, item: Item) throws -> Certificate {
+    public static func make(home: EvidenceHome, item: Item, labels: CertificateLabels = .init(), timezone: LocalTime = .utc) throws -> Certificate {
         let sources = try home.catalog.sources(itemID: item.id)
         let proofs = try home.catalog.proofs(itemID: item.id)
         let head = try home.catalog.events(itemID: item.id).last?.hash
         let pdf = try CertificateRenderer.render(content(item: item, sources: sources, proofs: proofs, custodyHead: head,
-                                                         tsaSigners: signers(home: home, proofs: proofs)))
+                                                         tsaSigners: signers(home: home, proofs: proofs),
+                                                         labels: labels, timezone: timezone))
         let stored = try home.store.put(pdf)
         return Certificate(itemID: item.id, origin: "evidence", sha256: stored.digest, size: Int64(pdf.count))
+    }
+}
+
+/// The labels an item's certificate prints: its rule's `[labels]`, overridden by the sidecar
+/// (`NAME.json`) beside its source when there is one. What was applied, or why a sidecar was
+/// not, is recorded as a custody event `labelled` (with the sidecar's SHA-256), so the record
+/// shows where each field on the certificate came from.
+public enum ItemLabels {
+    public static func resolve(home: EvidenceHome, item: Item, rule: String, ruleLabels: CertificateLabels) throws -> CertificateLabels {
+        let sources = try home.catalog.sources(itemID: item.id).filter { $0.rule == rule }
+        var labels = ruleLabels
+        var details: [String: String] = [:]
+        if let source = sources.last {
+            let found = CertificateLabels.sidecar(of: source.path)
+            if let file = found.file {
+                details["sidecar"] = file
+                if let hash = try? FileHasher.hash(path: file) { details["sidecar_sha256"] = hash.digest.hex }
+            }
+            if let problem = found.problem { details["problem"] = problem }
+            if let side = found.labels { labels = labels.overridden(by: side) }
+        }
+        guard !labels.isEmpty || !details.isEmpty else { return labels }
+        for (k, v) in labels.values { details["label." + k] = v }
+        try home.catalog.appendEvent(itemID: item.id, kind: .labelled, details: details)
+        return labels
     }
 }
 

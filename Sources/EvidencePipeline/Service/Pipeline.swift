@@ -67,7 +67,8 @@ public struct Pipeline: Sendable {
                               handlers: (copyTo.map { [AnchorCopyHandler(home: home, provider: $0, logger: logger)] } ?? [])
                                 + [VerifyHandler(home: home, rules: byName),
                                          NotarizeHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
-                                         CertificateHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
+                                         CertificateHandler(home: home, rules: byName, notaries: notaries, metrics: metrics,
+                                                            timezone: config.timezone),
                                          ArchiveHandler(home: home, rules: byName, archives: archives),
                                          ShareHandler(home: home, rules: byName, archives: archives),
                                          AfterActionHandler(home: home, rules: byName)],
