@@ -1,3 +1,4 @@
+import EvidenceCore
 import EvidenceConfig
 import EvidencePipeline
 import Foundation
@@ -28,6 +29,10 @@ public struct Portal: Sendable {
         public var bundleBuilds: Int
         /// Failed sign-ins per client address and per user name before 429 (see `LoginThrottle`).
         public var loginThrottle: LoginThrottle
+        /// Times are shown in this zone beside UTC (`timezone` in evidence.toml).
+        public var timezone: LocalTime = .utc
+        /// Items per page of the list.
+        public var pageSize = ListFilter.pageSize
 
         public init(host: String = "127.0.0.1", port: Int = 8480, auth: PortalAuth, tsaCAFiles: [String: String] = [:],
                     limit: Int = 100, stuckAfter: Double = 600, bundleBuilds: Int = 2, loginThrottle: LoginThrottle = LoginThrottle()) {
@@ -62,7 +67,7 @@ public struct Portal: Sendable {
 
     public func makeResponder() -> PortalResponder {
         let router = Router(context: PortalContext.self, options: .autoGenerateHeadEndpoints)
-        PortalRoutes(data: PortalData(home: home, limit: options.limit), tsaCAFiles: options.tsaCAFiles,
+        PortalRoutes(data: PortalData(home: home, limit: options.limit, timezone: options.timezone, pageSize: options.pageSize), tsaCAFiles: options.tsaCAFiles,
                      stuckAfter: options.stuckAfter, builds: BuildSlots(limit: options.bundleBuilds)).add(to: router)
         return PortalResponder(auth: options.auth, router: router.buildResponder(), throttle: options.loginThrottle)
     }

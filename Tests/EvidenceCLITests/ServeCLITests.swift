@@ -137,7 +137,8 @@ struct ServeCLITests {
             #expect(page.stdout.contains(hash))
             #expect(page.stdout.contains(">done</span>"))
             #expect(page.stdout.contains(tx) && page.stdout.contains("TSA serial <code>\(serial)</code>"))
-            #expect(page.stdout.contains("<td>notary-confirmed</td>") && page.stdout.contains("<td>certificate</td>"))
+            #expect(page.stdout.contains("<summary>notary-confirmed by ") && page.stdout.contains("<summary>certificate by "))
+            #expect(page.stdout.contains("Notary tsa confirmed its proof."), "custody written as sentences")
             let headers = try String(contentsOfFile: h.scratch.path + "/item.headers", encoding: .utf8).lowercased()
             #expect(headers.contains("content-security-policy: default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"))
             #expect(headers.contains("x-content-type-options: nosniff"))
@@ -192,6 +193,8 @@ struct ServeCLITests {
             CLI.exec([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
                       "--user-data-dir=" + scratch + "/chromium-profile", "--window-size=1200,1600"] + args, timeout: 90)
         }
+        let list = browser(["--dump-dom", authed + "?state=done"])
+        #expect(list.stdout.contains("Page 1 of 1") && list.stdout.contains("id=\"paging\"") && list.stdout.contains(hash), "\(list.stdout.prefix(500))")
         let dom = browser(["--dump-dom", authed + "items/1"])
         #expect(dom.stdout.contains(hash) && dom.stdout.contains("Custody events"), "\(dom.stdout.prefix(500)) \(dom.stderr.suffix(800))")
 

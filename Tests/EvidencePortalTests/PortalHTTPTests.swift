@@ -4,6 +4,7 @@ import EvidencePipeline
 @testable import EvidencePortal
 import EvidenceStore
 import Foundation
+import Logging
 import Hummingbird
 import HummingbirdTesting
 import Testing
@@ -139,9 +140,53 @@ struct PortalHTTPTests {
                 #expect(t.contains("href=\"/items/\(a.id)/bundle.zip\"") && t.contains("href=\"/items/\(a.id)/bundle.tar\""))
                 #expect(t.contains("cam/a.mp4") && t.contains("password protected"))
                 for kind in ["ingested", "notary-confirmed", "certificate", "archived-file", "share-link"] {
-                    #expect(t.contains("<td>\(kind)</td>"), "custody event \(kind)")
+                    #expect(t.contains("<summary>\(kind) by "), "custody event \(kind)")
                 }
             }
+        }
+    }
+
+    @Test("the list pages through every item with filters (case, tag, state, dates) and a 400 for a bad one; /cases; custody as sentences in local time")
+    func pagingFiltersCases() async throws {
+        let (f, a, b) = try fixture()
+        var made = [a, b]
+        for i in 0..<3 { made.append(try f.ingest("clip-\(i).bin", Data("clip \(i)\n".utf8))) }
+        let items = made
+        let c = f.home.catalog
+        _ = try c.appendEvent(itemID: nil, kind: .caseOpened, actor: "cli:test", details: ["case": "c-1", "title": "Riverside"])
+        _ = try c.appendEvent(itemID: items[1].id, kind: .caseAdded, actor: "cli:test", details: ["case": "c-1", "how": "named"])
+        _ = try c.appendEvent(itemID: items[3].id, kind: .caseAdded, actor: "cli:test", details: ["case": "c-1", "how": "named"])
+        _ = try c.appendEvent(itemID: items[3].id, kind: .tagged, actor: "cli:test", details: ["tag": "night"])
+        var options = try f.portal().options
+        options.pageSize = 2
+        options.timezone = LocalTime(identifier: "Europe/Berlin")!
+        var logger = Logger(label: "portal-test")
+        logger.logLevel = .warning
+        let app = Portal(home: f.home, options: options).makeApplication(logger: logger)
+        try await app.test(.router) { client in
+            func page(_ uri: String) async throws -> (HTTPResponse.Status, String) {
+                try await client.execute(uri: uri, method: .get, headers: PortalFixture.basic) { r in (r.status, r.text) }
+            }
+            let (s1, p1) = try await page("/")
+            #expect(s1 == .ok && p1.contains("Page 1 of 3") && p1.contains(#"href="/?page=2""#), "\(p1)")
+            #expect(p1.contains("href=\"/items/\(items[4].id)\"") && !p1.contains("href=\"/items/\(items[0].id)\""))
+            let (_, p3) = try await page("/?page=3")
+            #expect(p3.contains("Page 3 of 3") && p3.contains("href=\"/items/\(items[0].id)\"") && p3.contains("rel=\"prev\""))
+            let (_, byCase) = try await page("/?case=c-1")
+            #expect(byCase.contains("2 items match") && byCase.contains("href=\"/items/\(items[1].id)\"") && byCase.contains("href=\"/items/\(items[3].id)\""), "\(byCase)")
+            let (_, byTag) = try await page("/?tag=night&state=ingested")
+            #expect(byTag.contains("1 item match") && byTag.contains("href=\"/items/\(items[3].id)\""), "\(byTag)")
+            let (_, future) = try await page("/?from=2999-01-01")
+            #expect(future.contains("Nothing matches."))
+            for bad in ["/?state=bogus", "/?from=yesterday", "/?page=0", "/?case=..%2Fx"] {
+                let (status, text) = try await page(bad)
+                #expect(status == .badRequest, "\(bad): \(text)")
+            }
+            let (_, cases) = try await page("/cases")
+            #expect(cases.contains(#"<a href="/?case=c-1">c-1</a>"#) && cases.contains("Riverside"))
+            let (_, item) = try await page("/items/\(items[3].id)")
+            #expect(item.contains("Added to case c-1 by test (command line).") && item.contains("Tagged “night”"), "\(item)")
+            #expect(item.contains("Europe/Berlin"))
         }
     }
 

@@ -68,7 +68,9 @@ struct ServeCommand: AsyncParsableCommand {
         StderrLogHandler.bootstrap(level: level, format: format)
         let logger = Logger(label: "evidence.serve")
 
-        let portal = Portal(home: home, options: .init(host: host, port: port, auth: auth, tsaCAFiles: config.tsaCAFiles))
+        var options = Portal.Options(host: host, port: port, auth: auth, tsaCAFiles: config.tsaCAFiles)
+        options.timezone = config.timezone
+        let portal = Portal(home: home, options: options)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         do {
             try await portal.run(logger: logger) { bound in

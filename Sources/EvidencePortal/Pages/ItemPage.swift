@@ -9,13 +9,14 @@ enum ItemPage {
         let reason: HTML = it.stateReason.map { " <span class=\"\(it.state == .failed ? "error" : "note")\">— \($0)</span>" } ?? .empty
         let media: HTML
         if let m = it.media {
-            var s = m.summary
+            var s = m.plainSummary(fileName: d.sources.first?.name)
             if m.probeError == nil, let br = m.bitRate { s += ", \(br / 1000) kb/s" }
             media = .text(s)
         } else {
             media = "<span class=\"none\">not a media file</span>"
         }
-        let taken: String = Show.date(it.dateTaken) + (it.dateTaken == nil ? "" : it.media?.creationTime != nil ? " (media creation time)" : " (file modification time)")
+        let tz = d.timezone
+        let taken: String = Show.local(it.dateTaken, tz) + (it.dateTaken == nil ? "" : it.media?.creationTime != nil ? " (media creation time)" : " (file modification time)")
         let facts: HTML = """
             <dl class="facts" id="facts">
             <dt>State</dt><dd>\(Layout.badges(it))\(reason)</dd>
@@ -23,8 +24,10 @@ enum ItemPage {
             <dt>Size</dt><dd>\(Show.bytes(it.size))</dd>
             <dt>Media</dt><dd>\(media)</dd>
             <dt>Taken</dt><dd>\(taken)</dd>
-            <dt>Ingested</dt><dd>\(Show.date(it.createdAt))</dd>
-            <dt>Last change</dt><dd>\(Show.date(it.updatedAt))</dd>
+            <dt>Ingested</dt><dd>\(Show.local(it.createdAt, tz))</dd>
+            <dt>Last change</dt><dd>\(Show.local(it.updatedAt, tz))</dd>
+            \(d.cases.isEmpty ? HTML.empty : "<dt>Cases</dt><dd>\(HTML.join(d.cases.map { c -> HTML in "<a href=\"/?case=\(HTML.urlComponent(c))\">\(c)</a>" }, separator: ", "))</dd>")
+            \(d.tags.isEmpty ? HTML.empty : "<dt>Tags</dt><dd>\(HTML.join(d.tags.map { t -> HTML in "<a href=\"/?tag=\(HTML.urlComponent(t))\">\(t)</a>" }, separator: ", "))</dd>")
             </dl>
             """
 
@@ -54,7 +57,7 @@ enum ItemPage {
             let state: HTML = p.state == .failed ? "<span class=\"error\">failed: \(p.error ?? "no reason given")</span>"
                 : p.state == .confirmed ? "confirmed" : "pending"
             return [.text(p.notary), .text(p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED blockchain"),
-                    state, .text(Show.date(p.submittedAt)), .text(Show.date(p.provenAt)), reference]
+                    state, .text(Show.date(p.submittedAt)), .text(Show.local(p.provenAt, tz)), reference]
         }
         let certificates = d.certificates.map { c -> [HTML] in
             [.text(c.origin), .text(Show.bytes(c.size)), Layout.mono(c.sha256.hex), .text(Show.date(c.createdAt)),
@@ -74,7 +77,8 @@ enum ItemPage {
              .text(j.state == .queued ? Show.date(j.nextRunAt) : "–"), j.lastError.map { "<span class=\"error\">\($0)</span>" } ?? .empty]
         }
         let events = d.events.map { e -> [HTML] in
-            [.text(String(e.seq)), .text(e.at), .text(e.kind), .text(e.actor), Layout.mono(e.details),
+            [.text(String(e.seq)), .text(Timestamp.parse(e.at).map { Show.local($0, tz) } ?? e.at),
+             "<span class=\"sentence\">\(CustodySentence.describe(e))</span><details><summary>\(e.kind) by \(e.actor)</summary>\(Layout.mono(e.details))</details>",
              "<code title=\"\(e.hash)\">\(String(e.hash.prefix(16)))…</code>"]
         }
         let body: HTML = """
@@ -95,7 +99,7 @@ enum ItemPage {
             \(d.links.isEmpty ? HTML.empty : Layout.table(["Account", "Link", "Expires", "Notes"], links, empty: "", id: "links"))
             <h2>Custody events</h2>
             <p class="note">Hash-chained: each event's hash covers the previous one's.</p>
-            \(Layout.table(["#", "At", "Event", "Actor", "Details", "Hash"], events, empty: "No events.", id: "custody"))
+            \(Layout.table(["#", "At", "What happened", "Hash"], events, empty: "No events.", id: "custody"))
             <h2>Jobs</h2>
             \(Layout.table(["Job", "State", "Attempts", "Next run", "Last error"], jobs, empty: "No jobs.", id: "jobs"))
             """

@@ -20,7 +20,7 @@ enum Layout {
             </head>
             <body>
             <header><span class="brand">evidence</span> <span class="sub">auditor portal · read-only</span>
-            <nav>\(nav("/", "Search")) \(nav("/status", "Status"))</nav></header>
+            <nav>\(nav("/", "Search")) \(nav("/cases", "Cases")) \(nav("/status", "Status"))</nav></header>
             <main>
             \(body)
             </main>
@@ -106,12 +106,18 @@ enum Layout {
         .counts div{background:#fff;border:1px solid var(--line);padding:.5rem .8rem;min-width:7rem}
         .counts b{display:block;font-size:1.4rem}
         footer{color:var(--muted);padding:1rem 1.5rem;font-size:.85em}
+        .filters{display:flex;gap:.8rem;flex-wrap:wrap;margin-top:.6rem;font-size:.9em}
+        .paging{display:flex;gap:1rem;margin:.8rem 0}
+        .sentence{max-width:60rem}
         """
 }
 
 /// How values are shown, the same way on every page.
 enum Show {
     static func date(_ d: Date?) -> String { d.map(Timestamp.string) ?? "–" }
+
+    /// UTC, and the portal's `timezone` beside it.
+    static func local(_ d: Date?, _ zone: LocalTime) -> String { d.map(zone.both) ?? "–" }
 
     static func bytes(_ n: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]

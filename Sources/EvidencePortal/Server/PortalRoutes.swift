@@ -18,6 +18,7 @@ struct PortalRoutes: Sendable {
     func add(to router: Router<PortalContext>) {
         router.get("/") { request, _ in try await self.search(request) }
         router.get("/status") { request, _ in try await self.status(request) }
+        router.get("/cases") { _, _ in try await self.cases() }
         router.get("/items/:id") { _, context in try await self.item(context) }
         router.get("/items/:id/certificates/:file") { _, context in try await self.certificate(context) }
         router.get("/items/:id/bundle.zip") { request, context in try await self.bundle(request, context, .zip) }
@@ -30,6 +31,13 @@ struct PortalRoutes: Sendable {
     struct Parameters: Decodable {
         var q: String?
         var older: String?
+        var rule: String?
+        var state: String?
+        var `case`: String?
+        var tag: String?
+        var from: String?
+        var to: String?
+        var page: String?
     }
 
     static func parameters(_ request: Request) -> Parameters? {
@@ -44,9 +52,22 @@ struct PortalRoutes: Sendable {
     func search(_ request: Request) async throws -> Response {
         guard let parameters = Self.parameters(request) else { return Self.badQuery() }
         let query = SearchQuery(parameters.q ?? "")
+        let (parsed, problem) = ListFilter.parse(rule: parameters.rule, state: parameters.state, caseName: parameters.case,
+                                                 tag: parameters.tag, from: parameters.from, to: parameters.to, page: parameters.page)
+        guard let filter = parsed else {
+            return Pages.html(.badRequest, ErrorPage.render(status: 400, title: "Bad request", message: problem ?? "bad filter"))
+        }
         let data = self.data
-        let found = try await onIOThread { try data.search(query) }
-        return Pages.html(.ok, SearchPage.render(query: query, results: found.results, truncated: found.truncated, limit: data.limit))
+        let (page, rules, book) = try await onIOThread {
+            (try data.list(query, filter), try data.home.catalog.summary().byRule.keys.sorted(), try data.cases())
+        }
+        return Pages.html(.ok, SearchPage.render(query: query, filter: filter, page: page, rules: rules, book: book, timezone: data.timezone))
+    }
+
+    func cases() async throws -> Response {
+        let data = self.data
+        let book = try await onIOThread { try data.cases() }
+        return Pages.html(.ok, CasesPage.render(book, timezone: data.timezone))
     }
 
     func status(_ request: Request) async throws -> Response {
