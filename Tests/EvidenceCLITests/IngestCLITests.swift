@@ -71,7 +71,7 @@ struct IngestCLITests {
         // Also by hash prefix, and in text.
         let sha = try #require(item["sha256"] as? String)
         let text = cli.run(["show", String(sha.prefix(8))])
-        #expect(text.status == 0 && text.stdout.contains("h264 320×240"))
+        #expect(text.status == 0 && text.stdout.contains("MP4 video, 2.0 s, H.264 320×240 25 fps, AAC"))
         #expect(cli.run(["show", "999"]).status == 1)
     }
 

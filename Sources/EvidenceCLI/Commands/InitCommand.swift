@@ -83,6 +83,7 @@ struct InitCommand: ParsableCommand {
         # anchor_permissions = "refuse" # refuse | warn: `run` refuses to start (doctor: ✗) while the user it
                                         # runs as can write this file, a ca_file or the rules (or a folder above them)
         log_format = "text"           # text | json
+        # timezone = "Europe/Berlin"  # times on certificates, indexes and the portal also in this zone (UTC beside it)
 
         [workers]
         ingest = 2                    # files hashed and stored at once
@@ -155,6 +156,10 @@ struct InitCommand: ParsableCommand {
 
         [share]                       # for a local archive the "link" is the file:// URL
         access = "open"
+
+        # [labels]                    # printed on each item's certificate; a sidecar NAME.json beside
+        # agency = "Riverside PD"     # a file overrides them (agency, custodian, case, officer,
+        # custodian = "Records Unit"  # device, location)
 
         """
     }

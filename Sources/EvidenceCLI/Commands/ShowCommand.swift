@@ -78,7 +78,7 @@ struct ShowCommand: ParsableCommand {
         if !cases.isEmpty { Output.line("cases     " + cases.joined(separator: ", ")) }
         if !tags.isEmpty { Output.line("tags      " + tags.joined(separator: ", ")) }
         if let m = it.media {
-            Output.line("media     \(TerminalText.escape(m.summary))")
+            Output.line("media     \(TerminalText.escape(m.plainSummary(fileName: sources.first?.name)))")
             if m.probeError == nil, let br = m.bitRate { Output.line("          bit rate \(br / 1000) kb/s") }
         } else {
             Output.line("media     (not media)")
