@@ -127,6 +127,9 @@ public protocol Catalog: Sendable {
     /// waited for it runs now, not at its held time); how many.
     @discardableResult
     func wakeQueuedJobs(kinds: [JobKind], now: Date) throws(CatalogError) -> Int
+    /// Makes the item's queued jobs due at `now` (`evidence retry ITEM`: what waits in back-off
+    /// runs now); how many.
+    func wakeQueuedJobs(itemID: Int64, now: Date) throws(CatalogError) -> Int
     /// Facts kept about the catalog's service, by key (`meta`): every entry whose key starts
     /// with `prefix`.
     func metaEntries(prefix: String) throws(CatalogError) -> [String: String]

@@ -34,6 +34,23 @@ struct JobQueueTests {
         #expect(sources.sorted() == ["/drop/a.mp4", "/drop/copy.mp4"], "the catalog fills in each after-action's source")
     }
 
+    @Test("retry ITEM: the item's jobs waiting in back-off become due now, other items' stay", arguments: Backend.allCases)
+    func wakeOneItem(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
+        let later = Date().addingTimeInterval(3600)
+        var spec = JobSpec(.verify(rule: "cam"))
+        spec.runAt = later
+        _ = try c.enqueue(spec, itemID: id, dedupeKey: "v")
+        _ = try c.enqueue(spec, itemID: nil, dedupeKey: "other")
+        let now = Date()
+        #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now) == nil)
+        #expect(try c.wakeQueuedJobs(itemID: id, now: now) == 1)
+        #expect(try c.wakeQueuedJobs(itemID: id, now: now) == 0, "already due")
+        let job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
+        #expect(job.itemID == id)
+        #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now) == nil, "the other job still waits")
+    }
+
     @Test("enqueue is idempotent by dedupe key", arguments: Backend.allCases)
     func dedupe(_ backend: Backend) throws {
         let (c, id) = try catalogWithItem(backend)

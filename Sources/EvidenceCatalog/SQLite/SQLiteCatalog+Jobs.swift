@@ -153,6 +153,14 @@ extension SQLiteCatalog {
         }
     }
 
+    public func wakeQueuedJobs(itemID: Int64, now: Date) throws(CatalogError) -> Int {
+        try write(durable: false) { db in
+            try db.execute(sql: "UPDATE job SET next_run_at = ? WHERE state = 'queued' AND next_run_at > ? AND item_id = ?",
+                           arguments: [StoredDate.text(now), StoredDate.text(now), itemID])
+            return db.changesCount
+        }
+    }
+
     public func metaEntries(prefix: String) throws(CatalogError) -> [String: String] {
         try read { db in
             let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM meta WHERE substr(key, 1, length(?)) = ?", arguments: [prefix, prefix])
