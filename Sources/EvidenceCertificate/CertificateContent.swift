@@ -47,6 +47,16 @@ public struct CertificateContent: Sendable, Equatable {
     /// Times are printed in this zone beside UTC.
     public var timezone: LocalTime = .utc
 
+    /// A picture of the recording (its poster frame), as PNG.
+    public var poster: Picture?
+
+    public struct Picture: Sendable, Equatable {
+        public var png: Data
+        public var width: Int
+        public var height: Int
+        public init(png: Data, width: Int, height: Int) { self.png = png; self.width = width; self.height = height }
+    }
+
     public struct Label: Sendable, Equatable {
         public var title: String
         public var value: String

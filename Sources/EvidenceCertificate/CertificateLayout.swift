@@ -38,6 +38,7 @@ struct CertificateLayout: BlockBuilding {
     private mutating func buildAll() {
         titleBlock()
         recordSection()
+        posterSection()
         fileSection()
         proofsSection()
         verifySection()
@@ -73,6 +74,19 @@ struct CertificateLayout: BlockBuilding {
         heading("Record")
         for l in content.labels { keyValue(l.title, l.value) }
         spacer(14)
+    }
+
+    /// The poster frame: one picture of the recording, at most 240 × 180 pt, its shape kept.
+    private mutating func posterSection() {
+        guard let p = content.poster, p.width > 0, p.height > 0 else { return }
+        heading("Recording")
+        let scale = min(240 / Double(p.width), 180 / Double(p.height))
+        let w = Double(p.width) * scale, h = Double(p.height) * scale
+        var lines = [Line(height: h + 6, ops: [.image(p.png, x: PageGeometry.left, top: 2, width: w, height: h)])]
+        lines.append(Line(height: 13, ops: [.text("Poster frame: the first picture decoded from the file (\(p.width)×\(p.height))",
+                                                  x: PageGeometry.left, baseline: 10, font: Self.smallFont, color: Palette.muted)]))
+        addBlock(lines, keepTogether: true)
+        spacer(10)
     }
 
     private mutating func fileSection() {

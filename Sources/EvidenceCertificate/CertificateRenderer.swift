@@ -80,6 +80,23 @@ struct PageFrame {
     }
 }
 
+/// Hands a PNG's bytes to cairo's read callback.
+final class PNGSource {
+    let data: Data
+    var offset = 0
+    init(_ data: Data) { self.data = data }
+}
+
+let pngRead: cairo_read_func_t = { closure, buffer, length in
+    guard let closure, let buffer else { return CAIRO_STATUS_READ_ERROR }
+    let source = Unmanaged<PNGSource>.fromOpaque(closure).takeUnretainedValue()
+    let n = Int(length)
+    guard source.offset + n <= source.data.count else { return CAIRO_STATUS_READ_ERROR }
+    source.data.copyBytes(to: buffer, from: source.offset..<(source.offset + n))
+    source.offset += n
+    return CAIRO_STATUS_SUCCESS
+}
+
 /// Receives the PDF bytes from cairo's write callback.
 final class PDFSink {
     var data = Data()
@@ -148,6 +165,8 @@ struct Painter {
             cairo_move_to(cr, x0, top + y)
             cairo_line_to(cr, x1, top + y)
             cairo_stroke(cr)
+        case let .image(png, x, imageTop, width, height):
+            image(png, x: x, y: top + imageTop, width: width, height: height)
         case let .badge(label, x, badgeTop, width, height, font, color, fill):
             roundedRect(x: x, y: top + badgeTop, w: width, h: height, r: height / 2)
             set(fill)
@@ -156,6 +175,29 @@ struct Painter {
             text(label, x: x + (width - tw) / 2, y: top + badgeTop + height / 2 + font.size * 0.35,
                  font: font, color: color)
         }
+    }
+
+    /// A PNG (the poster frame), decoded by cairo from memory and scaled into its box. A PNG
+    /// cairo cannot read is left out (the box stays empty): the picture is a courtesy.
+    private func image(_ png: Data, x: Double, y: Double, width: Double, height: Double) {
+        let source = PNGSource(png)
+        let unmanaged = Unmanaged.passRetained(source)
+        defer { unmanaged.release() }
+        guard let surface = cairo_image_surface_create_from_png_stream(pngRead, unmanaged.toOpaque()) else { return }
+        defer { cairo_surface_destroy(surface) }
+        guard cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS else { return }
+        let w = Double(cairo_image_surface_get_width(surface)), h = Double(cairo_image_surface_get_height(surface))
+        guard w > 0, h > 0 else { return }
+        cairo_save(cr)
+        cairo_translate(cr, x, y)
+        cairo_scale(cr, width / w, height / h)
+        cairo_set_source_surface(cr, surface, 0, 0)
+        cairo_paint(cr)
+        cairo_restore(cr)
+        set(Palette.rule)
+        cairo_set_line_width(cr, 0.75)
+        cairo_rectangle(cr, x, y, width, height)
+        cairo_stroke(cr)
     }
 
     /// Real PDF text: `cairo_show_text` with a toy font face, so viewers and `pdftotext`

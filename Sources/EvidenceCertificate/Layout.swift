@@ -1,4 +1,5 @@
 import CCairo
+import Foundation
 
 // A tiny flow layout: the certificate is built as blocks of fixed-height lines
 // (measured with cairo's toy font API), then paginated, then drawn. Every line is
@@ -49,6 +50,8 @@ enum DrawOp {
     case rule(x0: Double, x1: Double, y: Double, width: Double, color: RGB)
     /// A filled rounded pill with centered text; `x` is the left edge.
     case badge(String, x: Double, top: Double, width: Double, height: Double, font: FontSpec, color: RGB, fill: RGB)
+    /// A PNG picture scaled into the box (`x`, `top`, `width`, `height`), with a thin frame.
+    case image(Data, x: Double, top: Double, width: Double, height: Double)
 }
 
 struct BoxStyle {

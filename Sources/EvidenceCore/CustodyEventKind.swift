@@ -51,6 +51,8 @@ public enum CustodyEventKind: String, Codable, Sendable, CaseIterable {
     /// The labels (agency, custodian, case, officer, device, location) the item's certificate
     /// prints, and the sidecar they came from (`sidecar`, `sidecar_sha256`) or why it was not used.
     case labelled
+    /// The poster frame made for the item (`sha256`, `size`, `width`, `height` of its PNG in the store).
+    case poster
     // The log itself
     /// An RFC 3161 anchor over the event before it was saved (`anchors/<seq>-<hash>.tsr`): later
     /// anchors cover this record, so an anchor deleted from between two others shows as a gap.

@@ -207,3 +207,85 @@ public enum MediaProbe {
         return "libavformat error \(code)"
     }
 }
+
+/// One picture of a video (or an image), scaled down: the poster frame a certificate and the
+/// portal show. RGB, 3 bytes a pixel, rows top to bottom.
+public struct PosterFrame: Codable, Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    public var rgb: Data
+
+    public init(width: Int, height: Int, rgb: Data) { self.width = width; self.height = height; self.rgb = rgb }
+
+    /// Whether the sizes agree with the pixels (a reply from the child is checked before use).
+    public var isConsistent: Bool { width > 0 && height > 0 && width <= 4096 && height <= 4096 && rgb.count == width * height * 3 }
+}
+
+/// What `evidence __probe --poster` prints: the frame, or why there is none.
+public struct PosterReply: Codable, Sendable {
+    public var frame: PosterFrame?
+    public var error: String?
+    public init(frame: PosterFrame?, error: String?) { self.frame = frame; self.error = error }
+}
+
+/// Why no poster frame was made (no video stream, no decoder, an unhandled pixel format…).
+public struct PosterError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension MediaProbe {
+    static let decoding: Result<evidence_av_decode_api, LoadError> = {
+        guard case .success = library else { return .failure(LoadError(message: "libavformat is not loaded")) }
+        var api = evidence_av_decode_api()
+        var error = [CChar](repeating: 0, count: 256)
+        guard evidence_av_load_decode(&api, &error, error.count) == 1 else {
+            return .failure(LoadError(message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        }
+        return .success(api)
+    }()
+
+    /// Loads the decoding functions too (the probe child does, before it confines itself).
+    @discardableResult
+    public static func loadDecoder() -> String? {
+        switch decoding {
+        case .success: return nil
+        case .failure(let e): return "libavcodec could not be loaded: \(e.message)"
+        }
+    }
+
+    /// The first picture of the file open as `fd` (not closed here), at most `maxWidth` ×
+    /// `maxHeight`; or why there is none. Same whitelists as `probe`: no protocol, only the
+    /// containers a capture device writes. One decoder thread.
+    public static func poster(descriptor fd: Int32, maxWidth: Int = 480, maxHeight: Int = 360) -> Result<PosterFrame, PosterError> {
+        guard case .success(let av) = library else { return .failure(PosterError(message: "libavformat could not be loaded")) }
+        let dec: evidence_av_decode_api
+        switch decoding {
+        case .success(let d): dec = d
+        case .failure(let e): return .failure(PosterError(message: "libavcodec could not be loaded: \(e.message)"))
+        }
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        var options: OpaquePointer?
+        _ = av.dict_set!(&options, "protocol_whitelist", "none", 0)
+        _ = av.dict_set!(&options, "format_whitelist", allowedDemuxers, 0)
+        defer { av.dict_free!(&options) }
+        let rc = withUnsafePointer(to: av) { evidence_av_open_fd($0, &ctx, fd, &options) }
+        guard rc >= 0, let fmt = ctx else { return .failure(PosterError(message: errorText(rc, av))) }
+        defer { withUnsafePointer(to: av) { evidence_av_close_fd($0, &ctx) } }
+        _ = av.find_stream_info!(fmt, nil)
+        var out: UnsafeMutablePointer<UInt8>?
+        var width: Int32 = 0, height: Int32 = 0
+        var error = [CChar](repeating: 0, count: 256)
+        let ok = withUnsafePointer(to: av) { a in
+            withUnsafePointer(to: dec) { d in
+                evidence_av_poster(a, d, fmt, Int32(maxWidth), Int32(maxHeight), &out, &width, &height, &error, error.count)
+            }
+        }
+        guard ok == 1, let pixels = out else {
+            return .failure(PosterError(message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        }
+        defer { av.free!(pixels) }
+        return .success(PosterFrame(width: Int(width), height: Int(height), rgb: Data(bytes: pixels, count: Int(width) * Int(height) * 3)))
+    }
+}

@@ -98,12 +98,13 @@ public enum ForkServer {
     /// of its own with one thread, the one that confined itself (a namespace and a user change
     /// hold for the calling thread: the process's other threads keep theirs).
     public static func runOne(descriptor: Int32, name: String, timeout: Double, childCPUSeconds: rlim_t,
-                              handle: (Int32, String) -> Data) -> Reply {
-        serveOne(socket: -1, descriptor: descriptor, name: name, timeout: timeout, childCPUSeconds: childCPUSeconds, handle: handle)
+                              outputLimit: Int = ForkServer.outputLimit, handle: (Int32, String) -> Data) -> Reply {
+        serveOne(socket: -1, descriptor: descriptor, name: name, timeout: timeout, childCPUSeconds: childCPUSeconds,
+                 outputLimit: outputLimit, handle: handle)
     }
 
     static func serveOne(socket: Int32, descriptor fd: Int32, name: String, timeout: Double, childCPUSeconds: rlim_t,
-                         handle: (Int32, String) -> Data) -> Reply {
+                         outputLimit: Int = ForkServer.outputLimit, handle: (Int32, String) -> Data) -> Reply {
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
         guard evidence_pipe_cloexec(&out) == 0 else { return failed("no pipe for the child: \(lastError())") }
         guard evidence_pipe_cloexec(&err) == 0 else {

@@ -149,6 +149,13 @@ struct DisclosureCLITests {
                 #expect(text.contains(expected), "certificate lacks \(expected): \(text)")
             }
             #expect(!text.contains("Rule Officer") && !text.contains("mov,mp4"), "\(text)")
+            // The poster frame: decoded in the confined probe child, kept in the store, recorded, drawn.
+            let poster = custody.first { $0["kind"] as? String == "poster" }?["details"] as? String ?? ""
+            #expect(poster.contains("\"width\":\"320\"") && poster.contains("\"height\":\"240\""), "\(custody)")
+            let images = CLI.exec(["pdfimages", "-list", cert]).stdout
+            #expect(images.contains(" 320   240 "), "\(images)")
+            #expect(text.contains("Poster frame"))
+            #expect(h.cli.run(cfg + ["fsck"]).stdout.contains("orphan") == false, "the poster is recorded, not an orphan")
 
             let declaration = h.scratch.path + "/declaration.pdf"
             let d = h.cli.run(cfg + ["declare", "1", "--custodian", "J. Smith", "--role", "Records custodian", "--agency", "Riverside PD",
@@ -168,6 +175,32 @@ struct DisclosureCLITests {
             let accessed = (n.show(h, "1")["custody"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "accessed" }
             #expect(accessed.contains { ($0["details"] as? String)?.contains("declaration by J. Smith") == true })
             #expect(h.cli.run(cfg + ["declare", "1", "--custodian", "", "-o", declaration]).status == 2)
+
+            // The portal shows the poster on the item page: Chromium renders the test pattern's bars.
+            let withServe = try String(contentsOfFile: h.configPath!, encoding: .utf8) + """
+
+                [serve]
+                user = "auditor"
+                password_env = "EVIDENCE_TEST_PORTAL_PASSWORD"
+
+                """
+            try withServe.write(toFile: h.configPath!, atomically: true, encoding: .utf8)
+            let serve = try ServeCLITests.ServeProcess(config: h.configPath!, home: h.home, scratch: h.scratch.path,
+                                                       environment: ["EVIDENCE_TEST_PORTAL_PASSWORD": "pw"])
+            let png = CLI.exec(["curl", "-sf", "-u", "auditor:pw", "-o", h.scratch.path + "/poster.png", "-w", "%{content_type}", serve.url + "items/1/poster.png"])
+            #expect(png.status == 0 && png.stdout == "image/png", "\(png.stdout)")
+            let chromium = try #require(["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                                        "chromium is not installed: run scripts/deps.sh")
+            let shot = h.scratch.path + "/item.png"
+            let authed = serve.url.replacingOccurrences(of: "http://", with: "http://auditor:pw@")
+            #expect(CLI.exec([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+                              "--user-data-dir=" + h.scratch.path + "/chromium-profile", "--window-size=1200,1000",
+                              "--screenshot=" + shot, authed + "items/1"], timeout: 90).status == 0)
+            let screen = try PNGImage(data: try #require(FileManager.default.contents(atPath: shot)))
+            // testsrc's pure magenta and green bars, about 8,700 pixels each in a 320×240 frame.
+            #expect(screen.count((255, 0, 255), tolerance: 40) > 3_000, "magenta pixels: \(screen.count((255, 0, 255), tolerance: 40))")
+            #expect(screen.count((0, 255, 0), tolerance: 40) > 3_000, "green pixels: \(screen.count((0, 255, 0), tolerance: 40))")
+            #expect(serve.stop() == 0)
             #expect(h.stop() == 0)
         }
     }

@@ -106,3 +106,17 @@ struct LayoutTests {
         #expect(e.description.contains("out of memory"), "\(e)")
     }
 }
+
+@Suite("PNG pictures")
+struct PNGPictureTests {
+    @Test("RGB written as PNG reads back its size; sizes that disagree with the pixels give none")
+    func roundTrip() throws {
+        var rgb = Data()
+        for i in 0..<(4 * 3) { rgb.append(contentsOf: [UInt8(i * 20), 0, 255]) }
+        let png = try #require(PNGPicture.png(width: 4, height: 3, rgb: rgb))
+        #expect(png.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
+        #expect(PNGPicture.size(png).map { [$0.width, $0.height] } == [4, 3])
+        #expect(PNGPicture.png(width: 4, height: 3, rgb: rgb.dropLast()) == nil)
+        #expect(PNGPicture.size(Data("not a png at all, not at all".utf8)) == nil)
+    }
+}

@@ -25,6 +25,19 @@ CAIRO_VOID(cairo_surface_destroy, (cairo_surface_t *surface), (surface))
 CAIRO_VOID(cairo_surface_finish, (cairo_surface_t *surface), (surface))
 CAIRO_FN(cairo_status_t, cairo_surface_status, (cairo_surface_t *surface), (surface))
 
+// Pictures (poster frames): an RGB image written as PNG, a PNG read back and painted
+CAIRO_FN(cairo_surface_t *, cairo_image_surface_create, (cairo_format_t format, int width, int height), (format, width, height))
+CAIRO_FN(unsigned char *, cairo_image_surface_get_data, (cairo_surface_t *surface), (surface))
+CAIRO_FN(int, cairo_image_surface_get_stride, (cairo_surface_t *surface), (surface))
+CAIRO_FN(int, cairo_image_surface_get_width, (cairo_surface_t *surface), (surface))
+CAIRO_FN(int, cairo_image_surface_get_height, (cairo_surface_t *surface), (surface))
+CAIRO_VOID(cairo_surface_flush, (cairo_surface_t *surface), (surface))
+CAIRO_VOID(cairo_surface_mark_dirty, (cairo_surface_t *surface), (surface))
+CAIRO_FN(cairo_status_t, cairo_surface_write_to_png_stream, (cairo_surface_t *surface, cairo_write_func_t write_func, void *closure),
+         (surface, write_func, closure))
+CAIRO_FN(cairo_surface_t *, cairo_image_surface_create_from_png_stream, (cairo_read_func_t read_func, void *closure),
+         (read_func, closure))
+
 // Contexts and paths
 CAIRO_FN(cairo_t *, cairo_create, (cairo_surface_t *target), (target))
 CAIRO_CR(cairo_destroy)
@@ -38,6 +51,12 @@ CAIRO_CR(cairo_fill_preserve)
 CAIRO_CR(cairo_stroke)
 CAIRO_CR(cairo_paint)
 CAIRO_CR(cairo_show_page)
+CAIRO_CR(cairo_save)
+CAIRO_CR(cairo_restore)
+CAIRO_VOID(cairo_translate, (cairo_t *cr, double tx, double ty), (cr, tx, ty))
+CAIRO_VOID(cairo_scale, (cairo_t *cr, double sx, double sy), (cr, sx, sy))
+CAIRO_VOID(cairo_rectangle, (cairo_t *cr, double x, double y, double width, double height), (cr, x, y, width, height))
+CAIRO_VOID(cairo_set_source_surface, (cairo_t *cr, cairo_surface_t *surface, double x, double y), (cr, surface, x, y))
 CAIRO_VOID(cairo_move_to, (cairo_t *cr, double x, double y), (cr, x, y))
 CAIRO_VOID(cairo_line_to, (cairo_t *cr, double x, double y), (cr, x, y))
 CAIRO_VOID(cairo_arc, (cairo_t *cr, double xc, double yc, double radius, double angle1, double angle2),

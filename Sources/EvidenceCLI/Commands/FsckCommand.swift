@@ -74,6 +74,10 @@ struct FsckCommand: ParsableCommand {
             for cert in try home.catalog.certificates(itemID: item.id) { referenced.insert(cert.sha256) }
             for file in try home.catalog.archivedFiles(itemID: item.id) { referenced.insert(file.sha256) }
         }
+        // Poster frames are recorded by their custody event alone.
+        for e in try home.catalog.events(kinds: [.poster]) {
+            if let hex = CustodyCrossCheck.details(e)["sha256"], let d = SHA256Digest(hex: hex) { referenced.insert(d) }
+        }
         let config = try? global.loadConfig()
         let (chain, _) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), anchorEvery: config?.custody?.anchorEvery)
         problems += chain.problems.map(\.description)

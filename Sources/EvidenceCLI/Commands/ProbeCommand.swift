@@ -39,6 +39,9 @@ struct ProbeCommand: ParsableCommand {
     @Flag(help: "Serve files handed over descriptor 3 (a Unix socket), one forked child each.")
     var serve = false
 
+    @Flag(help: "Decode the first picture instead, scaled to at most 480×360; prints {frame: {width, height, rgb}} or {error}.")
+    var poster = false
+
     @Option(help: "With --serve: seconds a child may take before it is killed.")
     var timeout: Double = 60
 
@@ -66,6 +69,7 @@ struct ProbeCommand: ParsableCommand {
         // Everything that opens a file happens before the sandbox, which forbids opening: loading
         // libavformat and its ~130 libraries (dlopen), the file itself, and a first JSON encoding.
         MediaProbe.load()
+        if poster { MediaProbe.loadDecoder() }
         if serve { Glibc.exit(Self.serve(timeout: timeout)) }
         let descriptor: Int32
         if let fd {
@@ -91,9 +95,16 @@ struct ProbeCommand: ParsableCommand {
         // The parse happens in a forked child of the thread that confined itself, as the server's
         // do: the namespace and the user change are that thread's, not the process's other threads'.
         let cpu = ProbeSandbox.cpuSeconds
+        // A poster frame is at most 480×360 RGB, base64 in JSON: about 700 KB.
         let reply = ForkServer.runOne(descriptor: descriptor, name: name ?? path ?? "", timeout: Double(cpu) * 2,
-                                      childCPUSeconds: cpu) { fd, name in
-            Self.encode(MediaProbe.probe(descriptor: fd, name: name), encoder)
+                                      childCPUSeconds: cpu, outputLimit: poster ? 1 << 20 : ForkServer.outputLimit) { [poster] fd, name in
+            guard poster else { return Self.encode(MediaProbe.probe(descriptor: fd, name: name), encoder) }
+            let reply: PosterReply
+            switch MediaProbe.poster(descriptor: fd) {
+            case .success(let frame): reply = PosterReply(frame: frame, error: nil)
+            case .failure(let e): reply = PosterReply(frame: nil, error: e.message)
+            }
+            return (try? encoder.encode(reply)) ?? Data("{\"error\":\"encoding\"}".utf8)
         }
         Output.writeError(Data(reply.errors.utf8))
         Output.writeOutput(Data(reply.output.utf8))

@@ -110,7 +110,8 @@ struct RunCommand: AsyncParsableCommand {
         factory?.bootstrapProcess()
         let pipeline = Pipeline(home: home, config: config, rules: rules, notaries: notaries, archives: archives,
                                 metrics: factory.map { PipelineMetrics(factory: $0) } ?? .disabled,
-                                prober: ChildMediaProbe.prober(executable: ProbeCommand.executable), reload: reload, logger: logger)
+                                prober: ChildMediaProbe.prober(executable: ProbeCommand.executable), reload: reload,
+                                posterExecutable: ProbeCommand.executable, logger: logger)
         var alongside: [any Service] = []
         if let metricsConfig, let factory {
             let endpoint = MetricsEndpoint(

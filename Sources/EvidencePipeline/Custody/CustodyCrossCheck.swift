@@ -56,7 +56,7 @@ public enum CustodyCrossCheck {
     }
 
     /// An event's details as the strings they were written from.
-    static func details(_ e: CustodyEvent) -> [String: String] {
+    public static func details(_ e: CustodyEvent) -> [String: String] {
         (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
     }
 

@@ -4,6 +4,7 @@ import EvidenceCore
 import EvidenceNotary
 import EvidenceStore
 import Foundation
+import Logging
 
 /// Once every notary confirmed: fetch each QED report's PDF certificate into the store
 /// (checked to be a PDF), render our own evidence certificate, record both, and move the item
@@ -15,10 +16,14 @@ public struct CertificateHandler: JobHandler {
     let notaries: Notaries
     let metrics: PipelineMetrics
     let timezone: LocalTime
+    /// The `evidence` binary whose confined probe child decodes poster frames; nil: none made.
+    let posterExecutable: String?
+    let logger: Logger
 
     public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries, metrics: PipelineMetrics = .disabled,
-                timezone: LocalTime = .utc) {
+                timezone: LocalTime = .utc, posterExecutable: String? = nil, logger: Logger = Logger(label: "evidence")) {
         self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics; self.timezone = timezone
+        self.posterExecutable = posterExecutable; self.logger = logger
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
@@ -44,10 +49,21 @@ public struct CertificateHandler: JobHandler {
         }
 
         if !have.contains(where: { $0.origin == "evidence" }) {
-            let timezone = self.timezone
+            let timezone = self.timezone, executable = self.posterExecutable, logger = self.logger
             try await blockingJobWork {
                 let labels = try ItemLabels.resolve(home: home, item: item, rule: ruleName, ruleLabels: rule.labels)
-                try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item, labels: labels, timezone: timezone))
+                var poster = PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: item.id))
+                if poster == nil, let executable, PosterFrames.wanted(item) {
+                    let name = try home.catalog.sources(itemID: item.id).first?.name ?? item.sha256.hex
+                    switch PosterFrames.make(home: home, item: item, name: name, executable: executable) {
+                    case .success(let made): poster = made
+                    case .failure(let why):
+                        // The certificate is made without one: a picture is a courtesy, the digest is the evidence.
+                        logger.warning("no poster frame", metadata: ["item": "\(item.id)", "reason": "\(why)"])
+                    }
+                }
+                try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item, labels: labels,
+                                                                                    timezone: timezone, poster: poster))
             }
         }
         return .done(ItemLifecycle(rule: rule).transition(from: item.state,

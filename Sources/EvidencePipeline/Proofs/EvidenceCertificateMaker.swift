@@ -12,7 +12,7 @@ public enum EvidenceCertificateMaker {
     /// from the token: `signers(home:proofs:)`), whose fingerprint the certificate prints.
     public static func content(item: Item, sources: [SourceSighting], proofs: [Proof], custodyHead: String?,
                                tsaSigners: [String: TSACertificates.Info] = [:], labels: CertificateLabels = .init(),
-                               timezone: LocalTime = .utc, now: Date = Date()) -> CertificateContent {
+                               timezone: LocalTime = .utc, poster: PosterFrames.Made? = nil, now: Date = Date()) -> CertificateContent {
         let fileName = sources.first?.name ?? item.sha256.hex
         let shown = proofs.map { p -> CertificateContent.Proof in
             switch p.kind {
@@ -58,6 +58,7 @@ public enum EvidenceCertificateMaker {
         content.verifyNotes = notes
         content.labels = labels.printed.map { CertificateContent.Label($0.0, $0.1) }
         content.timezone = timezone
+        if let p = poster { content.poster = .init(png: p.png, width: p.width, height: p.height) }
         return content
     }
 
@@ -73,13 +74,14 @@ public enum EvidenceCertificateMaker {
     }
 
     /// Renders and stores the certificate; returns its record (not yet saved in the catalog).
-    public static func make(home: EvidenceHome, item: Item, labels: CertificateLabels = .init(), timezone: LocalTime = .utc) throws -> Certificate {
+    public static func make(home: EvidenceHome, item: Item, labels: CertificateLabels = .init(), timezone: LocalTime = .utc,
+                            poster: PosterFrames.Made? = nil) throws -> Certificate {
         let sources = try home.catalog.sources(itemID: item.id)
         let proofs = try home.catalog.proofs(itemID: item.id)
         let head = try home.catalog.events(itemID: item.id).last?.hash
         let pdf = try CertificateRenderer.render(content(item: item, sources: sources, proofs: proofs, custodyHead: head,
                                                          tsaSigners: signers(home: home, proofs: proofs),
-                                                         labels: labels, timezone: timezone))
+                                                         labels: labels, timezone: timezone, poster: poster))
         let stored = try home.store.put(pdf)
         return Certificate(itemID: item.id, origin: "evidence", sha256: stored.digest, size: Int64(pdf.count))
     }

@@ -39,7 +39,8 @@ public struct Pipeline: Sendable {
     /// watcher's, notaries' and providers' measurements (nothing is measured by default).
     public init(home: EvidenceHome, config: EvidenceConfig, rules: [WatchRule], notaries: Notaries,
                 archives: Archives = Archives(), metrics: PipelineMetrics = .disabled,
-                prober: @escaping MediaProber = { MediaProbe.probe(path: $0, name: $1) }, reload: Reload? = nil, logger: Logger) {
+                prober: @escaping MediaProber = { MediaProbe.probe(path: $0, name: $1) }, reload: Reload? = nil,
+                posterExecutable: String? = nil, logger: Logger) {
         self.home = home
         self.rules = rules
         let archives = archives.measured(by: metrics)
@@ -68,7 +69,7 @@ public struct Pipeline: Sendable {
                                 + [VerifyHandler(home: home, rules: byName),
                                          NotarizeHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
                                          CertificateHandler(home: home, rules: byName, notaries: notaries, metrics: metrics,
-                                                            timezone: config.timezone),
+                                                            timezone: config.timezone, posterExecutable: posterExecutable, logger: logger),
                                          ArchiveHandler(home: home, rules: byName, archives: archives),
                                          ShareHandler(home: home, rules: byName, archives: archives),
                                          AfterActionHandler(home: home, rules: byName)],

@@ -46,9 +46,16 @@ enum CustodySentence {
             let labels = d.filter { $0.key.hasPrefix("label.") }.sorted { $0.key < $1.key }.map { "\($0.key.dropFirst(6)): \($0.value)" }
             return "Certificate labels " + (labels.isEmpty ? "none" : labels.joined(separator: ", "))
                 + (d["sidecar"].map { " (sidecar \($0))" } ?? "") + (d["problem"].map { "; sidecar not used: \($0)" } ?? "") + "."
+        case .poster?: return "A poster frame (\(v("width"))×\(v("height"))) was decoded from the recording."
         case .anchored?: return "The custody log was time-stamped here."
         case nil: return "\(e.kind): \(flat(d))"
         }
+    }
+
+    /// A poster event's picture size, for the page's `<img>` (0 × 0 when not recorded).
+    static func sizes(_ e: CustodyEvent) -> (Int, Int) {
+        let d = (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
+        return (d["width"].flatMap(Int.init) ?? 0, d["height"].flatMap(Int.init) ?? 0)
     }
 
     static func flat(_ d: [String: String]) -> String {

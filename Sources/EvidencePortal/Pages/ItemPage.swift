@@ -81,8 +81,13 @@ enum ItemPage {
              "<span class=\"sentence\">\(CustodySentence.describe(e))</span><details><summary>\(e.kind) by \(e.actor)</summary>\(Layout.mono(e.details))</details>",
              "<code title=\"\(e.hash)\">\(String(e.hash.prefix(16)))…</code>"]
         }
+        let poster: HTML = d.events.last(where: { $0.kind == CustodyEventKind.poster.rawValue }).map { e in
+            let size = CustodySentence.sizes(e)
+            return "<figure class=\"poster\"><img id=\"poster\" src=\"/items/\(it.id)/poster.png\" alt=\"Poster frame of item #\(it.id)\" width=\"\(size.0)\" height=\"\(size.1)\"><figcaption class=\"note\">Poster frame: the first picture decoded from the file.</figcaption></figure>"
+        } ?? .empty
         let body: HTML = """
             <h1>Item #\(it.id) — \(name)</h1>
+            \(poster)
             \(facts)
             <h2>Downloads</h2>
             <ul class="downloads">\(downloads)</ul>

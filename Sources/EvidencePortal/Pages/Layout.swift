@@ -109,6 +109,8 @@ enum Layout {
         .filters{display:flex;gap:.8rem;flex-wrap:wrap;margin-top:.6rem;font-size:.9em}
         .paging{display:flex;gap:1rem;margin:.8rem 0}
         .sentence{max-width:60rem}
+        .poster{float:right;margin:0 0 1rem 1rem}
+        .poster img{border:1px solid var(--line);max-width:480px;height:auto}
         """
 }
 

@@ -21,6 +21,7 @@ struct PortalRoutes: Sendable {
         router.get("/cases") { _, _ in try await self.cases() }
         router.get("/items/:id") { _, context in try await self.item(context) }
         router.get("/items/:id/certificates/:file") { _, context in try await self.certificate(context) }
+        router.get("/items/:id/poster.png") { _, context in try await self.poster(context) }
         router.get("/items/:id/bundle.zip") { request, context in try await self.bundle(request, context, .zip) }
         router.get("/items/:id/bundle.tar") { request, context in try await self.bundle(request, context, .tar) }
     }
@@ -129,6 +130,17 @@ struct PortalRoutes: Sendable {
         return Response(status: .ok, headers: [.contentType: "application/pdf",
                                                .contentDisposition: Pages.attachment("evidence-item-\(item.id)-\(item.sha256.short)-\(cert.origin).pdf")],
                         body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// The item's poster frame, as recorded by its `poster` event and checked against its hash.
+    /// Part of the item page (not recorded again as an access).
+    func poster(_ context: PortalContext) async throws -> Response {
+        guard let id = Self.itemID(context) else { return Pages.notFound("No such item.") }
+        let home = data.home
+        let found = try await onIOThread { PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: id)) }
+        guard let p = found else { return Pages.notFound("Item #\(id) has no poster frame.") }
+        return Response(status: .ok, headers: [.contentType: "image/png", .cacheControl: "private, max-age=3600"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: p.png)))
     }
 
     /// HEAD is answered from the catalog alone; a GET builds the bundle when a build slot is free
