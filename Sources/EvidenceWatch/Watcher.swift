@@ -55,6 +55,12 @@ public final class Watcher: Sendable {
         return stream
     }
 
+    /// Stops every running loop of this watcher: each stream finishes (no error). A reload
+    /// replaces the watcher with one for the new rules and stops this one.
+    public func stop() {
+        for c in registry.all() { c.requestStop() }
+    }
+
     /// Test hook: behave as if the kernel had reported IN_Q_OVERFLOW, in every running loop of
     /// this watcher (full rescan of all roots, `.rescanned` per rule).
     public func injectOverflow() {

@@ -78,8 +78,8 @@ struct AfterActionTests {
         func run(_ kind: JobKind, complete: Bool = true) async throws -> JobOutcome? {
             guard let job = try home.catalog.claimJob(kinds: [kind], owner: "test", lease: 60, now: Date()) else { return nil }
             let handler: any JobHandler = switch kind {
-            case .afterAction: AfterActionHandler(home: home, rules: rules, beforeAct: beforeAct)
-            case .archive: ArchiveHandler(home: home, rules: rules, archives: archives)
+            case .afterAction: AfterActionHandler(home: home, rules: LiveRules(rules), beforeAct: beforeAct)
+            case .archive: ArchiveHandler(home: home, rules: LiveRules(rules), archives: archives)
             default: fatalError("no handler for \(kind) in this test")
             }
             let outcome = try await handler.run(job)

@@ -45,7 +45,7 @@ struct HandlerChainTests {
             let archives = Archives(providers: ["vault": LocalProvider(account: "vault", root: dir.path + "/vault")])
             rule = WatchRule(name: "cam", file: dir.path + "/cam.toml", path: dir.path + "/drop", notary: ["qed", "tsa"],
                              archive: "vault", share: ShareSettings(access: .open))
-            let rules = ["cam": rule]
+            let rules = LiveRules(["cam": rule])
             for handler: any JobHandler in [
                 VerifyHandler(home: home, rules: rules), NotarizeHandler(home: home, rules: rules, notaries: notaries),
                 CertificateHandler(home: home, rules: rules, notaries: notaries),

@@ -56,10 +56,10 @@ struct ArchiveCommand: AsyncParsableCommand {
         } catch { throw CLIError.config(error.description) }
 
         let progress = Progress(totalBytes: it.size, totalFiles: 1, quiet: global.quiet || global.json)
-        let archiver = ArchiveHandler(home: home, rules: byName, archives: archives, progress: { path, sent, total in
+        let archiver = ArchiveHandler(home: home, rules: LiveRules(byName), archives: archives, progress: { path, sent, total in
             progress.update(fileBytes: min(sent, total), name: path)
         })
-        let sharer = ShareHandler(home: home, rules: byName, archives: archives)
+        let sharer = ShareHandler(home: home, rules: LiveRules(byName), archives: archives)
         let owner = Lease.owner(role: "archive", node: config.nodeName)
         var ran: [String] = []
         // Archive, then the share job the archive transition queues.

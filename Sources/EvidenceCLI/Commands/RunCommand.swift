@@ -23,7 +23,9 @@ struct RunCommand: AsyncParsableCommand {
         SIGUSR1 forces a full rescan of the watched folders; SIGHUP (`systemctl reload`) reads
         evidence.toml again and rebuilds the archive accounts and notaries with their secrets
         read again (a config that no longer loads keeps the old ones, and the log says why),
-        resumes paused ones, and rescans. The rules are not reloaded: restart for those.
+        resumes paused ones, re-reads the rules (a rule file that no longer parses or checks keeps
+        its previous version and is logged as an error; new and removed files add and remove
+        rules; jobs read their rule when they run), and rescans.
 
         Credentials an account or notary refuses (HTTP 401/403, an OAuth grant refused) pause
         it: its jobs wait, no attempt is counted and no request is sent until its secret
@@ -133,9 +135,29 @@ struct RunCommand: AsyncParsableCommand {
         // SIGHUP (`systemctl reload`): accounts and notaries rebuilt with their secrets read again.
         signal(SIGHUP, SIG_IGN)
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP)
+        let rulesDirectory = RuleSet.directory(explicit: self.rules, config: config)
         hup.setEventHandler {
-            logger.notice("SIGHUP: reloading accounts and notaries, then a rescan")
-            Thread.detachNewThread { pipeline.reloadCredentials() }   // reads files and the catalog: off the signal queue
+            logger.notice("SIGHUP: reloading accounts, notaries and rules, then a rescan")
+            Thread.detachNewThread {   // reads files and the catalog: off the signal queue
+                pipeline.reloadCredentials()
+                guard let dir = rulesDirectory else { return }
+                let (loaded, errors) = ConfigLoader.loadRules(directory: dir)
+                let current = (try? reload.load()) ?? config
+                var withHome = current
+                withHome.home = homePath.hasPrefix("/") ? homePath : FileManager.default.currentDirectoryPath + "/" + homePath
+                let report = pipeline.reloadRules(loaded: loaded, errors: errors) { rules in
+                    var problems = ConfigLoader.validate(rules: rules, against: withHome)
+                    // Accounts are opened at start: a rule may not name one this run does not hold.
+                    for r in rules { if let a = r.archive, !usedAccounts.contains(a) {
+                        problems.append(ConfigError(file: r.file, field: "archive",
+                                                    message: "account \"\(a)\" was not in use when evidence run started: restart to add an account"))
+                    } }
+                    return problems
+                }
+                for line in report {
+                    if line.contains(" keeps its previous version: ") || line.contains(" is not added: ") { logger.error("\(line)") } else { logger.notice("\(line)") }
+                }
+            }
             pipeline.watchService.rescan()
         }
         hup.resume()

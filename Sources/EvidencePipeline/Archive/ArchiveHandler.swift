@@ -19,12 +19,12 @@ import Foundation
 public struct ArchiveHandler: JobHandler {
     public let kind = JobKind.archive
     let home: EvidenceHome
-    let rules: [String: WatchRule]
+    let rules: LiveRules
     let archives: Archives
     /// Called while a file goes up: remote path, bytes sent, file size (the CLI's progress bar).
     let progress: (@Sendable (String, Int64, Int64) -> Void)?
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], archives: Archives,
+    public init(home: EvidenceHome, rules: LiveRules, archives: Archives,
                 progress: (@Sendable (String, Int64, Int64) -> Void)? = nil) {
         self.home = home; self.rules = rules; self.archives = archives; self.progress = progress
     }

@@ -10,10 +10,10 @@ import Foundation
 public struct ShareHandler: JobHandler {
     public let kind = JobKind.share
     let home: EvidenceHome
-    let rules: [String: WatchRule]
+    let rules: LiveRules
     let archives: Archives
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], archives: Archives) {
+    public init(home: EvidenceHome, rules: LiveRules, archives: Archives) {
         self.home = home; self.rules = rules; self.archives = archives
     }
 

@@ -19,12 +19,12 @@ import Glibc
 public struct AfterActionHandler: JobHandler {
     public let kind = JobKind.afterAction
     let home: EvidenceHome
-    let rules: [String: WatchRule]
+    let rules: LiveRules
     /// Called after every check and right before the source is deleted or moved: the moment a
     /// hostile writer of the drop folder would swap a folder for a link (tests use it for that).
     let beforeAct: @Sendable () -> Void
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], beforeAct: @escaping @Sendable () -> Void = {}) {
+    public init(home: EvidenceHome, rules: LiveRules, beforeAct: @escaping @Sendable () -> Void = {}) {
         self.home = home
         self.rules = rules
         self.beforeAct = beforeAct

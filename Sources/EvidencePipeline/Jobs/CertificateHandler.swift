@@ -12,7 +12,7 @@ import Logging
 public struct CertificateHandler: JobHandler {
     public let kind = JobKind.certificate
     let home: EvidenceHome
-    let rules: [String: WatchRule]
+    let rules: LiveRules
     let notaries: Notaries
     let metrics: PipelineMetrics
     let timezone: LocalTime
@@ -20,7 +20,7 @@ public struct CertificateHandler: JobHandler {
     let posterExecutable: String?
     let logger: Logger
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries, metrics: PipelineMetrics = .disabled,
+    public init(home: EvidenceHome, rules: LiveRules, notaries: Notaries, metrics: PipelineMetrics = .disabled,
                 timezone: LocalTime = .utc, posterExecutable: String? = nil, logger: Logger = Logger(label: "evidence")) {
         self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics; self.timezone = timezone
         self.posterExecutable = posterExecutable; self.logger = logger

@@ -14,11 +14,11 @@ import Foundation
 public struct NotarizeHandler: JobHandler {
     public let kind = JobKind.notarize
     let home: EvidenceHome
-    let rules: [String: WatchRule]
+    let rules: LiveRules
     let notaries: Notaries
     let metrics: PipelineMetrics
 
-    public init(home: EvidenceHome, rules: [String: WatchRule], notaries: Notaries, metrics: PipelineMetrics = .disabled) {
+    public init(home: EvidenceHome, rules: LiveRules, notaries: Notaries, metrics: PipelineMetrics = .disabled) {
         self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics
     }
 

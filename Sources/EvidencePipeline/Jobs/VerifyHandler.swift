@@ -9,9 +9,9 @@ import Foundation
 public struct VerifyHandler: JobHandler {
     public let kind = JobKind.verify
     let home: EvidenceHome
-    let rules: [String: WatchRule]
+    let rules: LiveRules
 
-    public init(home: EvidenceHome, rules: [String: WatchRule]) {
+    public init(home: EvidenceHome, rules: LiveRules) {
         self.home = home
         self.rules = rules
     }

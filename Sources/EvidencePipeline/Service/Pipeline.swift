@@ -21,6 +21,10 @@ public struct Pipeline: Sendable {
     /// Accounts and notaries whose credentials were refused (with `reload`; else nil).
     public let pauses: Pauses?
     let reloader: CredentialReloader?
+    /// The rules the handlers and the ingest read, replaced by `reloadRules`.
+    public let ruleSet: LiveRules
+    let nodeName: String
+    let logger: Logger
 
     /// How `run` rebuilds its accounts and notaries (SIGHUP, or a paused one's secret changed):
     /// the configuration as it is now, and the accounts it uses.
@@ -53,15 +57,11 @@ public struct Pipeline: Sendable {
         let ingestor = Ingestor(home: home, actor: "run:\(config.nodeName):\(getpid())", prober: prober)
         // Every rule's jobs run here; only this node's rules are watched here.
         let watched = rules.filter { $0.isWatched(on: config.nodeName) }
-        let specs = watched.map {
-            var spec = WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
-                                 recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval,
-                                 maxDepth: $0.maxDepth, settleMax: $0.settleMax)
-            spec.waitForRoot = true   // an unmounted dock does not stop the other rules
-            return spec
-        }
-        let byName = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        watchService = WatchService(watcher: Watcher(specs: specs, logger: logger), rules: watched, ingestor: ingestor,
+        let byName = LiveRules(rules)
+        ruleSet = byName
+        nodeName = config.nodeName
+        self.logger = logger
+        watchService = WatchService(watcher: Watcher(specs: Self.specs(watched), logger: logger), rules: watched, ingestor: ingestor,
                                     workers: config.workers.ingest, logger: logger, metrics: metrics)
         let copyTo = config.custody?.anchorArchive.flatMap { archives.providers[$0] }
         jobRunner = JobRunner(catalog: home.catalog,
@@ -106,9 +106,59 @@ public struct Pipeline: Sendable {
 }
 
 extension Pipeline {
+    /// What the watcher watches for these rules.
+    static func specs(_ rules: [WatchRule]) -> [WatchSpec] {
+        rules.map {
+            var spec = WatchSpec(rule: $0.name, root: $0.path, include: $0.include, exclude: $0.exclude,
+                                 recursive: $0.recursive, settle: $0.settle, pollInterval: $0.pollInterval,
+                                 maxDepth: $0.maxDepth, settleMax: $0.settleMax)
+            spec.waitForRoot = true   // an unmounted dock does not stop the other rules
+            return spec
+        }
+    }
+
+    /// SIGHUP: the rules as `loaded` now (with `errors` for the files that did not parse, and
+    /// `validate` for the checks against the configuration). A rule whose file no longer parses
+    /// or checks keeps its previous version; a new file adds a rule, a removed one removes it
+    /// (its items' remaining jobs wait until it is back). Jobs read their rule when they run; if
+    /// what is watched changed, the watcher is replaced and its initial scan finds every file
+    /// again (those already taken are skipped). Returns one line per change or problem.
+    @discardableResult
+    public func reloadRules(loaded: [WatchRule], errors: [ConfigError], validate: ([WatchRule]) -> [ConfigError]) -> [String] {
+        func ruleName(_ file: String) -> String { ((file as NSString).lastPathComponent as NSString).deletingPathExtension }
+        let before = ruleSet.all
+        var next = before
+        var report: [String] = []
+        var broken = Set<String>()
+        for e in errors + validate(loaded) {
+            let name = ruleName(e.file)
+            broken.insert(name)
+            report.append("rule \(name)" + (before[name] != nil ? " keeps its previous version" : " is not added") + ": \(e)")
+        }
+        for r in loaded where !broken.contains(r.name) {
+            if before[r.name] == nil { report.append("rule \(r.name) added") } else if before[r.name] != r { report.append("rule \(r.name) changed") }
+            next[r.name] = r
+        }
+        let present = Set(loaded.map(\.name)).union(broken)
+        for name in before.keys.sorted() where !present.contains(name) {
+            next[name] = nil
+            report.append("rule \(name) removed (its file is gone): its items' remaining jobs wait until it is back")
+        }
+        guard next != before else { return report + ["rules unchanged"] }
+        ruleSet.replace(next)
+        let watched = next.values.filter { $0.isWatched(on: nodeName) }.sorted { $0.name < $1.name }
+        let oldWatched = before.values.filter { $0.isWatched(on: nodeName) }.sorted { $0.name < $1.name }
+        if Self.specs(watched) != Self.specs(oldWatched) {
+            watchService.replace(watcher: Watcher(specs: Self.specs(watched), logger: logger), rules: watched)
+        } else {
+            watchService.update(rules: watched)
+        }
+        return report
+    }
+
     /// SIGHUP: the accounts and notaries rebuilt from the configuration as it is now (their
     /// secrets read again; a configuration that no longer loads keeps the old ones, and says
-    /// why), and every paused one given its chance again. The rules are not reloaded.
+    /// why), and every paused one given its chance again. The rules: `reloadRules`.
     public func reloadCredentials() {
         guard let reloader, reloader.reload() else { return }
         pauses?.checkSecrets(reloaded: true)

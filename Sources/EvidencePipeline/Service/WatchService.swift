@@ -16,8 +16,10 @@ import Synchronization
 /// process dies is found again by the start-up scan, and a file already recorded at that
 /// exact version is skipped, so every file is taken exactly once.
 public final class WatchService: Service, Sendable {
-    let watcher: Watcher
-    let rules: [String: WatchRule]
+    /// The watcher and the rules it watches; replaced together by a reload (`replace`).
+    private let current: Mutex<(watcher: Watcher, rules: [String: WatchRule])>
+    var watcher: Watcher { current.withLock { $0.watcher } }
+    var rules: [String: WatchRule] { current.withLock { $0.rules } }
     let ingestor: Ingestor
     let workers: Int
     let logger: Logger
@@ -49,8 +51,7 @@ public final class WatchService: Service, Sendable {
 
     public init(watcher: Watcher, rules: [WatchRule], ingestor: Ingestor, workers: Int, logger: Logger,
                 retryDelays: [Double] = [1, 2, 5, 10, 30, 60, 120, 300], metrics: PipelineMetrics = .disabled) {
-        self.watcher = watcher
-        self.rules = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        self.current = Mutex((watcher, Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })))
         self.ingestor = ingestor
         self.workers = max(1, workers)
         self.logger = logger
@@ -60,12 +61,31 @@ public final class WatchService: Service, Sendable {
         metrics.registerWatcher()
     }
 
+    /// Watches `rules` with `watcher` from now on (SIGHUP reloaded the rules): the old watcher
+    /// stops, files being read finish, and the new one's initial scan finds every file again
+    /// (those already taken are recognised and skipped).
+    public func replace(watcher: Watcher, rules: [WatchRule]) {
+        let old = current.withLock { state in
+            defer { state = (watcher, Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })) }
+            return state.watcher
+        }
+        old.stop()
+    }
+
+    /// The rules changed in what the ingest reads (their stages, labels, `empty`), not in what
+    /// is watched: the watcher goes on.
+    public func update(rules: [WatchRule]) {
+        current.withLock { $0.rules = Dictionary(rules.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }) }
+    }
+
     public func run() async throws {
-        let events = watcher.events()
         try await withThrowingTaskGroup(of: Void.self) { group in
-            // Reading is limited by `reading`; this bounds the files read and waiting for a commit.
-            let maxInFlight = workers + Ingestor.maxPending
-            var inFlight = 0
+          // Reading is limited by `reading`; this bounds the files read and waiting for a commit.
+          let maxInFlight = workers + Ingestor.maxPending
+          var inFlight = 0
+          while true {
+            let watching = self.watcher
+            let events = watching.events()
             for try await event in events.cancelOnGracefulShutdown() {
                 switch event {
                 case .settled(let file):
@@ -90,8 +110,13 @@ public final class WatchService: Service, Sendable {
                     logger.notice("rescanned \(rule): \(cause)")
                 }
             }
-            // Stopping: in-flight ingests finish (each is one file's read + fsync).
-            try await group.waitForAll()
+            // The stream ended: a reload replaced the watcher (watch the new rules), or the
+            // service is stopping.
+            guard self.watcher !== watching, !Task.isCancelled, !Task.isShuttingDownGracefully else { break }
+            logger.notice("watching the reloaded rules", metadata: ["rules": "\(rules.keys.sorted().joined(separator: ","))"])
+          }
+          // Stopping: in-flight ingests finish (each is one file's read + fsync).
+          try await group.waitForAll()
         }
     }
 
