@@ -163,6 +163,7 @@ struct PortalHTTPTests {
         var logger = Logger(label: "portal-test")
         logger.logLevel = .warning
         let app = Portal(home: f.home, options: options).makeApplication(logger: logger)
+        let dir = f.dir, tmpDir = f.home.store.tmpDir
         try await app.test(.router) { client in
             func page(_ uri: String) async throws -> (HTTPResponse.Status, String) {
                 try await client.execute(uri: uri, method: .get, headers: PortalFixture.basic) { r in (r.status, r.text) }
@@ -187,6 +188,25 @@ struct PortalHTTPTests {
             let (_, item) = try await page("/items/\(items[3].id)")
             #expect(item.contains("Added to case c-1 by test (command line).") && item.contains("Tagged “night”"), "\(item)")
             #expect(item.contains("Europe/Berlin"))
+
+            // The case's disclosure package: a zip that Python's zipfile unpacks and sha256sum -c accepts,
+            // each item's download recorded in its custody log.
+            let zip = try await client.execute(uri: "/cases/c-1/disclosure.zip", method: .get, headers: PortalFixture.basic) { r in
+                #expect(r.status == .ok && r.headers[.contentType] == "application/zip")
+                return Data(buffer: r.body)
+            }
+            let out = dir + "/unzipped", file = dir + "/case.zip"
+            try zip.write(to: URL(fileURLWithPath: file))
+            #expect(try run(["python3", "-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", file, out]).status == 0)
+            let sums = try run(["sha256sum", "-c", "SHA256SUMS"], cwd: out + "/disclosure-c-1")
+            #expect(sums.status == 0 && sums.out.contains("index.pdf: OK"), "\(sums.out)")
+            for id in [items[1].id, items[3].id] {
+                let accessed = try c.events(itemID: id).filter { $0.kind == "accessed" }
+                #expect(accessed.contains { $0.details.contains("disclosure of case c-1 downloaded") && $0.actor.hasPrefix("portal:auditor") }, "\(accessed)")
+            }
+            let (missing, _) = try await page("/cases/nope/disclosure.zip")
+            #expect(missing == .notFound)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: tmpDir).filter { $0.hasSuffix(".portal") }.isEmpty)
         }
     }
 

@@ -3,7 +3,7 @@ import EvidenceCore
 import EvidencePipeline
 import Foundation
 import Glibc
-import ZIPFoundation
+import EvidencePortal
 
 struct DiscloseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -70,7 +70,7 @@ struct DiscloseCommand: ParsableCommand {
         }
         if asZip {
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            do { try Self.zip(folder, to: output, top: "disclosure-\(name)") } catch {
+            do { try DisclosureDownload.zip(folder, to: output, top: "disclosure-\(name)") } catch {
                 Output.err("\(output): \(error)")
                 throw ExitCode(1)
             }
@@ -89,28 +89,5 @@ struct DiscloseCommand: ParsableCommand {
             Output.line("check it with: (cd \(asZip ? "disclosure-\(name)" : output) && sha256sum -c SHA256SUMS), and: "
                         + "evidence verify \(asZip ? "disclosure-\(name)" : output) --trust TSA-CA.pem")
         }
-    }
-
-    /// Packs the folder as `top/…` into a zip written under a temporary name, fsynced, then
-    /// renamed onto `out`. Originals (usually compressed media) are stored, the rest deflated.
-    static func zip(_ folder: String, to out: String, top: String) throws {
-        let temp = out + ".partial-\(getpid())"
-        try? FileManager.default.removeItem(atPath: temp)
-        defer { try? FileManager.default.removeItem(atPath: temp) }
-        let archive = try Archive(url: URL(fileURLWithPath: temp), accessMode: .create)
-        var files: [String] = []
-        guard let e = FileManager.default.enumerator(atPath: folder) else { throw BundleError.io(folder, "cannot list") }
-        while let rel = e.nextObject() as? String {
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder + "/" + rel, isDirectory: &isDir), !isDir.boolValue { files.append(rel) }
-        }
-        for rel in files.sorted() {
-            let method: CompressionMethod = rel.contains("/original/") ? .none : .deflate
-            try archive.addEntry(with: top + "/" + rel, fileURL: URL(fileURLWithPath: folder + "/" + rel), compressionMethod: method)
-        }
-        let fd = open(temp, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
-        chmod(temp, 0o600)
-        guard rename(temp, out) == 0 else { throw BundleError.io(out, "rename failed: \(String(cString: strerror(errno)))") }
     }
 }

@@ -69,12 +69,14 @@ enum CasesPage {
     static func render(_ book: CaseBook, timezone: LocalTime) -> HTML {
         let rows = book.order.compactMap { book.cases[$0] }.map { c -> [HTML] in
             ["<a href=\"/?case=\(HTML.urlComponent(c.name))\">\(c.name)</a>", .text(c.title ?? ""), .text("\(c.items.count)"),
-             .text(Timestamp.parse(c.openedAt).map { Show.local($0, timezone) } ?? c.openedAt), .text(c.openedBy)]
+             .text(Timestamp.parse(c.openedAt).map { Show.local($0, timezone) } ?? c.openedAt), .text(c.openedBy),
+             "<a href=\"/cases/\(HTML.urlComponent(c.name))/disclosure.zip\">disclosure package (.zip)</a>"]
         }
         let body: HTML = """
             <h1>Cases</h1>
             <p class="note">Cases are opened and filled with <code>evidence case</code>; each change is a custody event. <code>evidence disclose CASE -o DIR</code> writes a case's disclosure package.</p>
-            \(Layout.table(["Case", "Title", "Items", "Opened", "By"], rows, empty: "No cases yet.", id: "cases"))
+            \(Layout.table(["Case", "Title", "Items", "Opened", "By", "Download"], rows, empty: "No cases yet.", id: "cases"))
+            <p class="note">A disclosure package holds every item's bundle, an index PDF, a custody CSV and one SHA256SUMS: check it with <code>sha256sum -c SHA256SUMS</code> and each item's <code>openssl ts -verify</code> line. Each download is recorded in every item's custody log.</p>
             """
         return Layout.page(title: "Cases", active: "Cases", body)
     }

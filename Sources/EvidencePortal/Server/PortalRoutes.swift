@@ -19,6 +19,7 @@ struct PortalRoutes: Sendable {
         router.get("/") { request, _ in try await self.search(request) }
         router.get("/status") { request, _ in try await self.status(request) }
         router.get("/cases") { _, _ in try await self.cases() }
+        router.get("/cases/:name/disclosure.zip") { request, context in try await self.disclosure(request, context) }
         router.get("/items/:id") { _, context in try await self.item(context) }
         router.get("/items/:id/certificates/:file") { _, context in try await self.certificate(context) }
         router.get("/items/:id/poster.png") { _, context in try await self.poster(context) }
@@ -178,6 +179,39 @@ struct PortalRoutes: Sendable {
         case .tar(let stream):
             return Pages.stream(stream, contentType: format.contentType, fileName: download.fileName)
         }
+    }
+
+    /// A case's disclosure package as a `.zip`, built like a bundle (a build slot, room for
+    /// every original twice); each item's disclosure is an `accessed` event by the portal user,
+    /// recorded before the package is built so every bundle in it shows its own download.
+    func disclosure(_ request: Request, _ context: PortalContext) async throws -> Response {
+        guard let name = context.parameters.get("name"), CaseBook.nameProblem(name) == nil else { return Pages.notFound("No such case.") }
+        let data = self.data, home = data.home, cas = tsaCAFiles
+        let book = try await onIOThread { try data.cases() }
+        guard let theCase = book.cases[name] else { return Pages.notFound("There is no case “\(name)”.") }
+        let fileName = "disclosure-\(name).zip"
+        if request.method == .head {
+            return Response(status: .ok, headers: [.contentType: "application/zip", .contentDisposition: Pages.attachment(fileName)])
+        }
+        let sizes = try await onIOThread { try theCase.items.compactMap { try home.catalog.item(id: $0)?.size } }
+        let needed = 2 * sizes.reduce(0, +) + (16 << 20) * Int64(max(1, sizes.count))
+        if let free = Self.freeBytes(home.store.tmpDir), free < needed {
+            return Pages.html(.init(code: 507, reasonPhrase: "Insufficient Storage"), ErrorPage.render(status: 507, title: "Not enough space",
+                message: "Building this package needs about \(needed >> 20) MiB of free space where the evidence is kept; there is \(free >> 20) MiB. Ask the operator."))
+        }
+        guard let slot = builds.take() else {
+            var busy = Pages.html(.serviceUnavailable, ErrorPage.render(status: 503, title: "Busy",
+                message: "Other bundles or packages are being built right now (at most \(builds.limit) at once). Try again in a few seconds."))
+            busy.headers[.retryAfter] = "5"
+            return busy
+        }
+        for id in theCase.items { await recordAccess(id, "disclosure of case \(name) downloaded", context) }
+        let actor = context.principal ?? "portal:unknown"
+        let (file, size) = try await onIOThread {
+            try DisclosureDownload.make(home: home, book: book, caseName: name, tsaCAFiles: cas, timezone: data.timezone, actor: actor)
+        }
+        withExtendedLifetime(slot) {}
+        return Pages.download(file, size: size, contentType: "application/zip", fileName: fileName)
     }
 
     static func freeBytes(_ path: String) -> Int64? {
