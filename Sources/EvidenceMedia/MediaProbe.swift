@@ -98,14 +98,7 @@ public enum MediaProbe {
         case .failure(let e): return MediaInfo(probeError: "libavformat could not be loaded: \(e.message); not probed")
         }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        // Hostile input: no protocol at all (the file comes through the descriptor; no concat,
-        // playlist or external reference may open another) and only the containers a capture
-        // device writes.
-        var options: OpaquePointer?
-        _ = av.dict_set!(&options, "protocol_whitelist", "none", 0)
-        _ = av.dict_set!(&options, "format_whitelist", allowedDemuxers, 0)
-        defer { av.dict_free!(&options) }
-        let rc = withUnsafePointer(to: av) { evidence_av_open_fd($0, &ctx, fd, &options) }
+        let rc = openConfined(av, fd, &ctx)
         guard rc >= 0, let fmt = ctx else {
             return expectMedia ? MediaInfo(probeError: errorText(rc, av)) : nil
         }
@@ -255,6 +248,17 @@ extension MediaProbe {
         }
     }
 
+    /// Opens the file open as `fd` for hostile input: no protocol at all (the file comes through
+    /// the descriptor; no concat, playlist or external reference may open another) and only the
+    /// containers a capture device writes. A negative AVERROR, or 0 with `ctx` set.
+    static func openConfined(_ av: evidence_av_api, _ fd: Int32, _ ctx: inout UnsafeMutablePointer<AVFormatContext>?) -> Int32 {
+        var options: OpaquePointer?
+        _ = av.dict_set!(&options, "protocol_whitelist", "none", 0)
+        _ = av.dict_set!(&options, "format_whitelist", allowedDemuxers, 0)
+        defer { av.dict_free!(&options) }
+        return withUnsafePointer(to: av) { evidence_av_open_fd($0, &ctx, fd, &options) }
+    }
+
     /// The first picture of the file open as `fd` (not closed here), at most `maxWidth` ×
     /// `maxHeight`; or why there is none. Same whitelists as `probe`: no protocol, only the
     /// containers a capture device writes. One decoder thread.
@@ -266,11 +270,7 @@ extension MediaProbe {
         case .failure(let e): return .failure(PosterError(message: "libavcodec could not be loaded: \(e.message)"))
         }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        var options: OpaquePointer?
-        _ = av.dict_set!(&options, "protocol_whitelist", "none", 0)
-        _ = av.dict_set!(&options, "format_whitelist", allowedDemuxers, 0)
-        defer { av.dict_free!(&options) }
-        let rc = withUnsafePointer(to: av) { evidence_av_open_fd($0, &ctx, fd, &options) }
+        let rc = openConfined(av, fd, &ctx)
         guard rc >= 0, let fmt = ctx else { return .failure(PosterError(message: errorText(rc, av))) }
         defer { withUnsafePointer(to: av) { evidence_av_close_fd($0, &ctx) } }
         _ = av.find_stream_info!(fmt, nil)

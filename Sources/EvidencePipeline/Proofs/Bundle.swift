@@ -74,20 +74,7 @@ public enum BundleWriter {
     public static func write(home: EvidenceHome, item: Item, to dir: String,
                              tsaCAFiles: [String: String], original: Original = .copied) throws -> BundleManifest {
         let fm = FileManager.default
-        let target = (dir as NSString).standardizingPath
-        if let entries = try? fm.contentsOfDirectory(atPath: target) {
-            guard entries.isEmpty else { throw BundleError.exists(target) }
-            try fm.removeItem(atPath: target)
-        }
-        let parent = (target as NSString).deletingLastPathComponent
-        try fm.createDirectory(atPath: parent.isEmpty ? "." : parent, withIntermediateDirectories: true)
-        // mkdtemp: a fresh 0700 folder no one could have prepared (a symlink planted at a
-        // predictable name would have redirected the bundle's files elsewhere).
-        var template = Array((target + ".partial-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw BundleError.io(target, "cannot create a work folder beside it: \(String(cString: strerror(errno)))")
-        }
-        let temp = String(cString: made)
+        let (target, parent, temp) = try WorkFolder.beside(dir)
         for sub in ["/original", "/proofs", "/certificates"] {
             try fm.createDirectory(atPath: temp + sub, withIntermediateDirectories: false)
         }
@@ -290,6 +277,27 @@ public enum BundleWriter {
 
         """
         return s
+    }
+}
+
+/// A fresh 0700 work folder beside a folder still to be written (`mkdtemp`: no one could have
+/// prepared it; a symlink planted at a predictable name would have redirected the files
+/// elsewhere). The target must not exist, or be an empty folder (removed here).
+enum WorkFolder {
+    static func beside(_ dir: String) throws -> (target: String, parent: String, temp: String) {
+        let fm = FileManager.default
+        let target = (dir as NSString).standardizingPath
+        if let entries = try? fm.contentsOfDirectory(atPath: target) {
+            guard entries.isEmpty else { throw BundleError.exists(target) }
+            try fm.removeItem(atPath: target)
+        }
+        let parent = (target as NSString).deletingLastPathComponent
+        try fm.createDirectory(atPath: parent.isEmpty ? "." : parent, withIntermediateDirectories: true)
+        var template = Array((target + ".partial-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw BundleError.io(target, "cannot create a work folder beside it: \(String(cString: strerror(errno)))")
+        }
+        return (target, parent, String(cString: made))
     }
 }
 

@@ -64,18 +64,7 @@ public enum DisclosureWriter {
                              progress: (Int, Int, Item) -> Void = { _, _, _ in }) throws -> Written {
         guard let theCase = book.cases[caseName] else { throw BundleError.io(caseName, "no such case") }
         let fm = FileManager.default
-        let target = (target as NSString).standardizingPath
-        if let entries = try? fm.contentsOfDirectory(atPath: target) {
-            guard entries.isEmpty else { throw BundleError.exists(target) }
-            try fm.removeItem(atPath: target)
-        }
-        let parent = (target as NSString).deletingLastPathComponent
-        try fm.createDirectory(atPath: parent.isEmpty ? "." : parent, withIntermediateDirectories: true)
-        var template = Array((target + ".partial-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw BundleError.io(target, "cannot create a work folder beside it: \(String(cString: strerror(errno)))")
-        }
-        let temp = String(cString: made)
+        let (target, parent, temp) = try WorkFolder.beside(target)
         var keep = false
         defer { if !keep { try? fm.removeItem(atPath: temp) } }
         try fm.createDirectory(atPath: temp + "/items", withIntermediateDirectories: false)

@@ -86,15 +86,21 @@ public struct BundleDownload: Sendable {
             try tar.finish()
             try out.synchronize()
         }
-        let fd = open(archivePath, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw BundleError.io(archivePath, "cannot open: \(String(cString: strerror(errno)))") }
+        let (file, size) = try openForSending(archivePath)
+        return BundleDownload(body: .file(file), size: size, fileName: folder + "." + format.rawValue)
+    }
+
+    /// The packed file, open for reading (the caller's work folder and its name go before a byte
+    /// is sent), and its size.
+    static func openForSending(_ path: String) throws -> (FileHandle, Int64) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw BundleError.io(path, "cannot open: \(String(cString: strerror(errno)))") }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             close(fd)
-            throw BundleError.io(archivePath, "cannot stat: \(String(cString: strerror(errno)))")
+            throw BundleError.io(path, "cannot stat: \(String(cString: strerror(errno)))")
         }
-        return BundleDownload(body: .file(FileHandle(fileDescriptor: fd, closeOnDealloc: true)), size: Int64(st.st_size),
-                              fileName: folder + "." + format.rawValue)
+        return (FileHandle(fileDescriptor: fd, closeOnDealloc: true), Int64(st.st_size))
     }
 
     /// Regular files below `dir`, relative, sorted.

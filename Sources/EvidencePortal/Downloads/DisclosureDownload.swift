@@ -40,13 +40,6 @@ public enum DisclosureDownload {
                                        timezone: timezone, actor: actor)
         let zipPath = work + "/package.zip"
         try zip(work + "/" + top, to: zipPath, top: top)
-        let fd = open(zipPath, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw BundleError.io(zipPath, "cannot open: \(String(cString: strerror(errno)))") }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            close(fd)
-            throw BundleError.io(zipPath, "cannot stat: \(String(cString: strerror(errno)))")
-        }
-        return (FileHandle(fileDescriptor: fd, closeOnDealloc: true), Int64(st.st_size))
+        return try BundleDownload.openForSending(zipPath)
     }
 }

@@ -159,16 +159,8 @@ struct PortalRoutes: Sendable {
         }
         // A .zip copies the original into tmp/ and packs it there; a .tar streams it from the store.
         let needed = (format == .zip ? 2 * item.size : 0) + (16 << 20)
-        if let free = Self.freeBytes(home.store.tmpDir), free < needed {
-            return Pages.html(.init(code: 507, reasonPhrase: "Insufficient Storage"), ErrorPage.render(status: 507, title: "Not enough space",
-                message: "Building this bundle needs about \(needed >> 20) MiB of free space where the evidence is kept; there is \(free >> 20) MiB. Ask the operator."))
-        }
-        guard let slot = builds.take() else {
-            var busy = Pages.html(.serviceUnavailable, ErrorPage.render(status: 503, title: "Busy",
-                message: "Other bundles are being built right now (at most \(builds.limit) at once). Try again in a few seconds."))
-            busy.headers[.retryAfter] = "5"
-            return busy
-        }
+        if let refused = Self.noRoom(home.store.tmpDir, needed: needed, what: "this bundle") { return refused }
+        guard let slot = builds.take() else { return busy() }
         // Recorded before it is built: the bundle's custody log then shows its own download.
         await recordAccess(id, "bundle.\(format.rawValue) downloaded", context)
         let download = try await onIOThread { try BundleDownload.make(home: home, item: item, format: format, tsaCAFiles: cas) }
@@ -195,16 +187,8 @@ struct PortalRoutes: Sendable {
         }
         let sizes = try await onIOThread { try theCase.items.compactMap { try home.catalog.item(id: $0)?.size } }
         let needed = 2 * sizes.reduce(0, +) + (16 << 20) * Int64(max(1, sizes.count))
-        if let free = Self.freeBytes(home.store.tmpDir), free < needed {
-            return Pages.html(.init(code: 507, reasonPhrase: "Insufficient Storage"), ErrorPage.render(status: 507, title: "Not enough space",
-                message: "Building this package needs about \(needed >> 20) MiB of free space where the evidence is kept; there is \(free >> 20) MiB. Ask the operator."))
-        }
-        guard let slot = builds.take() else {
-            var busy = Pages.html(.serviceUnavailable, ErrorPage.render(status: 503, title: "Busy",
-                message: "Other bundles or packages are being built right now (at most \(builds.limit) at once). Try again in a few seconds."))
-            busy.headers[.retryAfter] = "5"
-            return busy
-        }
+        if let refused = Self.noRoom(home.store.tmpDir, needed: needed, what: "this package") { return refused }
+        guard let slot = builds.take() else { return busy() }
         for id in theCase.items { await recordAccess(id, "disclosure of case \(name) downloaded", context) }
         let actor = context.principal ?? "portal:unknown"
         let (file, size) = try await onIOThread {
@@ -212,6 +196,21 @@ struct PortalRoutes: Sendable {
         }
         withExtendedLifetime(slot) {}
         return Pages.download(file, size: size, contentType: "application/zip", fileName: fileName)
+    }
+
+    /// 507 when the file system of `path` has less than `needed` bytes free, else nil.
+    static func noRoom(_ path: String, needed: Int64, what: String) -> Response? {
+        guard let free = freeBytes(path), free < needed else { return nil }
+        return Pages.html(.init(code: 507, reasonPhrase: "Insufficient Storage"), ErrorPage.render(status: 507, title: "Not enough space",
+            message: "Building \(what) needs about \(needed >> 20) MiB of free space where the evidence is kept; there is \(free >> 20) MiB. Ask the operator."))
+    }
+
+    /// 503 with Retry-After when every build slot is taken.
+    func busy() -> Response {
+        var busy = Pages.html(.serviceUnavailable, ErrorPage.render(status: 503, title: "Busy",
+            message: "Other bundles or packages are being built right now (at most \(builds.limit) at once). Try again in a few seconds."))
+        busy.headers[.retryAfter] = "5"
+        return busy
     }
 
     static func freeBytes(_ path: String) -> Int64? {
