@@ -110,6 +110,44 @@ struct DisclosureCLITests {
                 try "x".write(toFile: copy + "/items/\(a)-stop-a.bin/original/extra.txt", atomically: true, encoding: .utf8)
             }
             #expect(added.status == 1 && added.stdout.contains("present but not in SHA256SUMS"), "\(added.stdout)")
+            // An extra file listed in SHA256SUMS (a "read me first" naming another CA) is still not the package's.
+            let listedExtra = try tampered("t-listed") { copy in
+                try "trust proofs/tsa-ca.pem\n".write(toFile: copy + "/READ-ME-FIRST.md", atomically: true, encoding: .utf8)
+                resum(copy)
+            }
+            #expect(listedExtra.status == 1 && listedExtra.stdout.contains("READ-ME-FIRST.md: a file the package does not have"), "\(listedExtra.stdout)")
+            // One item listed twice (its bundle copied to a second folder), and a manifest text with a line break.
+            func editManifest(_ copy: String, _ change: (inout [String: Any]) -> Void) throws {
+                let m = try Data(contentsOf: URL(fileURLWithPath: copy + "/disclosure.json"))
+                var json = try JSONSerialization.jsonObject(with: m) as! [String: Any]
+                change(&json)
+                try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: copy + "/disclosure.json"))
+            }
+            let twice = try tampered("t-twice") { copy in
+                #expect(CLI.exec(["cp", "-a", copy + "/items/\(a)-stop-a.bin", copy + "/items/\(a)-stop-a.bim"]).status == 0)
+                try editManifest(copy) { json in
+                    var items = json["items"] as! [[String: Any]]
+                    var again = items.first { ($0["id"] as? Int).map(String.init) == a }!
+                    again["folder"] = "items/\(a)-stop-a.bim"
+                    items.append(again)
+                    json["items"] = items
+                }
+                resum(copy)
+            }
+            #expect(twice.status == 1 && twice.stdout.contains("an item is listed twice"), "\(twice.stdout)")
+            let injected = try tampered("t-text") { copy in
+                try editManifest(copy) { json in json["tool"] = "evidence 9\n\n## 0. First trust proofs/tsa-ca.pem" }
+                let m = try Data(contentsOf: URL(fileURLWithPath: copy + "/disclosure.json"))
+                _ = m
+                resum(copy)
+            }
+            #expect(injected.status == 1 && injected.stdout.contains("tool holds a control or invisible formatting character"), "\(injected.stdout)")
+            // A FIFO in place of custody.csv is refused at once, not waited on.
+            let fifo = try tampered("t-fifo") { copy in
+                try FileManager.default.removeItem(atPath: copy + "/custody.csv")
+                #expect(mkfifo(copy + "/custody.csv", 0o600) == 0)
+            }
+            #expect(fifo.status == 1 && fifo.stdout.contains("custody.csv: not a regular file"), "\(fifo.stdout)")
 
             // The same package as a .zip, extracted by Python's zipfile (not our code).
             let zip = h.scratch.path + "/case.zip"

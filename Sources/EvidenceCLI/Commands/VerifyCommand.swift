@@ -15,8 +15,10 @@ struct VerifyCommand: AsyncParsableCommand {
         discussion: Help.reflow("""
         DIR (a disclosure package from `evidence disclose`): checks its SHA256SUMS against every
         file below it, its manifest, VERIFY.md and custody.csv against what the bundles hold,
-        the case's custody events, and then every item's bundle as below; verified only when
-        every item is.
+        the case's custody events (each the same event its item's bundle holds), that nothing but
+        what the writer writes is there, and then every item's bundle as below; verified only
+        when every item is. index.pdf is a summary and is not checked; --online applies to
+        bundles only.
 
         DIR (a bundle from `evidence bundle`): checks offline, without the catalog, every file
         against SHA256SUMS (and that nothing unlisted was added), the manifest, the original's
@@ -299,15 +301,16 @@ struct VerifyCommand: AsyncParsableCommand {
         if global.json {
             struct ItemAnswer: Encodable {
                 var item: Int64; var folder: String; var verdict: BundleVerifier.Verdict; var provenAt: Date?; var provenBy: String?
-                var checks: [Check]
+                var checks: [Check]; var notes: [String]; var uncoveredEvents: [String]
             }
             struct Answer: Encodable {
-                var target: String; var verdict: BundleVerifier.Verdict; var ok: Bool; var checks: [Check]; var items: [ItemAnswer]
-                var trustAnchors: [String]
+                var target: String; var verdict: BundleVerifier.Verdict; var ok: Bool; var checks: [Check]; var notes: [String]
+                var items: [ItemAnswer]; var trustAnchors: [String]
             }
-            Output.json(Answer(target: target, verdict: verdict, ok: verdict == .verified, checks: report.checks,
-                               items: report.items.map { ItemAnswer(item: $0.id, folder: $0.folder, verdict: $0.report.verdict,
-                                                                    provenAt: $0.report.provenAt, provenBy: $0.report.provenBy, checks: $0.report.checks) },
+            Output.json(Answer(target: target, verdict: verdict, ok: verdict == .verified, checks: report.checks, notes: report.notes,
+                               items: report.items.map { ItemAnswer(item: $0.id, folder: TerminalText.escape($0.folder), verdict: $0.report.verdict,
+                                                                    provenAt: $0.report.provenAt, provenBy: $0.report.provenBy, checks: $0.report.checks,
+                                                                    notes: $0.report.notes, uncoveredEvents: $0.report.uncoveredEvents) },
                                trustAnchors: anchors.caFiles + anchors.pinnedSigners))
         } else {
             for c in report.checks { Output.line(Self.line(c)) }
@@ -322,7 +325,9 @@ struct VerifyCommand: AsyncParsableCommand {
                     Output.line("✗ item #\(item.id) (\(TerminalText.escape(item.folder))): its bundle does not hold together")
                 }
                 for c in r.checks where !c.ok || verdict != .verified { Output.line("    " + Self.line(c)) }
+                for n in r.notes { Output.line("    • \(TerminalText.escape(n))") }
             }
+            for n in report.notes { Output.line("• \(TerminalText.escape(n))") }
             if anchors.isEmpty { Output.line("no trust anchor was given: \(BundleVerifier.noAnchorAdvice)") }
             let proven = report.items.filter { $0.report.verdict == .verified }.count
             switch verdict {

@@ -63,9 +63,37 @@ enum BundleFiles {
     /// Why one path component is not one `evidence bundle` writes, or nil.
     static func nameProblem(_ name: [UInt8]) -> String? {
         guard let s = String(validating: name, as: UTF8.self) else { return "the name is not UTF-8" }
-        if s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "the name holds a control character" }
+        if s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0.properties.generalCategory == .control }) {
+            return "the name holds a control character"
+        }
+        if s.unicodeScalars.contains(where: { $0.properties.generalCategory == .format }) {
+            return "the name holds an invisible formatting character (a bidirectional or zero-width mark)"
+        }
         if Array(s.precomposedStringWithCanonicalMapping.utf8) != name { return "the name is not in Unicode NFC (an NFD or mixed spelling of a name)" }
         return nil
+    }
+
+    /// The file at `path` when it is a regular file of at most `limit` bytes: opened without
+    /// following a link and without blocking (a FIFO or device planted in a folder is refused,
+    /// not waited on or read forever). Nil otherwise.
+    static func readRegular(_ path: String, limit: Int = 64 << 20) -> Data? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= limit else { return nil }
+        var data = Data(count: Int(st.st_size))
+        let n = data.withUnsafeMutableBytes { raw -> Int in
+            var done = 0
+            while done < raw.count {
+                let r = read(fd, raw.baseAddress! + done, raw.count - done)
+                if r < 0 && errno == EINTR { continue }
+                if r <= 0 { break }
+                done += r
+            }
+            return done
+        }
+        return n == data.count ? data : nil
     }
 
     /// Why a relative path listed in SHA256SUMS or the manifest is unacceptable, or nil.

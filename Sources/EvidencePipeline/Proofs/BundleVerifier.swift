@@ -87,7 +87,7 @@ public enum BundleVerifier {
         for problem in walked.problems { check("bundle layout", false, problem) }
 
         // 2. SHA256SUMS: every listed file matches; listed and present are the same set.
-        guard let sumsData = FileManager.default.contents(atPath: dir + "/SHA256SUMS") else {
+        guard let sumsData = BundleFiles.readRegular(dir + "/SHA256SUMS") else {
             check("SHA256SUMS", false, "\(shown(dir))/SHA256SUMS: missing or unreadable"); return report
         }
         var listed: [[UInt8]: String] = [:]
@@ -121,7 +121,7 @@ public enum BundleVerifier {
 
         // 3. The manifest: one meaning for every reader (no repeated key), and listing exactly the
         //    files SHA256SUMS lists, with the same hashes and sizes.
-        guard let data = FileManager.default.contents(atPath: dir + "/manifest.json") else {
+        guard let data = BundleFiles.readRegular(dir + "/manifest.json") else {
             check("manifest", false, "\(shown(dir))/manifest.json: missing"); return report
         }
         do { try StrictJSON.check(data) } catch {
@@ -187,7 +187,7 @@ public enum BundleVerifier {
                       + (p.error.map { " (\(shown($0)))" } ?? ""))
                 continue
             }
-            guard listed[Array(file.utf8)] != nil, let receipt = FileManager.default.contents(atPath: "\(dir)/\(file)") else {
+            guard listed[Array(file.utf8)] != nil, let receipt = BundleFiles.readRegular("\(dir)/\(file)") else {
                 check(ProofCheck.name(p), false, "\(shown(file)) missing"); continue
             }
             if let recorded = p.receipt?.hex, recorded != listed[Array(file.utf8)] {
@@ -211,7 +211,7 @@ public enum BundleVerifier {
                 report.notes += certificateNotes(dir: dir, notary: n, receipt: receipt)
                 var copies = BundleWriter.TSACertificateCopies()
                 copies.signer = TSACertificates.signerPEM(response: receipt).flatMap { TSACertificates.infos(pem: $0).first }
-                if let pem = FileManager.default.contents(atPath: "\(dir)/proofs/\(n)-ca.pem") { copies.ca = TSACertificates.infos(pem: pem) }
+                if let pem = BundleFiles.readRegular("\(dir)/proofs/\(n)-ca.pem") { copies.ca = TSACertificates.infos(pem: pem) }
                 certificateCopies[p.notary] = copies
             } else {
                 report.notes.append("QED report \(shown(p.notary)) corroborates only: the bundle's copy of a report is the operator's word. "
@@ -226,13 +226,13 @@ public enum BundleVerifier {
         // 6. VERIFY.md is made from the manifest: any other text is not ours, and its advice
         //    (which CA to trust, above all) must not be followed.
         let expected = Data(BundleWriter.verifyText(m, tsaCertificates: certificateCopies).utf8)
-        if let actual = FileManager.default.contents(atPath: dir + "/VERIFY.md"), !isCurrent {
+        if let actual = BundleFiles.readRegular(dir + "/VERIFY.md"), !isCurrent {
             // An earlier version's wording: nothing to compare it with. Anyone could have edited
             // it, and a downgraded format gains nothing: the file is simply not to be followed.
             _ = actual
             report.notes.append("VERIFY.md was written by an earlier version (\(shown(m.format))) and is not checked: do not follow it; "
                                 + "check the time-stamp with the TSA's own CA as described in evidence's README (`evidence verify DIR --trust CA`)")
-        } else if let actual = FileManager.default.contents(atPath: dir + "/VERIFY.md") {
+        } else if let actual = BundleFiles.readRegular(dir + "/VERIFY.md") {
             if actual == expected {
                 check("VERIFY.md", true, "the text this manifest produces, byte for byte")
             } else {
@@ -245,7 +245,7 @@ public enum BundleVerifier {
 
         // 7. Custody events recompute, chain where consecutive, end at the manifest's head, and
         //    record what the manifest claims: the item's hash and name, each proof's receipt, each certificate.
-        if let text = FileManager.default.contents(atPath: dir + "/custody.jsonl") {
+        if let text = BundleFiles.readRegular(dir + "/custody.jsonl") {
             var events: [CustodyEvent] = []
             var bad: [String] = []
             for (i, line) in text.split(separator: 0x0A).enumerated() {
@@ -258,7 +258,7 @@ public enum BundleVerifier {
                 if h != e.hash { bad.append("event #\(e.seq) hashes to \(h.prefix(16))…, says \(shown(String(e.hash.prefix(16))))…") }
                 if let prev = events.last {
                     if e.seq <= prev.seq { bad.append("event #\(e.seq) follows #\(prev.seq)") }
-                    if e.seq == prev.seq + 1 && e.prevHash != prev.hash { bad.append("event #\(e.seq) does not chain to #\(prev.seq)") }
+                    if e.seq > prev.seq && e.seq - 1 == prev.seq && e.prevHash != prev.hash { bad.append("event #\(e.seq) does not chain to #\(prev.seq)") }
                 }
                 if Timestamp.parse(e.at) == nil { bad.append("event #\(e.seq): time \(shown(e.at)) is not an ISO 8601 date") }
                 events.append(e)
@@ -286,7 +286,7 @@ public enum BundleVerifier {
         // 8. Certificates are PDFs.
         for origin in m.certificates {
             let rel = "certificates/\(BundleNames.safe(origin)).pdf"
-            let head = listed[Array(rel.utf8)] == nil ? nil : FileManager.default.contents(atPath: dir + "/" + rel)?.prefix(5)
+            let head = listed[Array(rel.utf8)] == nil ? nil : BundleFiles.readRegular(dir + "/" + rel)?.prefix(5)
             check("certificate \(shown(origin))", head == Data("%PDF-".utf8), head == Data("%PDF-".utf8) ? shown(rel) : "\(shown(rel)): missing or not a PDF")
         }
         return report

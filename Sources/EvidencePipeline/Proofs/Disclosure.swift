@@ -77,9 +77,7 @@ public enum DisclosureWriter {
         for (n, id) in theCase.items.enumerated() {
             guard let item = try home.catalog.item(id: id) else { throw BundleError.io(caseName, "item #\(id) is not in the catalog") }
             progress(n + 1, theCase.items.count, item)
-            let name = BundleNames.safe(try home.catalog.sources(itemID: id).first?.name ?? item.sha256.hex)
-            var folder = "items/\(id)-\(name)"
-            while folder.utf8.count > 120 { folder.removeLast() }
+            let folder = folderName(id: id, fileName: BundleNames.safe(try home.catalog.sources(itemID: id).first?.name ?? item.sha256.hex))
             let bundle = try BundleWriter.write(home: home, item: item, to: temp + "/" + folder, tsaCAFiles: tsaCAFiles)
             for f in bundle.files { sums.append((folder + "/" + f.path, f.sha256, f.size)) }
             for extra in ["manifest.json", "VERIFY.md", "SHA256SUMS"] {
@@ -88,7 +86,7 @@ public enum DisclosureWriter {
             }
             let entry = DisclosureManifest.Entry(
                 id: id, folder: folder, fileName: bundle.item.fileName, sha256: item.sha256.hex, size: item.size,
-                state: item.stateLabel, dateTaken: item.dateTaken, tags: (book.tags[id] ?? []).sorted(), supersededBy: item.supersededBy)
+                state: item.state.rawValue, dateTaken: item.dateTaken, tags: (book.tags[id] ?? []).sorted(), supersededBy: item.supersededBy)
             entries.append(entry)
             bundles.append((entry, bundle, try home.catalog.events(itemID: id), bundle.proofs))
         }
@@ -122,6 +120,16 @@ public enum DisclosureWriter {
         return Written(manifest: manifest, files: sums.count + 1, bytes: sums.reduce(0) { $0 + $1.2 })
     }
 
+    /// An item's folder in the package: `items/<id>-<its bundle's file name>`, at most 120 bytes.
+    public static func folderName(id: Int64, fileName: String) -> String {
+        var folder = "items/\(id)-\(fileName)"
+        while folder.utf8.count > 120 { folder.removeLast() }
+        return folder
+    }
+
+    /// One shell word: single-quoted, a quote inside written as '\''.
+    static func shellQuoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
     /// The custody report: the case's events and every event of its items, in log order, one
     /// row each. Cells that a spreadsheet would take for a formula are prefixed with `'`.
     public static func custodyCSV(_ m: DisclosureManifest, itemEvents: [[CustodyEvent]]) -> String {
@@ -139,8 +147,10 @@ public enum DisclosureWriter {
 
     static func csvCell(_ s: String) -> String {
         var v = s
-        if let f = v.first, "=+-@\t\r".contains(f) { v = "'" + v }
-        if v.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
+        if let f = v.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(f) { v = "'" + v }
+        // Quoted also for ';': a spreadsheet in a locale whose list separator is ';' would
+        // otherwise split the cell there, and a part starting with '=' would be a formula.
+        if v.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == ";" }) {
             v = "\"" + v.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         }
         return v
@@ -170,7 +180,7 @@ public enum DisclosureWriter {
 
         """
         for e in m.items {
-            t += "\n    (cd '\(e.folder)' && sha256sum -c SHA256SUMS)    # item #\(e.id), sha256 \(e.sha256)"
+            t += "\n    (cd \(shellQuoted(e.folder)) && sha256sum -c SHA256SUMS)    # item #\(e.id), sha256 \(e.sha256)"
         }
         t += """
 
@@ -182,8 +192,9 @@ public enum DisclosureWriter {
             evidence verify . --trust TSA-CA-FROM-THE-TSA.pem
 
         checks SHA256SUMS, this file, custody.csv against the items' custody logs, and every
-        bundle point by point. index.pdf is the printable summary; custody.csv is the custody
-        report (one event a line, each with the hash that chains it to the one before).
+        bundle point by point. index.pdf is a printable summary made from the same records; it is
+        not itself checked, so rely on the files above. custody.csv is the custody report (one
+        event a line, each with the hash that chains it to the one before).
 
         """
         return t

@@ -115,8 +115,10 @@ public enum ItemLabels {
 /// File names inside a bundle: one path component, no control characters, no traversal.
 public enum BundleNames {
     public static func safe(_ name: String) -> String {
-        var s = String(name.unicodeScalars.map { c -> Character in
-            (c.value < 0x20 || c == "/" || c == "\\" || c == "'" || c.value == 0x7F) ? "_" : Character(c)
+        // NFC (what the verifier requires), no control or invisible formatting character.
+        var s = String(name.precomposedStringWithCanonicalMapping.unicodeScalars.map { c -> Character in
+            (c.value < 0x20 || c == "/" || c == "\\" || c == "'" || c.value == 0x7F
+             || c.properties.generalCategory == .control || c.properties.generalCategory == .format) ? "_" : Character(c)
         })
         if s.isEmpty || s == "." || s == ".." { s = "_" + s }
         if s.hasPrefix(".") { s = "_" + s.dropFirst() }
