@@ -200,6 +200,13 @@ echo
 echo "== evidence verify $work/bundle --trust $work/tsa-ca.pem   (the TSA's CA from the TSA; the bundle's own is never trusted)"
 ev verify "$work/bundle" --trust "$work/tsa-ca.pem"
 echo
+echo "== a case and its disclosure package: evidence case create/add, disclose, verify DIR"
+ev case create demo-case --title "Demo: every file of the drop folder" >/dev/null
+ev case add demo-case --rule demo
+ev disclose demo-case -o "$work/disclosure" -q
+ev verify "$work/disclosure" --trust "$work/tsa-ca.pem" | tail -1
+ev declare --case demo-case --custodian "Demo Custodian" -o "$work/declaration.pdf"
+echo
 echo "== evidence fsck"
 ev fsck
 echo
@@ -240,6 +247,7 @@ print(f"  proofs       {proofs or '"'"'none'"'"'}")
 print(f"  share links  {len(s['"'"'links'"'"'])}" + (f", e.g. {s['"'"'links'"'"'][0]['"'"'url'"'"']}" if s["links"] else ""))
 ' 2>/dev/null || ev status | sed -n '1,12p'
 echo "  bundle       $work/bundle (sha256sum -c SHA256SUMS; openssl ts -verify)"
+echo "  disclosure   $work/disclosure (case demo-case: index.pdf, custody.csv, SHA256SUMS); declaration $work/declaration.pdf"
 if [ "$provider" = local ]; then echo "  archive      $work/archive (account vault, a local folder)"
 else echo "  archive      account vault: the sandbox's $provider emulation (its files under $work/sandbox)"; fi
 echo "  portal       evidence --config $work/evidence.toml serve   (token in \$EVIDENCE_DEMO_PORTAL_TOKEN)"
