@@ -26,6 +26,26 @@ struct BoxWireTests {
         }
     }
 
+    @Test("409 name_temporarily_reserved / operation_blocked_temporary is waited out and tried again, never the conflict path: the file keeps its name, the session survives")
+    func temporaryConflict() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.box()
+            // A small file: the direct upload is answered 409 name_temporarily_reserved twice.
+            let small = s.file("c.bin", bytes: 20_000)
+            s.server.providerControl.arm(.boxTemporaryConflict, count: 2)
+            let one = try await p.upload(local: small, size: 20_000, hash: try hex(small, .sha1), to: "c.bin", progress: nil)
+            #expect(one.path == "c.bin", "stored under its own name, not the alternate: \(one.path)")
+            #expect(!s.server.providerControl.isArmed(.boxTemporaryConflict))
+            // A large one: the session creation and then the commit are each answered it once.
+            let large = s.file("d.bin", bytes: 20_000_000)
+            s.server.providerControl.arm(.boxTemporaryConflict, count: 2)
+            let sha1 = try hex(large, .sha1)
+            let two = try await p.upload(local: large, size: 20_000_000, hash: sha1, to: "d.bin", progress: nil)
+            #expect(two.path == "d.bin" && two.hash == sha1, "\(two)")
+            #expect(!s.server.providerControl.isArmed(.boxTemporaryConflict), "both temporary answers were met")
+        }
+    }
+
     @Test("a part whose answer was lost is not sent as a conflict: the parts are listed again and the upload goes on")
     func resentPart() async throws {
         try await withInProcessSandbox { s in

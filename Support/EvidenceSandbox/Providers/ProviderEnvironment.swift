@@ -53,6 +53,10 @@ public final class ProviderControl: @unchecked Sendable {
         /// Box: the next part is stored, but its answer is lost on the way (a 502 from a proxy
         /// in front), so the client sends it again and meets Box's refusal of a re-sent part.
         case boxPartAnswerLost = "box-part-answer-lost"
+        /// Box: the next upload, session creation or commit answers 409 `name_temporarily_reserved`
+        /// (uploads, sessions) or `operation_blocked_temporary` (commits) with `Retry-After: 1`:
+        /// "try again later", not a name taken.
+        case boxTemporaryConflict = "box-409-temporary"
         /// Box and Dropbox: the account is a free one, whatever the emulation's default plan
         /// would allow (Box: no company links, no expiry, no password; Dropbox: no link settings).
         case freePlan = "free-plan"

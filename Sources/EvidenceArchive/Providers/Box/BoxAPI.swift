@@ -189,6 +189,9 @@ package enum BoxAPI {
     /// The error codes we act on; any other is `.other(code)`.
     enum Code: Decodable, Equatable, CustomStringConvertible {
         case itemNameInUse, partsMismatch, sha1Mismatch
+        /// 409 `operation_blocked_temporary` or `name_temporarily_reserved`: "try again later",
+        /// not a name taken.
+        case temporary(String)
         /// A `Digest`/`Content-MD5` check failed (`bad_digest`, `invalid_digest`, …): corrupted in transit.
         case digest(String)
         case other(String)
@@ -198,6 +201,7 @@ package enum BoxAPI {
             case "item_name_in_use": self = .itemNameInUse
             case "parts_mismatch": self = .partsMismatch
             case "sha1_mismatch": self = .sha1Mismatch
+            case "operation_blocked_temporary", "name_temporarily_reserved": self = .temporary(text)
             default: self = text.contains("digest") ? .digest(text) : .other(text)
             }
         }
@@ -209,8 +213,14 @@ package enum BoxAPI {
             case .itemNameInUse: return "item_name_in_use"
             case .partsMismatch: return "parts_mismatch"
             case .sha1Mismatch: return "sha1_mismatch"
-            case .digest(let s), .other(let s): return s
+            case .digest(let s), .other(let s), .temporary(let s): return s
             }
+        }
+
+        /// Box asks to try again later (a 409 that is not a name taken).
+        var isTemporary: Bool {
+            if case .temporary = self { return true }
+            return false
         }
 
         /// Box's hash of what arrived is not ours.

@@ -63,6 +63,20 @@ public struct BoxProvider: ArchiveProvider {
         return ArchiveError.status(r, account: account, doing: what)
     }
 
+    /// A 409 that says "try again later" (`operation_blocked_temporary`,
+    /// `name_temporarily_reserved`): waited out (Retry-After) and tried again by the HTTP
+    /// client's loop, never read as a name taken.
+    static let temporary: @Sendable (HTTPResponse) -> Bool = { r in
+        r.status == 409 && (errorAnswer(r)?.code?.isTemporary ?? false)
+    }
+
+    /// The transient error for a temporary 409 that outlasted the HTTP client's retries: the
+    /// job comes back later; nothing is stored under another name, no session is dropped.
+    func temporarilyBlocked(_ r: HTTPResponse, doing what: String) -> ArchiveError {
+        ArchiveError(.transient, "\(account): \(what): Box answered HTTP 409 \(Self.errorAnswer(r)?.code.map { "\($0)" } ?? ""): "
+                     + "temporarily blocked; will try again", retryAfter: r.header("retry-after").flatMap { RetryAfter.seconds($0) })
+    }
+
     /// Box's error body of a failed answer, if it is one.
     static func errorAnswer(_ r: HTTPResponse) -> BoxAPI.ErrorAnswer? {
         r.isSuccess ? nil : r.decoded(BoxAPI.ErrorAnswer.self)
@@ -176,7 +190,7 @@ public struct BoxProvider: ArchiveProvider {
             throw ArchiveError(.local, "\(account): preparing the upload of \(path): \(error.localizedDescription)")
         }
         let what = "uploading \(path)"
-        let r = try await caller.call(what, retry: .throttleOnly, progress: progress) { token in
+        let r = try await caller.call(what, retry: .throttleOnly, progress: progress, busy: Self.temporary) { token in
             HTTPRequest(method: "POST", url: "\(upload)/files/content",
                         headers: [("Authorization", "Bearer \(token)"), ("Content-MD5", sha1),
                                   ("Content-Type", "multipart/form-data; boundary=\(boundary)")],
@@ -194,6 +208,7 @@ public struct BoxProvider: ArchiveProvider {
         if Self.errorAnswer(r)?.code?.isCorruption == true {
             throw ArchiveError(.transient, "\(account): \(what): Box's SHA-1 of what arrived differs from ours (\(code): corrupted in transit); will upload again")
         }
+        if Self.temporary(r) { throw temporarilyBlocked(r, doing: what) }
         if r.status == 409 { throw ArchiveError(.conflict, "\(account): \(path) already exists (Box \(code))") }
         throw failure(r, doing: what)
     }
@@ -218,7 +233,9 @@ public struct BoxProvider: ArchiveProvider {
         if state == nil {
             let what = "starting an upload session for \(path)"
             let r = try await call("POST", "\(upload)/files/upload_sessions",
-                                   json: BoxAPI.SessionCreate(folder_id: folder, file_size: size, file_name: name), doing: what, retry: .throttleOnly)
+                                   json: BoxAPI.SessionCreate(folder_id: folder, file_size: size, file_name: name), doing: what, retry: .throttleOnly,
+                                   busy: Self.temporary)
+            if Self.temporary(r) { throw temporarilyBlocked(r, doing: what) }
             if r.status == 409 { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
             guard r.isSuccess, let j = r.decoded(BoxAPI.Session.self), j.part_size.value > 0 else {
                 throw failure(r, doing: what)
@@ -288,7 +305,7 @@ public struct BoxProvider: ArchiveProvider {
         // client's one retry loop does that; past its attempts the job queue comes back later
         // and, the session being saved, commits again.
         let stillProcessing: @Sendable (HTTPResponse) -> Bool = { r in
-            r.status == 202 || (r.status == 400 && r.decoded(BoxAPI.ErrorAnswer.self)?.code == .partsMismatch)
+            r.status == 202 || (r.status == 400 && r.decoded(BoxAPI.ErrorAnswer.self)?.code == .partsMismatch) || Self.temporary(r)
         }
         let r = try await call("POST", "\(upload)/files/upload_sessions/\(s.id)/commit", json: BoxAPI.Commit(parts: parts),
                                headers: [("Digest", "sha=\(whole)")], doing: what, retry: .throttleOnly, busy: stillProcessing)
@@ -399,8 +416,10 @@ extension BoxProvider: FolderTree {
     /// which is ours to use only when it is a folder.
     func createFolder(named name: String, in parent: String) async throws(ArchiveError) -> FolderCreation {
         let what = "creating folder \(name) in folder \(parent)"
-        let r = try await call("POST", "\(api)/folders", json: BoxAPI.NameInFolder(name: name, parent: .init(id: parent)), doing: what)
+        let r = try await call("POST", "\(api)/folders", json: BoxAPI.NameInFolder(name: name, parent: .init(id: parent)), doing: what,
+                               busy: Self.temporary)
         if r.isSuccess, let made = r.decoded(BoxAPI.Item.self) { return .created(id: made.id) }
+        if Self.temporary(r) { throw temporarilyBlocked(r, doing: what) }
         if r.status == 409 {
             let holder = Self.errorAnswer(r)?.conflict
             return .exists(id: holder?.type == .folder ? holder?.id : nil)

@@ -189,6 +189,7 @@ extension BoxEmulator {
         defer { try? FileManager.default.removeItem(atPath: bodyPath) }
         let received = try await BoxShareFileSupport.receive(request, to: bodyPath, limit: Self.maxDirectUpload + slack)
         if received.overflow { return tooLarge() }
+        if env.control.take(.boxTemporaryConflict) { return temporaryConflict("name_temporarily_reserved") }
 
         let filePath = tmpPath()
         var keepFile = false
@@ -248,6 +249,11 @@ extension BoxEmulator {
         }
         keepFile = response.status == .created
         return response
+    }
+
+    /// Box's "try again later" 409 (the `box-409-temporary` quirk).
+    func temporaryConflict(_ code: String) -> Response {
+        error(.conflict, code, "The operation is blocked temporarily; try again later", headers: [.retryAfter: "1"])
     }
 
     func tooLarge() -> Response {
@@ -404,6 +410,7 @@ extension BoxEmulator {
               case .object = body else {
             return error(.badRequest, "bad_request", "Invalid JSON body")
         }
+        if env.control.take(.boxTemporaryConflict) { return temporaryConflict("name_temporarily_reserved") }
         var folderId = ""
         var name = body["file_name"]?.stringValue ?? ""
         if let fileId {
@@ -581,6 +588,7 @@ extension BoxEmulator {
             parts.append(BoxPart(partId: partId, offset: offset, size: size, sha1: entry["sha1"]?.stringValue ?? ""))
         }
         parts.sort { $0.offset < $1.offset }
+        if env.control.take(.boxTemporaryConflict) { return temporaryConflict("operation_blocked_temporary") }
         if session.commitAttempts == 0, env.control.take(.boxPartsMismatch) {
             try store.update { state in state.sessions[id]?.commitAttempts += 1 }
             return error(.badRequest, "parts_mismatch", "The parts listed do not match the parts uploaded yet; wait and commit again")
