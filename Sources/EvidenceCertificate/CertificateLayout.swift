@@ -46,26 +46,7 @@ struct CertificateLayout: BlockBuilding {
     }
 
     private mutating func titleBlock() {
-        let left = PageGeometry.left, right = PageGeometry.right
-        let itemTag = "Item #\(content.itemID)"
-        let tagFont = FontSpec.sans(10, bold: true)
-        let tagWidth = m.width(itemTag, tagFont)
-        let titleLines = m.wrap(CertificateFormat.clean(content.title), Self.titleFont,
-                                width: PageGeometry.contentWidth - tagWidth - 16)
-        var lines: [Line] = []
-        for (i, text) in titleLines.enumerated() {
-            var ops: [DrawOp] = [.text(text, x: left, baseline: 21, font: Self.titleFont, color: Palette.accent)]
-            if i == 0 {
-                ops.append(.text(itemTag, x: right - tagWidth, baseline: 21, font: tagFont, color: Palette.muted))
-            }
-            lines.append(Line(height: 27, ops: ops))
-        }
-        lines.append(Line(height: 14, ops: [.rule(x0: left, x1: right, y: 7, width: 1.5, color: Palette.accent)]))
-        for text in m.wrap(Self.statement, Self.bodyFont, width: PageGeometry.contentWidth) {
-            lines.append(Line(height: 15, ops: [.text(text, x: left, baseline: 11.5, font: Self.bodyFont, color: Palette.body)]))
-        }
-        lines.append(Line(height: 8))
-        blocks.append(Block(lines: lines, keepTogether: true))
+        titleBlock(title: content.title, tag: "Item #\(content.itemID)", statement: Self.statement)
     }
 
     /// Who issued the record and what it is about, as the rule or the device's sidecar said.
@@ -267,6 +248,27 @@ protocol BlockBuilding {
 }
 
 extension BlockBuilding {
+
+    /// The title (wrapped beside `tag`, right-aligned), an accent rule and the statement under it.
+    mutating func titleBlock(title: String, tag: String, statement: String) {
+        let left = PageGeometry.left, right = PageGeometry.right
+        let tag = CertificateFormat.clean(tag)
+        let tagFont = FontSpec.sans(10, bold: true)
+        let tagWidth = m.width(tag, tagFont)
+        let titleFont = CertificateLayout.titleFont, bodyFont = CertificateLayout.bodyFont
+        var lines: [Line] = []
+        for (i, text) in m.wrap(CertificateFormat.clean(title), titleFont, width: PageGeometry.contentWidth - tagWidth - 16).enumerated() {
+            var ops: [DrawOp] = [.text(text, x: left, baseline: 21, font: titleFont, color: Palette.accent)]
+            if i == 0 { ops.append(.text(tag, x: right - tagWidth, baseline: 21, font: tagFont, color: Palette.muted)) }
+            lines.append(Line(height: 27, ops: ops))
+        }
+        lines.append(Line(height: 14, ops: [.rule(x0: left, x1: right, y: 7, width: 1.5, color: Palette.accent)]))
+        for text in m.wrap(CertificateFormat.clean(statement), bodyFont, width: PageGeometry.contentWidth) {
+            lines.append(Line(height: 15, ops: [.text(text, x: left, baseline: 11.5, font: bodyFont, color: Palette.body)]))
+        }
+        lines.append(Line(height: 8))
+        blocks.append(Block(lines: lines, keepTogether: true))
+    }
 
     mutating func newBox() -> Int {
         nextBoxID += 1

@@ -103,32 +103,12 @@ struct DocumentLayout: BlockBuilding {
     var boxStyles: [Int: BoxStyle] = [:]
 
     mutating func build() {
-        title()
+        titleBlock(title: doc.title, tag: doc.tag, statement: doc.statement)
         for section in doc.sections {
             heading(section.heading)
             for element in section.elements { add(element) }
             spacer(12)
         }
-    }
-
-    private mutating func title() {
-        let left = PageGeometry.left, right = PageGeometry.right
-        let tagFont = FontSpec.sans(10, bold: true)
-        let tag = CertificateFormat.clean(doc.tag)
-        let tagWidth = m.width(tag, tagFont)
-        var lines: [Line] = []
-        for (i, text) in m.wrap(CertificateFormat.clean(doc.title), CertificateLayout.titleFont,
-                                width: PageGeometry.contentWidth - tagWidth - 16).enumerated() {
-            var ops: [DrawOp] = [.text(text, x: left, baseline: 21, font: CertificateLayout.titleFont, color: Palette.accent)]
-            if i == 0 { ops.append(.text(tag, x: right - tagWidth, baseline: 21, font: tagFont, color: Palette.muted)) }
-            lines.append(Line(height: 27, ops: ops))
-        }
-        lines.append(Line(height: 14, ops: [.rule(x0: left, x1: right, y: 7, width: 1.5, color: Palette.accent)]))
-        for text in m.wrap(CertificateFormat.clean(doc.statement), CertificateLayout.bodyFont, width: PageGeometry.contentWidth) {
-            lines.append(Line(height: 15, ops: [.text(text, x: left, baseline: 11.5, font: CertificateLayout.bodyFont, color: Palette.body)]))
-        }
-        lines.append(Line(height: 8))
-        blocks.append(Block(lines: lines, keepTogether: true))
     }
 
     private mutating func add(_ element: Document.Element) {

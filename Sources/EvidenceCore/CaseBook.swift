@@ -30,7 +30,7 @@ public struct CaseBook: Sendable, Equatable {
     }
 
     public mutating func apply(_ e: CustodyEvent) {
-        let d = (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
+        let d = e.fields
         switch CustodyEventKind(rawValue: e.kind) {
         case .caseOpened?:
             guard let name = d["case"], cases[name] == nil else { return }

@@ -31,10 +31,16 @@ public struct CertificateLabels: Codable, Sendable, Equatable {
 
     /// Why one value is not a label, or nil: one line of at most 200 characters.
     public static func valueProblem(_ v: String) -> String? {
-        if v.isEmpty { return "is empty" }
+        v.isEmpty ? "is empty" : lineProblem(v)
+    }
+
+    /// Why a text printed for people (a label, a case title, a package's texts) is refused, or
+    /// nil: at most 200 characters, no control or invisible formatting (bidirectional,
+    /// zero-width) character, so it is one line that shows what it holds.
+    public static func lineProblem(_ v: String) -> String? {
         if v.count > 200 { return "is longer than 200 characters" }
         if v.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
-            return "holds a control character"
+            return "holds a control or invisible formatting character"
         }
         return nil
     }

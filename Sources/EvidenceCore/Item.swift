@@ -105,6 +105,12 @@ public struct CustodyEvent: Codable, Sendable, Equatable {
         Data((prevHash + "\n" + body).utf8)
     }
 
+    /// The details as string fields (every event this tool writes has only strings); empty when
+    /// they are not such an object.
+    public var fields: [String: String] {
+        (try? JSONDecoder().decode([String: String].self, from: Data(details.utf8))) ?? [:]
+    }
+
     /// The previous hash of the first event.
     public static let genesis = String(repeating: "0", count: 64)
 }

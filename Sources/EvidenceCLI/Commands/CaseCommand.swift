@@ -81,9 +81,8 @@ struct CaseCreate: ParsableCommand {
 
     func validate() throws {
         try CaseCommand.validName(name, what: "case name")
-        if let t = title, t.count > 200 || t.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw ValidationError("--title must be one line of at most 200 characters")
-        }
+        // The same check the package's verifier makes: a title it would refuse is refused here.
+        if let t = title, let p = CertificateLabels.lineProblem(t) { throw ValidationError("--title \(p)") }
     }
 
     func run() throws {

@@ -143,8 +143,7 @@ struct RunCommand: AsyncParsableCommand {
                 guard let dir = rulesDirectory else { return }
                 let (loaded, errors) = ConfigLoader.loadRules(directory: dir)
                 let current = (try? reload.load()) ?? config
-                var withHome = current
-                withHome.home = homePath.hasPrefix("/") ? homePath : FileManager.default.currentDirectoryPath + "/" + homePath
+                let withHome = RuleSet.withHome(current, homePath)
                 let report = pipeline.reloadRules(loaded: loaded, errors: errors) { rules in
                     var problems = ConfigLoader.validate(rules: rules, against: withHome)
                     // Accounts are opened at start: a rule may not name one this run does not hold.
@@ -186,6 +185,13 @@ enum RuleSet {
         "\(r.file): field `path`: watched folder \(r.path) does not exist (yet): its files are taken once it appears; the other rules run meanwhile"
     }
 
+    /// `config` with `home` made absolute, as the rules are checked against it.
+    static func withHome(_ config: EvidenceConfig, _ home: String) -> EvidenceConfig {
+        var c = config
+        c.home = home.hasPrefix("/") ? home : FileManager.default.currentDirectoryPath + "/" + home
+        return c
+    }
+
     static func directory(explicit: String?, config: EvidenceConfig) -> String? {
         if let explicit { return explicit }
         if let d = config.rulesDir { return d }
@@ -202,8 +208,7 @@ enum RuleSet {
             throw CLIError.config("no watch rules: pass --rules DIR, set `rules` in evidence.toml, or create ./watch-rules (see `evidence rules check --help`)")
         }
         let (rules, errors) = ConfigLoader.loadRules(directory: dir)
-        var withHome = config
-        withHome.home = home.hasPrefix("/") ? home : FileManager.default.currentDirectoryPath + "/" + home
+        let withHome = withHome(config, home)
         var problems = errors.map(\.description) + ConfigLoader.validate(rules: rules, against: withHome).map(\.description)
         // Another node's folder need not exist here: that node watches it.
         for r in rules where r.isWatched(on: config.nodeName) && !FileManager.default.fileExists(atPath: r.path) {

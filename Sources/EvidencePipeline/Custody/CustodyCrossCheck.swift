@@ -57,7 +57,7 @@ public enum CustodyCrossCheck {
 
     /// An event's details as the strings they were written from.
     public static func details(_ e: CustodyEvent) -> [String: String] {
-        (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
+        e.fields
     }
 
     /// The state an item's events leave it in: `ingested` at its `ingested` event, then each

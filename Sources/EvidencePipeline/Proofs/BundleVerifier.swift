@@ -319,7 +319,7 @@ public enum BundleVerifier {
     static func custodyDisagreements(_ events: [CustodyEvent], manifest m: BundleManifest, listed: [String: String]) -> [String] {
         var problems: [String] = []
         let parsed: [(event: CustodyEvent, details: [String: String])] = events.map { e in
-            (e, (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:])
+            (e, e.fields)
         }
         for e in events where e.itemID != m.item.id {
             problems.append("event #\(e.seq) is about item \(e.itemID.map(String.init) ?? "-"), not #\(m.item.id)")
@@ -417,7 +417,7 @@ public enum RecordedProofs {
     public static func missing(events: [CustodyEvent], proofs: [Proof]) -> [String] {
         var newest: [String: (CustodyEvent, [String: String])] = [:]
         for e in events where e.is(.notaryConfirmed) || e.is(.notaryPending) || e.is(.notaryFailed) {
-            let d = (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
+            let d = e.fields
             guard let notary = d["notary"] else { continue }
             if newest[notary].map({ $0.0.seq < e.seq }) ?? true { newest[notary] = (e, d) }
         }

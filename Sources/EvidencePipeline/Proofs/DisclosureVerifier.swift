@@ -60,16 +60,6 @@ public enum DisclosureVerifier {
         }
     }
 
-    /// Why a text the manifest carries into VERIFY.md or the output is refused: one line, no
-    /// control or invisible formatting character, at most 200 characters.
-    static func textProblem(_ s: String) -> String? {
-        if s.count > 200 { return "longer than 200 characters" }
-        if s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
-            return "holds a control or invisible formatting character"
-        }
-        return nil
-    }
-
     public static func verify(_ dir: String, trust: TSATrust) -> Report {
         var report = Report()
         func check(_ name: String, _ ok: Bool, _ detail: String) {
@@ -132,7 +122,7 @@ public enum DisclosureVerifier {
         if let p = CaseBook.nameProblem(m.case.name) { manifestProblems.append("the case name \(p)") }
         for (field, value) in [("generatedBy", m.generatedBy), ("tool", m.tool), ("timezone", m.timezone), ("case.title", m.case.title ?? ""),
                                ("case.openedBy", m.case.openedBy)] {
-            if let p = textProblem(value) { manifestProblems.append("\(field) \(p)") }
+            if let p = CertificateLabels.lineProblem(value) { manifestProblems.append("\(field) \(p)") }
         }
         if Set(m.items.map(\.id)).count != m.items.count { manifestProblems.append("an item is listed twice") }
         if Set(m.items.map(\.sha256)).count != m.items.count { manifestProblems.append("the same content is listed twice") }

@@ -7,7 +7,7 @@ import Foundation
 /// event itself: the page shows its raw details beside the sentence.
 enum CustodySentence {
     static func describe(_ e: CustodyEvent) -> String {
-        let d = (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
+        let d = e.fields
         func v(_ k: String) -> String { d[k] ?? "?" }
         switch CustodyEventKind(rawValue: e.kind) {
         case .ingested?:
@@ -54,7 +54,7 @@ enum CustodySentence {
 
     /// A poster event's picture size, for the page's `<img>` (0 × 0 when not recorded).
     static func sizes(_ e: CustodyEvent) -> (Int, Int) {
-        let d = (try? JSONDecoder().decode([String: String].self, from: Data(e.details.utf8))) ?? [:]
+        let d = e.fields
         return (d["width"].flatMap(Int.init) ?? 0, d["height"].flatMap(Int.init) ?? 0)
     }
 
