@@ -81,6 +81,8 @@ public protocol Catalog: Sendable {
 
     func proofs(itemID: Int64) throws(CatalogError) -> [Proof]
     func allProofs() throws(CatalogError) -> [Proof]
+    /// The proofs of `notary` whose remote id is `remoteID`, by item (a time-stamp batch's members).
+    func proofs(notary: String, remoteID: String) throws(CatalogError) -> [Proof]
     /// Stores what a notary said (insert or replace for the item and notary) with a custody event
     /// `notary-<state>`, then asks `decide` (the item's lifecycle) with the item's state and the
     /// notaries whose proofs are now confirmed, and applies the transition it returns, all in one

@@ -73,7 +73,7 @@ enum ConfigFileParser {
         var allowed: Set<String> = HTTPTimeouts.keys.union(["kind", "poll_first", "poll_max", "tls_ca_file"])
         switch kind {
         case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
-        case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256", "allow_many_roots"])
+        case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256", "allow_many_roots", "batch"])
         }
         try r.checkKeys(t, allowed: allowed)
         var n = NotaryConfig(name: name, kind: kind)
@@ -103,6 +103,10 @@ enum ConfigFileParser {
             n.urls = urls
             n.tsaCertSHA256 = try fingerprints(r, t, "tsa_cert_sha256")
             n.allowManyRoots = try r.bool(t, "allow_many_roots") ?? false
+            n.batch = try r.duration(t, "batch", allowZero: true) ?? n.batch
+            guard n.batch <= 3600 else {
+                throw r.error(t.path + ["batch"], "must be at most 1h (a longer window only delays every proof)")
+            }
             // A token's signature is only worth something against an anchor the operator chose.
             if n.caFile == nil && n.tsaCertSHA256.isEmpty {
                 throw r.error(t.path + ["ca_file"], "missing required field (the TSA's CA certificate, PEM, obtained from the TSA; "

@@ -7,7 +7,10 @@
 /// - `rfc3161`: `urls` (non-empty list of http/https URLs), and at least one of `ca_file` (the
 ///   TSA's CA certificate, PEM) and `tsa_cert_sha256` (SHA-256 fingerprint(s) of the TSA's signing
 ///   certificate): the trust anchors every token must verify against; `allow_many_roots`
-///   (bool, default false) lets `ca_file` hold more than one self-signed certificate
+///   (bool, default false) lets `ca_file` hold more than one self-signed certificate;
+///   `batch` (duration, default 2s, at most 1h): items reaching the notary within one window
+///   share one time-stamp over their hash tree, each with its own RFC 4998 evidence record
+///   (`0s`: one token per item)
 /// File paths are absolute (resolved relative to the config file's directory).
 public struct NotaryConfig: Sendable, Equatable {
     public var name: String
@@ -31,6 +34,8 @@ public struct NotaryConfig: Sendable, Equatable {
     public var allowManyRoots = false
     public var tlsCAFile: String?
     public var timeouts = HTTPTimeouts()
+    /// `batch`: seconds of one time-stamp window of an rfc3161 notary (0: a token per item).
+    public var batch: Double = 2
 
     public init(
         name: String, kind: NotaryKind, baseURL: String? = nil, apiKeyEnv: String? = nil,

@@ -14,6 +14,9 @@ public enum JobKind: String, Codable, Sendable, CaseIterable {
     case afterAction = "after-action"
     /// Copy one custody anchor to the `[custody] anchor_archive` account (no item).
     case anchorCopy = "anchor-copy"
+    /// Time-stamp one window of a batching rfc3161 notary: the members' hash tree, one token over
+    /// its root, an evidence record per member (no item).
+    case stamp
 
     /// Attempts a job of this kind gets before it fails for good (`evidence retry` gives it fresh
     /// ones): local work few, work that waits on a notary or a provider more, an after-action
@@ -24,6 +27,7 @@ public enum JobKind: String, Codable, Sendable, CaseIterable {
         case .notarize, .archive, .share: 12
         case .afterAction: 20
         case .anchorCopy: 50
+        case .stamp: 12
         }
     }
 }
@@ -59,6 +63,8 @@ public enum JobPayload: Sendable, Equatable, Codable {
     /// `source` is nil until the catalog records the source the action applies to.
     case afterAction(rule: String, action: SourceAction, source: SourceRef?)
     case anchorCopy(file: String, account: String)
+    /// `window`: the batch's key, `NOTARY@START-MILLISECONDS`, which its members' pending proofs hold.
+    case stamp(notary: String, window: String)
 
     public var kind: JobKind {
         switch self {
@@ -69,6 +75,7 @@ public enum JobPayload: Sendable, Equatable, Codable {
         case .share: .share
         case .afterAction: .afterAction
         case .anchorCopy: .anchorCopy
+        case .stamp: .stamp
         }
     }
 
@@ -78,7 +85,7 @@ public enum JobPayload: Sendable, Equatable, Codable {
         case .verify(let rule), .notarize(let rule, _), .certificate(let rule), .archive(let rule), .share(let rule),
              .afterAction(let rule, _, _):
             rule
-        case .anchorCopy:
+        case .anchorCopy, .stamp:
             nil
         }
     }
@@ -101,6 +108,8 @@ public enum JobPayload: Sendable, Equatable, Codable {
             return f
         case .anchorCopy(let file, let account):
             return ["file": file, "account": account]
+        case .stamp(let notary, let window):
+            return ["notary": notary, "window": window]
         }
     }
 
@@ -117,6 +126,7 @@ public enum JobPayload: Sendable, Equatable, Codable {
         case .archive: self = .archive(rule: try need("rule"))
         case .share: self = .share(rule: try need("rule"))
         case .anchorCopy: self = .anchorCopy(file: try need("file"), account: try need("account"))
+        case .stamp: self = .stamp(notary: try need("notary"), window: try need("window"))
         case .afterAction:
             let action: SourceAction
             switch try need("action") {

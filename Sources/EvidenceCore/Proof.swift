@@ -5,6 +5,20 @@ import Foundation
 public enum ProofKind: String, Codable, Sendable, CaseIterable {
     case qed
     case rfc3161
+    /// An RFC 4998 evidence record: the item's reduced hash tree in a batch and the batch's
+    /// RFC 3161 token over the tree's root (an `rfc3161` notary with `batch` > 0).
+    case rfc4998
+
+    /// Proven by an RFC 3161 token, alone or inside an evidence record.
+    public var isTimestamp: Bool { self != .qed }
+    /// The receipt's file extension: `json`, `tsr` (TimeStampResp) or `ers` (EvidenceRecord DER).
+    public var receiptExtension: String {
+        switch self {
+        case .qed: "json"
+        case .rfc3161: "tsr"
+        case .rfc4998: "ers"
+        }
+    }
 }
 
 /// What one archived file of an item is. Raw values are stored in the catalog: never rename them.

@@ -79,10 +79,11 @@ struct NotarizationCLITests {
         return String(CLI.exec(["sha256sum", f]).stdout.prefix(64))
     }
 
-    @Test("a dropped file is notarized by QED and a TSA, certified, and its bundle verifies with standard tools")
-    func fullPath() async throws {
+    @Test("a dropped file is notarized by QED and a TSA, certified, and its bundle verifies with standard tools",
+          arguments: ["2s", "0s"])
+    func fullPath(batch: String) async throws {
         try await withSandbox { sandbox in
-            let h = try harness(sandbox)
+            let h = try harness(sandbox, configExtra: "batch = \"\(batch)\"")
             try h.start()
             let data = randomBytes(50_000)
             let hash = sha256(data)
@@ -101,9 +102,23 @@ struct NotarizationCLITests {
             #expect(CLI.exec(["sha256sum", "-c", "SHA256SUMS"], cwd: bundle).status == 0)
             // The auditor's line from VERIFY.md, with the TSA's CA fetched from the TSA (not the bundle's copy).
             let ca = h.scratch.path + "/tsa-ca.pem"
-            let ts = CLI.exec(["openssl", "ts", "-verify", "-data", "original/clip.bin", "-in", "proofs/tsa.tsr",
-                               "-CAfile", ca, "-untrusted", "proofs/tsa-tsa.crt"], cwd: bundle)
-            #expect(ts.status == 0 && ts.stdout.contains("Verification: OK"), "\(ts.stdout) \(ts.stderr)")
+            if batch == "0s" {
+                #expect(proofs.last?["kind"] as? String == "rfc3161")
+                let ts = CLI.exec(["openssl", "ts", "-verify", "-data", "original/clip.bin", "-in", "proofs/tsa.tsr",
+                                   "-CAfile", ca, "-untrusted", "proofs/tsa-tsa.crt"], cwd: bundle)
+                #expect(ts.status == 0 && ts.stdout.contains("Verification: OK"), "\(ts.stdout) \(ts.stderr)")
+            } else {
+                // A batch of one: the record has no tree, the token is over the file's hash itself.
+                #expect(proofs.last?["kind"] as? String == "rfc4998")
+                let root = CLI.exec(["python3", "proofs/tsa.root.py", "original/clip.bin"], cwd: bundle)
+                #expect(root.status == 0 && root.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == hash, "\(root.stdout) \(root.stderr)")
+                let ts = CLI.exec(["openssl", "ts", "-verify", "-digest", hash, "-token_in", "-in", "proofs/tsa.tst",
+                                   "-CAfile", ca, "-untrusted", "proofs/tsa-tsa.crt"], cwd: bundle)
+                #expect(ts.status == 0 && ts.stdout.contains("Verification: OK"), "\(ts.stdout) \(ts.stderr)")
+                let bc = try BouncyCastleERS.check(record: bundle + "/proofs/tsa.ers", data: bundle + "/original/clip.bin", caFile: ca)
+                #expect(bc.succeeded, "\(bc.output)")
+                #expect(CLI.exec(["grep", "-q", "python3 proofs/tsa.root.py", bundle + "/VERIFY.md"]).status == 0)
+            }
             let v = h.cli.run(["verify", bundle, "--trust", ca])
             #expect(v.status == 0, "\(v.stdout)")
             #expect(v.stdout.contains("signature and chain verified"))
@@ -119,7 +134,8 @@ struct NotarizationCLITests {
             let item = h.cli.run(["--config", h.configPath!, "verify", "1"])
             #expect(item.status == 0, "\(item.stdout)")
             #expect(item.stdout.contains("✓ QED report qed: confirmed"))
-            #expect(item.stdout.contains("✓ RFC 3161 token tsa") && item.stdout.contains("signature and chain verified"))
+            #expect(item.stdout.contains(batch == "0s" ? "✓ RFC 3161 token tsa" : "✓ RFC 4998 evidence record tsa")
+                    && item.stdout.contains("signature and chain verified"), "\(item.stdout)")
             #expect(item.stdout.contains("✓ certificate evidence") && item.stdout.contains("✓ certificate qed"))
             let none = h.cli.run(["cert", "1", "--origin", "nope", "-o", h.scratch.path + "/x.pdf"])
             #expect(none.status == 1 && none.stderr.contains("no certificate from \"nope\""))
@@ -135,7 +151,8 @@ struct NotarizationCLITests {
     }
 
     @Test("one changed byte in any bundle file fails `evidence verify` and names the file",
-          arguments: ["original/clip.bin", "proofs/qed.json", "proofs/tsa.tsr", "custody.jsonl", "manifest.json"])
+          arguments: ["original/clip.bin", "proofs/qed.json", "proofs/tsa.ers", "proofs/tsa.tst", "proofs/tsa.root.py",
+                      "custody.jsonl", "manifest.json"])
     func tamper(file: String) async throws {
         try await withSandbox { sandbox in
             let h = try harness(sandbox)
@@ -152,6 +169,52 @@ struct NotarizationCLITests {
             let v = h.cli.run(["verify", bundle, "--trust", h.scratch.path + "/tsa-ca.pem"])
             #expect(v.status == 1)
             #expect(v.stdout.contains("✗ file intact: \(file)"), "\(v.stdout)")
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("twelve files dropped at once: one time-stamp for the batch, each item its own evidence record, verified by Bouncy Castle and openssl")
+    func batchOfTwelve() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox, notaries: ["tsa"], configExtra: "batch = \"3s\"")
+            try h.start()
+            // Written elsewhere and renamed in, all within the first second of a 3 s window.
+            let staging = h.scratch.path + "/staging"
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+            var hashes: [String] = []
+            for i in 0..<12 {
+                let data = randomBytes(3_000 + i)
+                hashes.append(sha256(data))
+                try data.write(to: URL(fileURLWithPath: staging + "/f\(i).bin"))
+            }
+            for i in 0..<12 { rename(staging + "/f\(i).bin", h.drop + "/f\(i).bin") }
+            #expect(waitUntil(timeout: 60) { (1...12).allSatisfy { state(h, String($0)) == "done" } }, "log: \(h.log)")
+            let stamped = counters(sandbox)["timestamps_by_imprint"] as? [String: Int] ?? [:]
+            // One window, or two if the drop straddled a window's end: never one per item.
+            #expect((1...2).contains(stamped.values.reduce(0, +)), "\(stamped)")
+            #expect(stamped.keys.allSatisfy { !hashes.contains($0) } || stamped.count == 2, "roots, not items: \(stamped)")
+            let ca = h.scratch.path + "/tsa-ca.pem"
+            var pairs: [(record: String, data: String)] = []
+            for id in 1...12 {
+                let bundle = h.scratch.path + "/bundle\(id)"
+                #expect(h.cli.run(["--config", h.configPath!, "bundle", String(id), "-o", bundle]).status == 0)
+                let original = try #require(try FileManager.default.contentsOfDirectory(atPath: bundle + "/original").first)
+                let root = CLI.exec(["python3", "proofs/tsa.root.py", "original/" + original], cwd: bundle)
+                    .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                #expect(stamped[root] != nil, "item \(id): root \(root) is not what the TSA stamped")
+                let ts = CLI.exec(["openssl", "ts", "-verify", "-digest", root, "-token_in", "-in", "proofs/tsa.tst",
+                                   "-CAfile", ca, "-untrusted", "proofs/tsa-tsa.crt"], cwd: bundle)
+                #expect(ts.status == 0 && ts.stdout.contains("Verification: OK"), "\(ts.stdout) \(ts.stderr)")
+                let v = h.cli.run(["verify", bundle, "--trust", ca])
+                #expect(v.status == 0, "\(v.stdout)")
+                pairs.append((bundle + "/proofs/tsa.ers", bundle + "/original/" + original))
+            }
+            let bc = try BouncyCastleERS.check(pairs, caFile: ca)
+            #expect(bc.succeeded, "\(bc.output)")
+            // A record moved to another item's file of the same batch is refused.
+            let swapped = try BouncyCastleERS.check(record: pairs[0].record, data: pairs[1].data, caFile: ca)
+            #expect(!swapped.succeeded, "\(swapped.output)")
+            #expect(h.cli.run(["fsck"]).status == 0)
             #expect(h.stop() == 0)
         }
     }

@@ -6,23 +6,6 @@ import Foundation
 import Testing
 import EvidenceTesting
 
-/// Bouncy Castle's ERS (Debian libbcpkix-java), run on a record: the oracle we did not write.
-enum BouncyCastleERS {
-    static let oracle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Oracles/ERSCheck.java").path
-    static let classPath = ["bcprov", "bcpkix", "bcutil"].map { "/usr/share/java/\($0).jar" }.joined(separator: ":")
-
-    /// One JVM for all `pairs` (record, data file); succeeded when every record verified.
-    static func check(_ pairs: [(record: String, data: String)], caFile: String, at: Date? = nil) throws -> ChildProcess.Result {
-        let date = at.map { ISO8601DateFormatter().string(from: $0) } ?? "now"
-        return try ChildProcess.run("java", ["-cp", classPath, oracle, caFile, date] + pairs.flatMap { [$0.record, $0.data] })
-    }
-
-    static func check(record: String, data: String, caFile: String, at: Date? = nil) throws -> ChildProcess.Result {
-        try check([(record, data)], caFile: caFile, at: at)
-    }
-}
-
 @Suite("RFC 4998 evidence records: our hash tree and DER against Bouncy Castle", .ownThread)
 struct EvidenceRecordTests {
     /// `count` files of random content, their digests, and one token over their tree's root.

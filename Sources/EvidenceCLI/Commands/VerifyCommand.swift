@@ -164,10 +164,10 @@ struct VerifyCommand: AsyncParsableCommand {
                         .merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
                     let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.location(of: r))
                     checks.append(c)
-                    if p.kind == .rfc3161, c.ok, let token = try? TimestampVerifier.verify(response: data, digest: i.sha256, trust: anchors),
+                    if p.kind.isTimestamp, c.ok, let token = try? ProofCheck.token(p, receipt: data, digest: i.sha256, trust: anchors),
                        provenAt.map({ token.genTime < $0 }) ?? true {
                         provenAt = token.genTime
-                        provenBy = "RFC 3161 token \(p.notary) (serial \(token.serial))"
+                        provenBy = "\(ProofCheck.name(p)) (serial \(token.serial))"
                     }
                     if p.kind == .qed, online { checks.append(await onlineCheck(p, digest: i.sha256, config: config)) }
                 }

@@ -11,6 +11,12 @@ extension PostgresCatalog {
         try read { c in try c.query("SELECT * FROM proof ORDER BY item_id, notary").all.map { try $0.proof() } }
     }
 
+    public func proofs(notary: String, remoteID: String) throws(CatalogError) -> [Proof] {
+        try read { c in
+            try c.query("SELECT * FROM proof WHERE notary = $1 AND remote_id = $2 ORDER BY item_id", [notary, remoteID]).all.map { try $0.proof() }
+        }
+    }
+
     @discardableResult
     public func saveProof(_ proof: Proof,
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)

@@ -163,5 +163,9 @@ enum PostgresSchema {
         ("v9-custody-kind", """
         CREATE INDEX custody_kind ON custody_event (kind, seq);
         """),
+        // The members of a time-stamp batch are the proofs pending under its key (`proofs(notary:remoteID:)`).
+        ("v10-proof-remote", """
+        CREATE INDEX proof_remote ON proof (notary, remote_id);
+        """),
     ]
 }

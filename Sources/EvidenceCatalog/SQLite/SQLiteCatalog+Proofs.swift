@@ -13,6 +13,13 @@ extension SQLiteCatalog {
         try read { db in try ProofRow.order(ProofRow.Columns.itemId, ProofRow.Columns.notary).fetchAll(db).map { try $0.model() } }
     }
 
+    public func proofs(notary: String, remoteID: String) throws(CatalogError) -> [Proof] {
+        try read { db in
+            try ProofRow.filter(ProofRow.Columns.notary == notary && ProofRow.Columns.remoteId == remoteID)
+                .order(ProofRow.Columns.itemId).fetchAll(db).map { try $0.model() }
+        }
+    }
+
     @discardableResult
     public func saveProof(_ proof: Proof,
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)

@@ -102,6 +102,10 @@ enum Schema {
             // Cases and tags are replayed from their custody events (`events(kinds:)`).
             try db.create(index: "custody_kind", on: "custody_event", columns: ["kind", "seq"])
         }
+        m.registerMigration("v10-proof-remote") { db in
+            // The members of a time-stamp batch are the proofs pending under its key (`proofs(notary:remoteID:)`).
+            try db.create(index: "proof_remote", on: "proof", columns: ["notary", "remote_id"])
+        }
         return m
     }
 }

@@ -71,3 +71,30 @@ public enum EvidenceRecordVerifier {
         return (record, verified.tokens[0])
     }
 }
+
+extension EvidenceRecordVerifier {
+    /// The records of every leaf of `tree` from one TSA reply over its root: the token is verified
+    /// once against `trust`, and each record is read back and must lead to that root from its leaf.
+    public static func makeAll(response: Data, tree: HashTree, trust: TSATrust) throws(TimestampError) -> (token: TimestampToken, records: [SHA256Digest: Data]) {
+        guard let root = tree.root, let leaves = tree.levels.first else {
+            throw TimestampError(.requestFailed, "an empty batch has no root")
+        }
+        let token = try TimestampVerifier.verify(response: response, digest: root, trust: trust)
+        let content = try EvidenceRecord.token(ofResponse: response)
+        var records: [SHA256Digest: Data] = [:]
+        for bytes in leaves {
+            let leaf = SHA256Digest(bytes: bytes)
+            guard let path = tree.path(for: leaf) else {
+                throw TimestampError(.requestFailed, "\(leaf.hex) is not a leaf of the batch's hash tree")
+            }
+            let der = EvidenceRecord(reducedTree: path, token: content).der()
+            let back = try EvidenceRecord(der: der)
+            guard back.chains.count == 1, let stamp = back.chains.first?.first, stamp.token == content,
+                  try rootOf(stamp, covering: leaf, index: 0) == root else {
+                throw TimestampError(.requestFailed, "the evidence record of \(leaf.hex) does not lead to the batch's root")
+            }
+            records[leaf] = Data(der)
+        }
+        return (token, records)
+    }
+}

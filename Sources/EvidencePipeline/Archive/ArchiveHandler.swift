@@ -7,7 +7,7 @@ import EvidenceStore
 import Foundation
 
 /// Copies an item to its rule's archive account: the original at the rule's `remote_path`,
-/// and beside it `<remote_path>.<notary>.json|.tsr` (receipts), `.<origin>-certificate.pdf`
+/// and beside it `<remote_path>.<notary>.json|.tsr|.ers` (receipts), `.<origin>-certificate.pdf`
 /// and `.manifest.json`.
 ///
 /// Idempotent and crash-safe: a file recorded as archived is skipped; otherwise the remote path
@@ -83,7 +83,7 @@ public struct ArchiveHandler: JobHandler {
                 throw StoreError.objectCorrupt(path: home.store.location(of: r), detail: "the \(p.notary) receipt of item \(itemID) is missing from the store: run `evidence fsck`")
             }
             uploads.append(Upload(role: .receipt, object: r, size: size,
-                                  remotePath: RemotePath.sanitized(base + ".\(p.notary)." + (p.kind == .rfc3161 ? "tsr" : "json"), for: provider)))
+                                  remotePath: RemotePath.sanitized(base + ".\(p.notary)." + p.kind.receiptExtension, for: provider)))
         }
         for c in try home.catalog.certificates(itemID: itemID) {
             uploads.append(Upload(role: .certificate, object: c.sha256, size: c.size,

@@ -50,6 +50,7 @@ public struct NotarizeHandler: JobHandler {
         case .qed(let qed):
             return try await context.qed(qed, existing: existing, sources: sources)
         case .rfc3161(let tsa):
+            if notary.config.batch > 0 { return try await context.batched(existing: existing) }
             return try await context.timestamp(tsa)
         }
     }
@@ -111,6 +112,40 @@ public struct NotarizeHandler: JobHandler {
                                  receipt: receipt, network: token.tsaName, link: url, provenAt: token.genTime,
                                  submittedAt: Date()))
             return .done(nil)
+        }
+
+        /// A batching TSA (RFC 4998): join the window open now by saving a pending proof under its
+        /// key, and wait for its `stamp` job, which saves this item's evidence record. A window
+        /// stamped without this item (it joined as the window was read) means joining the next
+        /// one; a window whose time-stamp failed for good fails this proof (`retry` joins anew).
+        func batched(existing: Proof?) async throws(JobError) -> JobOutcome {
+            let catalog = home.catalog
+            let itemID = item.id
+            if let existing, existing.kind == .rfc4998, existing.state == .pending, let window = existing.remoteID {
+                let spec = JobSpec(.stamp(notary: name, window: window))
+                let stamp = try await blockingJobWork {
+                    try catalog.enqueue(spec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: window))
+                }
+                switch stamp.state {
+                case .done:
+                    // Its proofs are saved before it completes: read this item's again.
+                    let now = try await blockingJobWork { try catalog.proofs(itemID: itemID).first { $0.notary == name } }
+                    if now?.state == .confirmed { return .done(nil) }
+                case .failed:
+                    let reason = "the time-stamp of batch \(window) failed: \(stamp.lastError ?? "no reason recorded")"
+                    try await save(Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .failed, remoteID: window,
+                                         error: reason, submittedAt: existing.submittedAt))
+                    throw JobError("\(name): \(reason)", retryable: false)
+                default:
+                    return .notYet(until: max(stamp.nextRunAt, Date()).addingTimeInterval(1),
+                                   reason: "\(name): waiting for the time-stamp of batch \(window)")
+                }
+            }
+            let (window, end) = StampHandler.window(notary: name, seconds: notary.config.batch)
+            try await save(Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .pending, remoteID: window, submittedAt: Date()))
+            let spec = JobSpec(.stamp(notary: name, window: window), runAt: end)
+            _ = try await blockingJobWork { try catalog.enqueue(spec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: window)) }
+            return .notYet(until: end.addingTimeInterval(1), reason: "\(name): in time-stamp batch \(window)")
         }
 
         func makeSubmission(sources: [SourceSighting]) -> QEDSubmission {

@@ -12,6 +12,9 @@ import Glibc
 /// original/<file name>            the evidence file, byte for byte
 /// proofs/<notary>.json            confirmed QED report (the receipt)
 /// proofs/<notary>.tsr             RFC 3161 token
+/// proofs/<notary>.ers             RFC 4998 evidence record (a batching TSA), with, made from it:
+/// proofs/<notary>.tst             its time-stamp token (ContentInfo, for `openssl ts -verify -token_in`)
+/// proofs/<notary>.root.py         a short python3 script: the root the token is over, from the file
 /// proofs/<notary>-tsa.crt         the certificate that signed the token (for `-untrusted`; not trusted)
 /// proofs/<notary>-ca.pem          a copy of the TSA's CA (when configured), for comparing its
 ///                                 fingerprint with the TSA's published one; never a trust anchor
@@ -119,10 +122,17 @@ public enum BundleWriter {
             guard let receipt = p.receipt else { continue }
             let name = BundleNames.safe(p.notary)
             let data = try home.store.read(receipt)
-            if p.kind == .rfc3161 {
-                try add("proofs/\(name).tsr", role: "rfc3161-token", data: data)
+            if p.kind.isTimestamp {
+                if p.kind == .rfc4998 {
+                    try add("proofs/\(name).ers", role: "rfc4998-record", data: data)
+                    for (rel, extra) in recordFiles(p, record: data, fileName: fileName).sorted(by: { $0.key < $1.key }) {
+                        try add(rel, role: rel.hasSuffix(".tst") ? "rfc3161-token" : "rfc4998-root-script", data: extra)
+                    }
+                } else {
+                    try add("proofs/\(name).tsr", role: "rfc3161-token", data: data)
+                }
                 var copies = TSACertificateCopies()
-                if let signer = TSACertificates.signerPEM(response: data) {
+                if let signer = ProofCheck.signerResponse(p, receipt: data).flatMap(TSACertificates.signerPEM(response:)) {
                     try add("proofs/\(name)-tsa.crt", role: "rfc3161-signer", data: signer)
                     copies.signer = TSACertificates.infos(pem: signer).first
                 }
@@ -169,6 +179,44 @@ public enum BundleWriter {
 
     /// VERIFY.md: written for an auditor who trusts nothing in the folder. Every check it lists
     /// works with standard tools, and the one anchor it needs, the TSA's CA, comes from the TSA.
+    /// The files an evidence record brings for standard tools, made from the record alone:
+    /// `proofs/<notary>.tst` (its first token) and `proofs/<notary>.root.py` (file → root).
+    static func recordFiles(_ p: Proof, record: Data, fileName: String) -> [String: Data] {
+        guard let parsed = try? EvidenceRecord(der: [UInt8](record)), let stamp = parsed.chains.first?.first else { return [:] }
+        let n = BundleNames.safe(p.notary)
+        let lists = stamp.reducedTree.map { "    [" + $0.map { "\"\(Hex.encode($0))\"" }.joined(separator: ", ") + "]," }
+        let script = """
+        #!/usr/bin/env python3
+        # The root that proofs/\(n).tst time-stamps, recomputed from the original file (RFC 4998 §4.3):
+        # the file's SHA-256 must be in the first list; each list is hashed to one node (one value is
+        # itself, several are sorted and concatenated, then hashed); each node is paired with the one
+        # before it, the smaller first, and hashed. Uses only Python's hashlib. Prints the root in hex.
+        import hashlib, sys
+
+        TREE = [
+        \(lists.joined(separator: "\n"))
+        ]
+
+        def sha256(data): return hashlib.sha256(data).digest()
+        def node(values): return values[0] if len(values) == 1 else sha256(b"".join(sorted(values)))
+
+        digest = hashlib.sha256()
+        with open(sys.argv[1] if len(sys.argv) > 1 else "original/\(fileName)", "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        h = digest.digest()
+        tree = [[bytes.fromhex(v) for v in values] for values in TREE]
+        if tree and h not in tree[0]:
+            sys.exit("the file's SHA-256 " + h.hex() + " is not in the record's first list")
+        root = node(tree[0]) if tree else h
+        for values in tree[1:]:
+            root = sha256(b"".join(sorted([root, node(values)])))
+        print(root.hex())
+
+        """
+        return ["proofs/\(n).tst": Data(stamp.token), "proofs/\(n).root.py": Data(script.utf8)]
+    }
+
     static func verifyText(_ m: BundleManifest, tsaCertificates: [String: TSACertificateCopies]) -> String {
         var s = """
         # Verifying evidence item #\(m.item.id)
@@ -205,10 +253,10 @@ public enum BundleWriter {
                 step += 1
                 continue
             }
-            if p.kind == .rfc3161 {
+            if p.kind.isTimestamp {
                 let copies = tsaCertificates[p.notary] ?? TSACertificateCopies()
                 s += """
-                \(step). RFC 3161 time-stamp by \(p.notary) (serial \(p.remoteID ?? "?"), time \(p.provenAt.map(Timestamp.string) ?? "?"),
+                \(step). \(p.kind == .rfc4998 ? "RFC 4998 evidence record (one RFC 3161 time-stamp over a batch's hash tree)" : "RFC 3161 time-stamp") by \(p.notary) (serial \(p.remoteID ?? "?"), time \(p.provenAt.map(Timestamp.string) ?? "?"),
                    TSA \(p.link ?? "?")):
 
                    a. Obtain the TSA's CA certificate from the TSA itself (its web site or its operator), NOT
@@ -229,19 +277,48 @@ public enum BundleWriter {
 
                     """
                 }
-                s += """
-                   b. Verify the token against that CA (`proofs/\(n)-tsa.crt` is the certificate that signed
-                      the token, as the token itself carries it; it is checked against the CA, not trusted):
+                if p.kind == .rfc4998 {
+                    s += """
+                       b. The token is over the root of the batch's hash tree, not over the file. Recompute the
+                          root from the file with the record's path (`proofs/\(n).root.py` is a short script
+                          made from `proofs/\(n).ers`; read it, it uses only Python's hashlib):
 
-                          openssl ts -verify -data 'original/\(m.item.fileName)' -in proofs/\(n).tsr \\
-                              -CAfile /path/to/tsa-ca-from-the-tsa.pem -untrusted proofs/\(n)-tsa.crt
+                              python3 proofs/\(n).root.py 'original/\(m.item.fileName)'
 
-                      It must print `Verification: OK`. Then read the time and the imprint:
+                          It prints the root (64 hex digits). It stops with a message if the file's
+                          SHA-256 is not in the record.
 
-                          openssl ts -reply -in proofs/\(n).tsr -text
+                       c. Verify the token over that root against the CA (`proofs/\(n)-tsa.crt` is the
+                          certificate that signed the token; it is checked against the CA, not trusted):
+
+                              openssl ts -verify -digest "$(python3 proofs/\(n).root.py 'original/\(m.item.fileName)')" \\
+                                  -token_in -in proofs/\(n).tst \\
+                                  -CAfile /path/to/tsa-ca-from-the-tsa.pem -untrusted proofs/\(n)-tsa.crt
+
+                          It must print `Verification: OK`. Then read the time and the imprint:
+
+                              openssl ts -reply -token_in -in proofs/\(n).tst -text
+
+                          `proofs/\(n).ers` is the RFC 4998 EvidenceRecord (DER) itself: any RFC 4998
+                          implementation (e.g. Bouncy Castle's `ERSEvidenceRecord`) checks it against the file.
 
 
-                """
+                    """
+                } else {
+                    s += """
+                       b. Verify the token against that CA (`proofs/\(n)-tsa.crt` is the certificate that signed
+                          the token, as the token itself carries it; it is checked against the CA, not trusted):
+
+                              openssl ts -verify -data 'original/\(m.item.fileName)' -in proofs/\(n).tsr \\
+                                  -CAfile /path/to/tsa-ca-from-the-tsa.pem -untrusted proofs/\(n)-tsa.crt
+
+                          It must print `Verification: OK`. Then read the time and the imprint:
+
+                              openssl ts -reply -in proofs/\(n).tsr -text
+
+
+                    """
+                }
                 if let signer = copies.signer {
                     s += """
                           The token's signing certificate: \(signer.subject),

@@ -181,7 +181,7 @@ public enum BundleVerifier {
         var certificateCopies: [String: BundleWriter.TSACertificateCopies] = [:]
         for p in m.proofs {
             let n = BundleNames.safe(p.notary)
-            let file = "proofs/\(n)." + (p.kind == .rfc3161 ? "tsr" : "json")
+            let file = "proofs/\(n)." + p.kind.receiptExtension
             guard p.state == .confirmed else {
                 check(ProofCheck.name(p), false, "\(p.state.rawValue), not confirmed: the bundle does not prove this notary"
                       + (p.error.map { " (\(shown($0)))" } ?? ""))
@@ -201,16 +201,27 @@ public enum BundleVerifier {
             }
             let c = ProofCheck.check(p, receipt: receipt, digest: digest, trust: trust, label: file)
             report.checks.append(c)
-            if p.kind == .rfc3161 {
-                if c.ok, let token = try? TimestampVerifier.verify(response: receipt, digest: digest, trust: trust) {
+            if p.kind.isTimestamp {
+                if c.ok, let token = try? ProofCheck.token(p, receipt: receipt, digest: digest, trust: trust) {
                     if report.provenAt.map({ token.genTime < $0 }) ?? true {
                         report.provenAt = token.genTime
-                        report.provenBy = "RFC 3161 token \(shown(p.notary)) (\(shown(file)), serial \(token.serial))"
+                        report.provenBy = "\(ProofCheck.name(p)) (\(shown(file)), serial \(token.serial))"
                     }
                 }
-                report.notes += certificateNotes(dir: dir, notary: n, receipt: receipt)
+                if p.kind == .rfc4998 {
+                    let extras = BundleWriter.recordFiles(p, record: receipt, fileName: m.item.fileName)
+                    var bad: [String] = []
+                    for (rel, expected) in extras.sorted(by: { $0.key < $1.key }) {
+                        if listed[Array(rel.utf8)] == nil || BundleFiles.readRegular("\(dir)/\(rel)") != expected { bad.append(rel) }
+                    }
+                    check("\(ProofCheck.name(p)): standard-tool files", bad.isEmpty,
+                          bad.isEmpty ? extras.keys.sorted().joined(separator: ", ") + " match the record"
+                                      : bad.joined(separator: ", ") + ": missing or not made from the record")
+                }
+                let signerReply = ProofCheck.signerResponse(p, receipt: receipt) ?? receipt
+                report.notes += certificateNotes(dir: dir, notary: n, receipt: signerReply, label: file)
                 var copies = BundleWriter.TSACertificateCopies()
-                copies.signer = TSACertificates.signerPEM(response: receipt).flatMap { TSACertificates.infos(pem: $0).first }
+                copies.signer = TSACertificates.signerPEM(response: signerReply).flatMap { TSACertificates.infos(pem: $0).first }
                 if let pem = BundleFiles.readRegular("\(dir)/proofs/\(n)-ca.pem") { copies.ca = TSACertificates.infos(pem: pem) }
                 certificateCopies[p.notary] = copies
             } else {
@@ -219,7 +230,7 @@ public enum BundleVerifier {
                                     + "\(shown(p.link ?? "the notary's explorer")), or run `evidence verify --online`")
             }
         }
-        if !m.proofs.contains(where: { $0.kind == .rfc3161 && $0.state == .confirmed }) {
+        if !m.proofs.contains(where: { $0.kind.isTimestamp && $0.state == .confirmed }) {
             report.notes.append("no RFC 3161 time-stamp in this bundle: nothing in it can prove when the content existed")
         }
 
@@ -332,7 +343,7 @@ public enum BundleVerifier {
             problems.append("no ingested event names \(m.item.fileName)")
         }
         for p in m.proofs where p.state == .confirmed {
-            let file = "proofs/\(BundleNames.safe(p.notary))." + (p.kind == .rfc3161 ? "tsr" : "json")
+            let file = "proofs/\(BundleNames.safe(p.notary))." + p.kind.receiptExtension
             let recorded = parsed.contains { e in
                 e.event.is(.notaryConfirmed) && e.details["notary"] == p.notary && e.details["receipt"] != nil
                     && e.details["receipt"] == listed[file] && e.details["receipt"] == p.receipt?.hex
@@ -351,10 +362,10 @@ public enum BundleVerifier {
 
     /// The fingerprints of the certificates a bundle brings for one TSA: for comparison with
     /// the TSA's published ones, never trusted.
-    static func certificateNotes(dir: String, notary n: String, receipt: Data) -> [String] {
+    static func certificateNotes(dir: String, notary n: String, receipt: Data, label: String) -> [String] {
         var notes: [String] = []
         if let signer = TSACertificates.signerPEM(response: receipt).flatMap({ TSACertificates.infos(pem: $0).first }) {
-            notes.append("proofs/\(n).tsr is signed by \(signer.subject), certificate SHA-256 \(signer.sha256)")
+            notes.append("\(label) is signed by \(signer.subject), certificate SHA-256 \(signer.sha256)")
         }
         let ca = "\(dir)/proofs/\(n)-ca.pem"
         if FileManager.default.fileExists(atPath: ca) {
@@ -372,24 +383,52 @@ public enum BundleVerifier {
 /// Checks one confirmed proof's receipt against the content digest: the same code for bundles
 /// (offline) and for items in the store.
 public enum ProofCheck {
-    static func name(_ p: Proof) -> String {
-        p.kind == .rfc3161 ? "RFC 3161 token \(p.notary)" : "QED report \(p.notary)"
+    public static func name(_ p: Proof) -> String {
+        switch p.kind {
+        case .rfc3161: "RFC 3161 token \(p.notary)"
+        case .rfc4998: "RFC 4998 evidence record \(p.notary)"
+        case .qed: "QED report \(p.notary)"
+        }
+    }
+
+    /// The first token of a time-stamp proof, verified against `trust` (nil: only what it claims):
+    /// the token itself over `digest` (rfc3161), or the evidence record leading from `digest` to
+    /// the root its token is over (rfc4998).
+    public static func token(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust?) throws(TimestampError) -> TimestampToken {
+        switch p.kind {
+        case .rfc4998:
+            return try EvidenceRecordVerifier.verify(record: receipt, digest: digest, trust: trust).tokens[0]
+        default:
+            if let trust { return try TimestampVerifier.verify(response: receipt, digest: digest, trust: trust) }
+            return try TimestampVerifier.inspect(response: receipt, digest: digest)
+        }
+    }
+
+    /// A TimeStampResp holding the proof's newest token, to read the certificates it carries.
+    public static func signerResponse(_ p: Proof, receipt: Data) -> Data? {
+        switch p.kind {
+        case .rfc3161: return receipt
+        case .rfc4998:
+            guard let record = try? EvidenceRecord(der: [UInt8](receipt)), let stamp = record.chains.last?.last else { return nil }
+            return EvidenceRecord.response(wrapping: stamp.token)
+        case .qed: return nil
+        }
     }
 
     /// `label` names the receipt in messages (a bundle path or a store object path). An RFC 3161
     /// token passes only when its signature and chain verify against `trust`; with no anchor it
     /// fails as "not verified", whatever its imprint says.
     public static func check(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust, label: String) -> BundleVerifier.Check {
-        if p.kind == .rfc3161 {
+        if p.kind.isTimestamp {
             if trust.isEmpty {
-                let claim = (try? TimestampVerifier.inspect(response: receipt, digest: digest))
+                let claim = (try? token(p, receipt: receipt, digest: digest, trust: nil))
                     .map { "it claims serial \($0.serial), time \(Timestamp.string($0.genTime)), but " } ?? ""
                 return .init(check: name(p), ok: false,
                              detail: "not verified: no trust anchor from outside the bundle; \(claim)anyone can make such a token "
                                  + "with a CA of their own: \(BundleVerifier.noAnchorAdvice)", unproven: true)
             }
             do {
-                let token = try TimestampVerifier.verify(response: receipt, digest: digest, trust: trust)
+                let token = try token(p, receipt: receipt, digest: digest, trust: trust)
                 let serialOK = p.remoteID == nil || p.remoteID == token.serial
                 return .init(check: name(p), ok: serialOK,
                              detail: "serial \(token.serial)\(serialOK ? "" : " (recorded \(p.remoteID ?? "-"))"), time \(Timestamp.string(token.genTime))"

@@ -32,11 +32,16 @@ public enum EvidenceCertificateMaker {
         // signer's fingerprint is printed here, on paper, to compare with the TSA's.
         var commands = ["sha256sum -c SHA256SUMS"]
         var notes: [String] = []
-        let timestamps = proofs.filter { $0.kind == .rfc3161 && $0.state == .confirmed }
+        let timestamps = proofs.filter { $0.kind.isTimestamp && $0.state == .confirmed }
         for p in timestamps {
             let n = BundleNames.safe(p.notary)
-            commands.append("openssl ts -verify -data 'original/\(BundleNames.safe(fileName))' -in proofs/\(n).tsr "
-                            + "-CAfile \(n.uppercased())-CA-FROM-THE-TSA.pem -untrusted proofs/\(n)-tsa.crt")
+            if p.kind == .rfc4998 {
+                commands.append("openssl ts -verify -digest \"$(python3 proofs/\(n).root.py)\" -token_in -in proofs/\(n).tst "
+                                + "-CAfile \(n.uppercased())-CA-FROM-THE-TSA.pem -untrusted proofs/\(n)-tsa.crt")
+            } else {
+                commands.append("openssl ts -verify -data 'original/\(BundleNames.safe(fileName))' -in proofs/\(n).tsr "
+                                + "-CAfile \(n.uppercased())-CA-FROM-THE-TSA.pem -untrusted proofs/\(n)-tsa.crt")
+            }
             var note = "\(n.uppercased())-CA-FROM-THE-TSA.pem is the CA certificate of the time-stamping authority \(p.notary)"
                 + (p.link.map { " (\($0))" } ?? "")
                 + ", obtained from the TSA itself (its operator or its published certificates), never from the bundle:"
@@ -65,8 +70,8 @@ public enum EvidenceCertificateMaker {
     /// The certificate that signed each confirmed rfc3161 proof's token, as the token carries it.
     public static func signers(home: EvidenceHome, proofs: [Proof]) -> [String: TSACertificates.Info] {
         var out: [String: TSACertificates.Info] = [:]
-        for p in proofs where p.kind == .rfc3161 && p.state == .confirmed {
-            guard let r = p.receipt, let token = try? home.store.read(r),
+        for p in proofs where p.kind.isTimestamp && p.state == .confirmed {
+            guard let r = p.receipt, let receipt = try? home.store.read(r), let token = ProofCheck.signerResponse(p, receipt: receipt),
                   let info = TSACertificates.signerPEM(response: token).flatMap({ TSACertificates.infos(pem: $0).first }) else { continue }
             out[p.notary] = info
         }

@@ -68,6 +68,7 @@ public struct Pipeline: Sendable {
                               handlers: (copyTo.map { [AnchorCopyHandler(home: home, provider: $0, logger: logger)] } ?? [])
                                 + [VerifyHandler(home: home, rules: byName),
                                          NotarizeHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
+                                         StampHandler(home: home, rules: byName, notaries: notaries, metrics: metrics),
                                          CertificateHandler(home: home, rules: byName, notaries: notaries, metrics: metrics,
                                                             timezone: config.timezone, posterExecutable: posterExecutable, logger: logger),
                                          ArchiveHandler(home: home, rules: byName, archives: archives),

@@ -45,7 +45,7 @@ enum ItemPage {
         }
         let proofs = d.proofs.map { p -> [HTML] in
             let reference: HTML
-            if p.kind == .rfc3161 {
+            if p.kind.isTimestamp {
                 reference = "TSA serial \(Layout.mono(p.remoteID ?? "–"))"
             } else if let tx = p.txHash {
                 let link = p.link.map { HTML.externalLink($0, text: tx) } ?? HTML.text(tx)
@@ -56,7 +56,7 @@ enum ItemPage {
             }
             let state: HTML = p.state == .failed ? "<span class=\"error\">failed: \(p.error ?? "no reason given")</span>"
                 : p.state == .confirmed ? "confirmed" : "pending"
-            return [.text(p.notary), .text(p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED blockchain"),
+            return [.text(p.notary), .text(p.kind == .rfc4998 ? "RFC 4998 record (batched RFC 3161)" : p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED blockchain"),
                     state, .text(Show.date(p.submittedAt)), .text(Show.local(p.provenAt, tz)), reference]
         }
         let certificates = d.certificates.map { c -> [HTML] in

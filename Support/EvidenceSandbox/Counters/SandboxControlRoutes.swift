@@ -110,6 +110,8 @@ struct SandboxControlRoutes: Sendable {
                 ("spikes", .int(Int64(s.spikes))),
             ])),
             ("reports", .int(Int64(reports))),
+            ("timestamps", .int(Int64(s.timestampsByImprint.values.reduce(0, +)))),
+            ("timestamps_by_imprint", .object(s.timestampsByImprint.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
             ("uploads_by_path", .object(s.uploadsByPath.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
             ("misbehaved", .object(misbehaviour.servedCounts.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
             ("misbehave_pending", .object(misbehaviour.pending.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),

@@ -20,6 +20,8 @@ public final class SandboxCounters: @unchecked Sendable {
         /// Files stored by the emulated providers, per `provider:/remote/path` (a count above
         /// 1 means the same path was written twice: a duplicate upload).
         public var uploadsByPath: [String: Int] = [:]
+        /// Time-stamp tokens the TSA issued (granted replies), per hex imprint it stamped.
+        public var timestampsByImprint: [String: Int] = [:]
     }
 
     private let lock = NSLock()
@@ -47,6 +49,8 @@ public final class SandboxCounters: @unchecked Sendable {
     public func recordSpike() { update { $0.spikes += 1 } }
     /// A provider emulation stored a file (new or replaced) at `path` (`/`-rooted).
     public func recordUpload(provider: String, path: String) { update { $0.uploadsByPath["\(provider):\(path)", default: 0] += 1 } }
+
+    public func recordTimestamp(imprint: String) { update { $0.timestampsByImprint[imprint, default: 0] += 1 } }
 
     /// Back to zero.
     public func reset() {

@@ -64,7 +64,7 @@ public final class SandboxServer: Sendable {
                                listShape: options.qedListShape, ignoresHashFilter: options.qedIgnoresHashFilter)
         self.faults = FaultInjector(options: options, random: faultRandom, counters: counters)
         self.misbehaviour = Misbehaviour()
-        self.tsa = TSAEndpoint(directory: (dir as NSString).appendingPathComponent("tsa"))
+        self.tsa = TSAEndpoint(directory: (dir as NSString).appendingPathComponent("tsa"), counters: counters)
         let control = ProviderControl()
         self.providerControl = control
         func env(_ name: String) throws -> ProviderEnvironment {

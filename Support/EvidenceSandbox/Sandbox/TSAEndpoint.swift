@@ -15,9 +15,11 @@ import Hummingbird
 /// it again on the same folder reuses its keys.
 struct TSAEndpoint: Sendable {
     let holder: Holder
+    let counters: SandboxCounters?
 
-    init(directory: String) {
+    init(directory: String, counters: SandboxCounters? = nil) {
         self.holder = Holder(directory: directory)
+        self.counters = counters
     }
 
     /// Creates the `TestTSA` once; a failure is reported and retried on the next request.
@@ -64,12 +66,36 @@ struct TSAEndpoint: Sendable {
         let tsa = try await holder.get()
         do {
             let reply = try await Self.offload { try tsa.reply(to: query) }
+            // Counted by the imprint the token is over (tests assert one token per batch root).
+            counters?.recordTimestamp(imprint: Self.imprint(ofQuery: [UInt8](query)) ?? "unreadable")
             return .bytes(reply, contentType: Self.replyType)
         } catch {
             context.logger.error("tsa failed", metadata: ["error": "\(error)"])
             return .bytes(Array("time-stamping failed: \(error)\n".utf8), contentType: "text/plain",
                           status: .internalServerError)
         }
+    }
+
+    /// The hex hashedMessage of a DER TimeStampReq: SEQUENCE { version INTEGER,
+    /// messageImprint SEQUENCE { AlgorithmIdentifier, OCTET STRING }, … }.
+    static func imprint(ofQuery der: [UInt8]) -> String? {
+        /// The content range of the TLV at `i`, and the index after it.
+        func tlv(_ i: Int) -> (tag: UInt8, content: Range<Int>, end: Int)? {
+            guard i + 1 < der.count else { return nil }
+            var length = Int(der[i + 1]), start = i + 2
+            if length & 0x80 != 0 {
+                let count = length & 0x7f
+                guard count >= 1, count <= 3, start + count <= der.count else { return nil }
+                length = der[start..<(start + count)].reduce(0) { $0 << 8 | Int($1) }
+                start += count
+            }
+            guard start + length <= der.count else { return nil }
+            return (der[i], start..<(start + length), start + length)
+        }
+        guard let outer = tlv(0), outer.tag == 0x30, let version = tlv(outer.content.lowerBound), version.tag == 0x02,
+              let imprint = tlv(version.end), imprint.tag == 0x30, let algorithm = tlv(imprint.content.lowerBound),
+              let hashed = tlv(algorithm.end), hashed.tag == 0x04 else { return nil }
+        return der[hashed.content].map { String(format: "%02x", $0) }.joined()
     }
 
     private func pem(_ path: KeyPath<TestTSA, String>) async throws -> Response {
