@@ -184,6 +184,10 @@ echo "== share links (evidence archive ITEM: already archived, so it only report
 for id in $(seq 1 "$count"); do ev archive "$id" | grep -E '^(item|link|  note)' || true; done
 
 echo
+tokens=$(curl -sf "$url/_sandbox/counters" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("timestamps", "?"))' || echo "?")
+echo "== time-stamps: the TSA issued $tokens token(s) for $count items (batch = \"2s\": one per window, RFC 4998 records)"
+
+echo
 echo "== evidence bundle 1 -o $work/bundle   (what an auditor takes away)"
 ev bundle 1 -o "$work/bundle"
 echo
@@ -193,8 +197,16 @@ echo "== offline, with standard tools only:"
   echo "\$ sha256sum -c SHA256SUMS"; sha256sum -c SHA256SUMS
   original=$(ls original/)
   # The TSA's CA as fetched from the TSA (the sandbox's /tsa/ca.pem), never the bundle's copy.
-  echo "\$ openssl ts -verify -data 'original/$original' -in proofs/tsa.tsr -CAfile $work/tsa-ca.pem -untrusted proofs/tsa-tsa.crt"
-  openssl ts -verify -data "original/$original" -in proofs/tsa.tsr -CAfile "$work/tsa-ca.pem" -untrusted proofs/tsa-tsa.crt 2>/dev/null
+  if [ -f proofs/tsa.ers ]; then
+    # Batched (RFC 4998): the token is over the batch's hash-tree root, which the file leads to.
+    echo "\$ python3 proofs/tsa.root.py 'original/$original'"
+    root=$(python3 proofs/tsa.root.py "original/$original"); echo "$root"
+    echo "\$ openssl ts -verify -digest $root -token_in -in proofs/tsa.tst -CAfile $work/tsa-ca.pem -untrusted proofs/tsa-tsa.crt"
+    openssl ts -verify -digest "$root" -token_in -in proofs/tsa.tst -CAfile "$work/tsa-ca.pem" -untrusted proofs/tsa-tsa.crt 2>/dev/null
+  else
+    echo "\$ openssl ts -verify -data 'original/$original' -in proofs/tsa.tsr -CAfile $work/tsa-ca.pem -untrusted proofs/tsa-tsa.crt"
+    openssl ts -verify -data "original/$original" -in proofs/tsa.tsr -CAfile "$work/tsa-ca.pem" -untrusted proofs/tsa-tsa.crt 2>/dev/null
+  fi
 )
 echo
 echo "== evidence verify $work/bundle --trust $work/tsa-ca.pem   (the TSA's CA from the TSA; the bundle's own is never trusted)"

@@ -218,7 +218,8 @@ struct AttackCLITests {
     @Test("a bundle forged with openssl (changed original, own CA and TSA, new time-stamp, every hash and custody event recomputed) is not verified, with or without the real TSA's CA")
     func forgedBundleRefused() async throws {
         try await notarization.withSandbox { sandbox in
-            let h = try notarization.harness(sandbox)
+            // The recipe forges a per-item token (.tsr); the batched form's forgery is refused in EvidenceRecordTests.
+            let h = try notarization.harness(sandbox, configExtra: "batch = \"0s\"")
             let bundle = try genuineBundle(h)
             let forger = try Forger(dir: h.scratch.path + "/forger")
             try forger.forge(bundle: bundle, newContent: Data("The witness saw the red car at 22:40.\n".utf8))
@@ -256,7 +257,7 @@ struct AttackCLITests {
     @Test("the recipe without rewriting the custody log: the custody events disagree with the manifest")
     func forgedManifestWithoutCustody() async throws {
         try await notarization.withSandbox { sandbox in
-            let h = try notarization.harness(sandbox)
+            let h = try notarization.harness(sandbox, configExtra: "batch = \"0s\"")
             let bundle = try genuineBundle(h)
             let original = try Data(contentsOf: URL(fileURLWithPath: bundle + "/custody.jsonl"))
             let forger = try Forger(dir: h.scratch.path + "/forger")
@@ -290,7 +291,7 @@ struct AttackCLITests {
             let bundle = try genuineBundle(h)
             let ok = h.cli.run(["verify", bundle, "--trust", h.scratch.path + "/tsa-ca.pem"])
             #expect(ok.status == 0 && ok.stdout.contains("bundle verified"), "\(ok.stdout)")
-            #expect(ok.stdout.contains("✓ RFC 3161 token tsa") && ok.stdout.contains("signature and chain verified"), "\(ok.stdout)")
+            #expect(ok.stdout.contains("✓ RFC 4998 evidence record tsa") && ok.stdout.contains("signature and chain verified"), "\(ok.stdout)")
             let none = h.cli.run(["verify", bundle])
             #expect(none.status == 1, "\(none.stdout)")
             #expect(!none.stdout.contains("bundle verified"), "\(none.stdout)")
@@ -319,7 +320,7 @@ struct AttackCLITests {
             _ = CLI.exec(["sh", "-c", "find . -type f ! -name SHA256SUMS | sed 's|^\\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS"], cwd: bundle)
             let r = h.cli.run(["verify", bundle, "--trust", h.scratch.path + "/tsa-ca.pem"])
             #expect(r.status == 1, "\(r.stdout)")
-            #expect(r.stdout.contains("✗ RFC 3161 token tsa: pending, not confirmed"), "\(r.stdout)")
+            #expect(r.stdout.contains("✗ RFC 4998 evidence record tsa: pending, not confirmed"), "\(r.stdout)")
         }
     }
 

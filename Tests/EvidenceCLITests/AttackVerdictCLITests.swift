@@ -14,8 +14,8 @@ struct AttackVerdictCLITests {
 
     /// A done item's bundle whose file is `name` with `text`; the rule's notaries are `notaries`.
     func bundle(_ sandbox: SandboxProcess, notaries: [String] = ["qed", "tsa"], name: String = "statement.txt",
-                text: String = "The witness saw the blue car at 21:04.\n") throws -> (RunHarness, String) {
-        let h = try notarization.harness(sandbox, notaries: notaries)
+                text: String = "The witness saw the blue car at 21:04.\n", batch: String = "2s") throws -> (RunHarness, String) {
+        let h = try notarization.harness(sandbox, notaries: notaries, configExtra: "batch = \"\(batch)\"")
         try h.start()
         h.write(name, Data(text.utf8))
         #expect(waitUntil(timeout: 30) { notarization.state(h, "1") == "done" }, "log: \(h.log)")
@@ -263,7 +263,8 @@ struct AttackVerdictCLITests {
     @Test("verify DIR --trust F uses only F: a config found by default ($EVIDENCE_CONFIG) whose ca_file has a forger's CA appended does not widen it")
     func trustOnlyWhatIsNamed() async throws {
         try await notarization.withSandbox { sandbox in
-            let (h, dir) = try bundle(sandbox)
+            // The forger's recipe makes a per-item token: the bundle it starts from has one too.
+            let (h, dir) = try bundle(sandbox, batch: "0s")
             let forger = try Forger(dir: h.scratch.path + "/forger")
             try forger.forge(bundle: dir, newContent: Data("The witness saw the red car at 22:40.\n".utf8))
             // The host's config, its ca_file the real CA with the forger's appended (the attack on a

@@ -346,7 +346,7 @@ struct BadInputMatrixCLITests {
             h.write("..foo", Data("a dotfile: a temp name, never taken".utf8))
             #expect(ProviderCLITests().waitDone(h, names.count, timeout: 60), "\(h.cli.run(["status"]).stdout)\(h.log.suffix(3000))")
             let uploads = ProviderCLITests().uploads(sandbox)
-            let originals = uploads.keys.filter { !$0.hasSuffix(".json") && !$0.hasSuffix(".tsr") && !$0.hasSuffix(".pdf") }
+            let originals = uploads.keys.filter { !$0.hasSuffix(".json") && !$0.hasSuffix(".tsr") && !$0.hasSuffix(".ers") && !$0.hasSuffix(".pdf") }
             #expect(originals.count == names.count, "\(uploads.keys.sorted())")
             for key in uploads.keys {
                 #expect(key.hasPrefix("dropbox:/evidence/cam/"), "\(key)")

@@ -72,6 +72,20 @@ struct NotarizationCLITests {
         (show(h, item)["item"] as? [String: Any])?["state"] as? String
     }
 
+    /// The standard-tool check of a bundle folder's TSA proof, whichever form it has: `openssl ts
+    /// -verify -data` on a per-item token, or the record's root script and `openssl ts -verify
+    /// -digest ROOT -token_in` on a batched one.
+    func opensslVerify(bundle folder: String, original name: String, ca: String, notary: String = "tsa") -> CLI.Result {
+        if FileManager.default.fileExists(atPath: folder + "/proofs/\(notary).ers") {
+            let root = CLI.exec(["python3", "proofs/\(notary).root.py", "original/\(name)"], cwd: folder)
+            guard root.status == 0 else { return root }
+            return CLI.exec(["openssl", "ts", "-verify", "-digest", root.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+                             "-token_in", "-in", "proofs/\(notary).tst", "-CAfile", ca, "-untrusted", "proofs/\(notary)-tsa.crt"], cwd: folder)
+        }
+        return CLI.exec(["openssl", "ts", "-verify", "-data", "original/\(name)", "-in", "proofs/\(notary).tsr",
+                         "-CAfile", ca, "-untrusted", "proofs/\(notary)-tsa.crt"], cwd: folder)
+    }
+
     func sha256(_ data: Data) -> String {
         let s = Scratch()
         let f = s.path + "/data"
@@ -214,6 +228,31 @@ struct NotarizationCLITests {
             // A record moved to another item's file of the same batch is refused.
             let swapped = try BouncyCastleERS.check(record: pairs[0].record, data: pairs[1].data, caFile: ca)
             #expect(!swapped.succeeded, "\(swapped.output)")
+            #expect(h.cli.run(["fsck"]).status == 0)
+            #expect(h.stop() == 0)
+        }
+    }
+
+    @Test("SIGKILL while items wait in a time-stamp window, restart: each item gets one record, each window one token")
+    func killMidWindow() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox, notaries: ["tsa"], configExtra: "batch = \"8s\"")
+            try h.start()
+            for i in 0..<5 { h.write("w\(i).bin", randomBytes(2_000 + i)) }
+            func tsaProof(_ id: Int) -> [String: Any]? {
+                (show(h, String(id))["proofs"] as? [[String: Any]])?.first { $0["notary"] as? String == "tsa" }
+            }
+            // Every item joined a window: its proof is pending under the window's key.
+            #expect(waitUntil(timeout: 30) { (1...5).allSatisfy { tsaProof($0)?["state"] as? String == "pending" } }, "log: \(h.log)")
+            let windows = Set((1...5).compactMap { tsaProof($0)?["remoteID"] as? String })
+            #expect(h.stop(SIGKILL) == -9)
+            try h.start(scanned: false)
+            #expect(waitUntil(timeout: 60) { (1...5).allSatisfy { state(h, String($0)) == "done" } }, "log: \(h.log)")
+            // One token per window the items were in (two if the drop straddled a window's end), none twice.
+            #expect(counters(sandbox)["timestamps"] as? Int == windows.count, "windows \(windows): \(counters(sandbox))")
+            let records = (1...5).compactMap { tsaProof($0) }
+            #expect(records.count == 5 && records.allSatisfy { $0["kind"] as? String == "rfc4998" && $0["state"] as? String == "confirmed" })
+            #expect(Set(records.compactMap { $0["remoteID"] as? String }).count == windows.count, "one serial per window")
             #expect(h.cli.run(["fsck"]).status == 0)
             #expect(h.stop() == 0)
         }

@@ -167,8 +167,7 @@ struct ServeCLITests {
             #expect(sums.status == 0 && sums.stdout.contains("original/clip.bin: OK"), "\(sums.stdout)\(sums.stderr)")
             // The TSA's CA as fetched from the TSA by the harness, never the bundle's copy.
             let ca = h.scratch.path + "/tsa-ca.pem"
-            let ts = CLI.exec(["openssl", "ts", "-verify", "-data", "original/clip.bin", "-in", "proofs/tsa.tsr",
-                               "-CAfile", ca, "-untrusted", "proofs/tsa-tsa.crt"], cwd: folder)
+            let ts = notarization.opensslVerify(bundle: folder, original: "clip.bin", ca: ca)
             #expect(ts.stdout.contains("Verification: OK"), "\(ts.stdout)\(ts.stderr)")
             #expect(h.cli.run(["verify", folder, "--trust", ca]).status == 0)
             #expect(try FileManager.default.contentsOfDirectory(atPath: h.home + "/tmp").filter { $0.hasSuffix(".portal") }.isEmpty)

@@ -161,7 +161,7 @@ struct PostgresCatalogTests {
             try await group.waitForAll()
         }
         let applied = try server.psql("SELECT count(*) FROM evidence_migration", database: db)
-        #expect(applied.trimmingCharacters(in: .whitespacesAndNewlines) == "9", "every migration applied once (v1 to v9)")
+        #expect(applied.trimmingCharacters(in: .whitespacesAndNewlines) == "10", "every migration applied once (v1 to v10)")
         let again = try PostgresCatalog(target, headPath: nil)
         #expect(try again.allEvents().isEmpty)
     }

@@ -48,6 +48,7 @@ struct HandlerChainTests {
             let rules = LiveRules(["cam": rule])
             for handler: any JobHandler in [
                 VerifyHandler(home: home, rules: rules), NotarizeHandler(home: home, rules: rules, notaries: notaries),
+                StampHandler(home: home, rules: rules, notaries: notaries),
                 CertificateHandler(home: home, rules: rules, notaries: notaries),
                 ArchiveHandler(home: home, rules: rules, archives: archives), ShareHandler(home: home, rules: rules, archives: archives),
             ] { handlers[handler.kind] = handler }
@@ -104,13 +105,13 @@ struct HandlerChainTests {
 
             let catalog = chain.home.catalog
             #expect(try catalog.item(id: item.id)?.state == .done, "\(chain.ran)")
-            #expect(try catalog.jobCounts() == ["done": 6], "verify, 2 notarize, certificate, archive, share; \(chain.ran)")
+            #expect(try catalog.jobCounts() == ["done": 7], "verify, 2 notarize, the TSA's batch, certificate, archive, share; \(chain.ran)")
             let states = try catalog.events(itemID: item.id).map(\.kind)
             for event in ["ingested", "verified", "submitted", "confirmed", "certified", "archived", "shared"] {
                 #expect(states.contains(event), "no \(event) in \(states)")
             }
             let proofs = try catalog.proofs(itemID: item.id)
-            #expect(Set(proofs.map(\.kind)) == [.qed, .rfc3161] && proofs.allSatisfy { $0.state == .confirmed && $0.receipt != nil })
+            #expect(Set(proofs.map(\.kind)) == [.qed, .rfc4998] && proofs.allSatisfy { $0.state == .confirmed && $0.receipt != nil })
             #expect(Set(try catalog.certificates(itemID: item.id).map(\.origin)) == ["evidence", "qed"])
             #expect(Set(try catalog.archivedFiles(itemID: item.id).map(\.role)) == [.original, .receipt, .certificate, .manifest])
             #expect(try catalog.sharedLinks(itemID: item.id).count == 1)

@@ -1,11 +1,11 @@
 import EvidenceProcess
 import Foundation
 
-/// Bouncy Castle's ERS (Debian libbcpkix-java), run on evidence records by `Tests/Oracles/ERSCheck.java`:
+/// Bouncy Castle's ERS (Debian libbcpkix-java), run on evidence records by `scripts/oracles/ERSCheck.java`:
 /// the RFC 4998 oracle we did not write.
 public enum BouncyCastleERS {
     public static let oracle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Tests/Oracles/ERSCheck.java").path
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/oracles/ERSCheck.java").path
     static let classPath = ["bcprov", "bcpkix", "bcutil"].map { "/usr/share/java/\($0).jar" }.joined(separator: ":")
 
     /// One JVM for all `pairs` (record, data file): one output line each, `RECORD: verified …` or

@@ -2,7 +2,7 @@
 // (Debian libbcpkix-java 1.72), code we did not write, checks a record this program made.
 //
 //   java -cp /usr/share/java/bcprov.jar:/usr/share/java/bcpkix.jar:/usr/share/java/bcutil.jar \
-//        Tests/Oracles/ERSCheck.java CA.pem DATE|now RECORD.ers DATA-FILE [RECORD.ers DATA-FILE …]
+//        scripts/oracles/ERSCheck.java CA.pem DATE|now RECORD.ers DATA-FILE [RECORD.ers DATA-FILE …]
 //
 // For each pair, one line: "verified …" when the data is present in the record (validatePresent),
 // the newest archive time-stamp's signature verifies (validate) and its signing certificate chains
