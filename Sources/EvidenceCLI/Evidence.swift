@@ -21,7 +21,7 @@ struct Evidence: AsyncParsableCommand {
             HashCommand.self, IngestCommand.self, StatusCommand.self, ShowCommand.self,
             VerifyCommand.self, FsckCommand.self, LogCommand.self, RunCommand.self, RulesCommand.self,
             InitCommand.self, DoctorCommand.self, RetryCommand.self, CertCommand.self, BundleCommand.self, ArchiveCommand.self, AccountsCommand.self,
-            ServeCommand.self, CatalogCommand.self, ProbeCommand.self, HoldCommand.self, CaseCommand.self, TagCommand.self, DiscloseCommand.self, DeclareCommand.self,
+            ServeCommand.self, CatalogCommand.self, ProbeCommand.self, HoldCommand.self, CaseCommand.self, TagCommand.self, DiscloseCommand.self, DeclareCommand.self, RenewCommand.self,
         ]
     )
 

@@ -73,7 +73,7 @@ enum ConfigFileParser {
         var allowed: Set<String> = HTTPTimeouts.keys.union(["kind", "poll_first", "poll_max", "tls_ca_file"])
         switch kind {
         case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
-        case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256", "allow_many_roots", "batch"])
+        case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256", "allow_many_roots", "batch", "renew_before"])
         }
         try r.checkKeys(t, allowed: allowed)
         var n = NotaryConfig(name: name, kind: kind)
@@ -104,6 +104,7 @@ enum ConfigFileParser {
             n.tsaCertSHA256 = try fingerprints(r, t, "tsa_cert_sha256")
             n.allowManyRoots = try r.bool(t, "allow_many_roots") ?? false
             n.batch = try r.duration(t, "batch", allowZero: true) ?? n.batch
+            n.renewBefore = try r.duration(t, "renew_before") ?? n.renewBefore
             guard n.batch <= 3600 else {
                 throw r.error(t.path + ["batch"], "must be at most 1h (a longer window only delays every proof)")
             }

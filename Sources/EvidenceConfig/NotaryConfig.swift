@@ -10,7 +10,8 @@
 ///   (bool, default false) lets `ca_file` hold more than one self-signed certificate;
 ///   `batch` (duration, default 2s, at most 1h): items reaching the notary within one window
 ///   share one time-stamp over their hash tree, each with its own RFC 4998 evidence record
-///   (`0s`: one token per item)
+///   (`0s`: one token per item); `renew_before` (duration, default 180d): time-stamp renewal of
+///   proofs whose newest token's signing certificate expires within it
 /// File paths are absolute (resolved relative to the config file's directory).
 public struct NotaryConfig: Sendable, Equatable {
     public var name: String
@@ -36,6 +37,9 @@ public struct NotaryConfig: Sendable, Equatable {
     public var timeouts = HTTPTimeouts()
     /// `batch`: seconds of one time-stamp window of an rfc3161 notary (0: a token per item).
     public var batch: Double = 2
+    /// `renew_before`: how long before the signing certificate of a proof's newest time-stamp
+    /// expires it is renewed (RFC 4998 §5.2). Default 180 days.
+    public var renewBefore: Double = 180 * 86_400
 
     public init(
         name: String, kind: NotaryKind, baseURL: String? = nil, apiKeyEnv: String? = nil,

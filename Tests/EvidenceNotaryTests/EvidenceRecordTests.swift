@@ -151,6 +151,76 @@ struct EvidenceRecordTests {
         }
     }
 
+    @Test("renewal (RFC 4998 §5.2): after the first TSA certificate expires an unrenewed record is refused and a renewed one verifies, with us and Bouncy Castle")
+    func renewal() throws {
+        try withTempDirectory { dir in
+            let tsa = try TestTSA(directory: dir + "/tsa")
+            let trust = TSATrust(caFiles: [tsa.caCertificatePath])
+            try tsa.reissueSigningCertificate(days: 1)
+            // A batch of three, and one per-item token (a .tsr from before batching).
+            let b = try batch(3, in: dir, tsa: tsa)
+            let made = try EvidenceRecordVerifier.makeAll(response: b.reply, tree: b.tree, trust: trust)
+            let single = dir + "/single"
+            let singleBytes = Data("a file stamped alone\n".utf8)
+            try singleBytes.write(to: URL(fileURLWithPath: single))
+            let singleDigest = SHA256Digest(bytes: HashTree.sha256([UInt8](singleBytes)))
+            let tsr = try tsa.reply(to: try TimestampRequest.make(digest: singleDigest).der)
+            var records = b.digests.map { made.records[$0]! } + [try EvidenceRecordRenewal.record(fromResponse: tsr)]
+            let digests = b.digests + [singleDigest]
+            let files = b.files + [single]
+            let later = Date().addingTimeInterval(2 * 86_400)
+            #expect(EvidenceRecordRenewal.expiry(of: records[0]).map { $0 < later } == true)
+
+            // Two days on, the first certificate has expired: nothing verifies as of then.
+            for (record, digest) in zip(records, digests) {
+                _ = try EvidenceRecordVerifier.verify(record: record, digest: digest, trust: trust)
+                let error = #expect(throws: TimestampError.self) {
+                    try EvidenceRecordVerifier.verify(record: record, digest: digest, trust: trust, at: later)
+                }
+                #expect(error?.kind == .verificationFailed, "\(String(describing: error))")
+            }
+            func write(_ records: [Data], _ tag: String) throws -> [(record: String, data: String)] {
+                try zip(records, files).enumerated().map { i, pair in
+                    let path = dir + "/\(tag)\(i).ers"
+                    try pair.0.write(to: URL(fileURLWithPath: path))
+                    return (path, pair.1)
+                }
+            }
+            let old = try BouncyCastleERS.check(try write(records, "old"), caFile: tsa.caCertificatePath, at: later)
+            #expect(old.output.split(separator: "\n").filter { $0.contains(": refused") }.count == 4, "\(old.output)")
+
+            // The TSA renews its certificate; the four records are renewed with one request.
+            try tsa.reissueSigningCertificate(days: 3650)
+            let leaves = try records.map { try EvidenceRecordRenewal.renewalGroup(of: $0).leaf }
+            #expect(Set(leaves).count == 2, "the batch's members share a token, so a renewal leaf")
+            let tree = HashTree(leaves: leaves)
+            let reply = try tsa.reply(to: try TimestampRequest.make(digest: try #require(tree.root)).der)
+            records = try EvidenceRecordRenewal.renew(records, response: reply, tree: tree, trust: trust, digests: digests)
+            for (record, digest) in zip(records, digests) {
+                let verified = try EvidenceRecordVerifier.verify(record: record, digest: digest, trust: trust, at: later)
+                #expect(verified.tokens.count == 2)
+            }
+            let renewed = try BouncyCastleERS.check(try write(records, "new"), caFile: tsa.caCertificatePath, at: later)
+            #expect(renewed.succeeded, "\(renewed.output)")
+
+            // A renewal whose time-stamp covers something else is refused by both.
+            var forged = try EvidenceRecord(der: [UInt8](records[3]))
+            let other = HashTree(leaves: [SHA256Digest(bytes: HashTree.sha256([1, 2, 3])), leaves[0]])
+            let otherReply = try tsa.reply(to: try TimestampRequest.make(digest: try #require(other.root)).der)
+            forged.chains[0][1] = .init(reducedTree: try #require(other.path(for: SHA256Digest(bytes: HashTree.sha256([1, 2, 3])))),
+                                        token: try EvidenceRecord.token(ofResponse: otherReply))
+            let forgedData = Data(forged.der())
+            let error = #expect(throws: TimestampError.self) {
+                try EvidenceRecordVerifier.verify(record: forgedData, digest: singleDigest, trust: trust)
+            }
+            #expect(error?.kind == .imprintMismatch, "\(String(describing: error))")
+            let forgedPath = dir + "/forged-renewal.ers"
+            try forgedData.write(to: URL(fileURLWithPath: forgedPath))
+            let bc = try BouncyCastleERS.check(record: forgedPath, data: single, caFile: tsa.caCertificatePath)
+            #expect(!bc.succeeded, "\(bc.output)")
+        }
+    }
+
     @Test("records that are not ours are refused with what was found")
     func strictParsing() throws {
         #expect(throws: TimestampError.self) { try EvidenceRecord(der: []) }

@@ -73,6 +73,12 @@ struct VerifyCommand: AsyncParsableCommand {
     @Flag(name: .customLong("online"), help: "Also look each QED report up at the notary (needs the config's QED key).")
     var online = false
 
+    @Option(name: .customLong("at"), help: ArgumentHelp(
+        "Verify the time-stamps as of this date (ISO 8601, e.g. 2031-01-01): whether they will still verify after "
+            + "a TSA certificate expires. A renewed evidence record verifies as long as its newest time-stamp does.",
+        valueName: "date"))
+    var at: DateArgument?
+
     func validate() throws {
         for file in trust {
             do { _ = try TSACertificates.read(pemFile: file) } catch {
@@ -162,9 +168,9 @@ struct VerifyCommand: AsyncParsableCommand {
                     // This notary's own anchors, plus --trust.
                     let anchors = (config.notaries[p.notary]?.tsaTrust ?? TSATrust())
                         .merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
-                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.location(of: r))
+                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.location(of: r), at: at?.date)
                     checks.append(c)
-                    if p.kind.isTimestamp, c.ok, let token = try? ProofCheck.token(p, receipt: data, digest: i.sha256, trust: anchors),
+                    if p.kind.isTimestamp, c.ok, let token = try? ProofCheck.token(p, receipt: data, digest: i.sha256, trust: anchors, at: at?.date),
                        provenAt.map({ token.genTime < $0 }) ?? true {
                         provenAt = token.genTime
                         provenBy = "\(ProofCheck.name(p)) (serial \(token.serial))"
@@ -251,7 +257,7 @@ struct VerifyCommand: AsyncParsableCommand {
 
     private func verifyBundle() async throws {
         let (anchors, config) = try bundleAnchors()
-        var report = BundleVerifier.verify(target, trust: anchors)
+        var report = BundleVerifier.verify(target, trust: anchors, at: at?.date)
         if online, let data = FileManager.default.contents(atPath: target + "/manifest.json"),
            (try? StrictJSON.check(data)) != nil,
            let m = try? CanonicalJSON.decoder().decode(BundleManifest.self, from: data), let digest = SHA256Digest(hex: m.item.sha256) {
@@ -296,7 +302,7 @@ struct VerifyCommand: AsyncParsableCommand {
     /// A disclosure package: its own checks, then each item's bundle, then the verdict.
     private func verifyPackage() throws {
         let (anchors, _) = try bundleAnchors()
-        let report = DisclosureVerifier.verify(target, trust: anchors)
+        let report = DisclosureVerifier.verify(target, trust: anchors, at: at?.date)
         let verdict = report.verdict
         if global.json {
             struct ItemAnswer: Encodable {

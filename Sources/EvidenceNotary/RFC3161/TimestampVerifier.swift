@@ -21,9 +21,11 @@ public enum TimestampVerifier {
     /// Offline check of a stored `.tsr` against a file's content digest (for `evidence verify`):
     /// the imprint must be `digest`, and the signature and chain must verify against `trust`
     /// (empty `trust` throws `.trustConfiguration`). The nonce is not checked (the request is not kept).
+    /// `at`: check the certificates as of that date instead of now (`evidence verify --at`, and
+    /// each renewed time-stamp of an evidence record as of the time-stamp that renewed it).
     public static func verify(response: Data, digest: SHA256Digest, trust: TSATrust,
-                              untrustedFile: String? = nil) throws(TimestampError) -> TimestampToken {
-        try check(response: response, digest: digest, nonce: nil, trust: trust, untrustedFile: untrustedFile)
+                              untrustedFile: String? = nil, at: Date? = nil) throws(TimestampError) -> TimestampToken {
+        try check(response: response, digest: digest, nonce: nil, trust: trust, untrustedFile: untrustedFile, at: at)
     }
 
     /// `verify(response:for:trust:)` with one CA file.
@@ -57,7 +59,7 @@ public enum TimestampVerifier {
 
     /// `trust` nil: no signature check (only `inspect`); empty: refused.
     private static func check(response: Data, digest: SHA256Digest, nonce: [UInt8]?,
-                              trust: TSATrust?, untrustedFile: String?) throws(TimestampError) -> TimestampToken {
+                              trust: TSATrust?, untrustedFile: String?, at: Date? = nil) throws(TimestampError) -> TimestampToken {
         if let trust, trust.isEmpty {
             throw TimestampError(.trustConfiguration, "no trust anchor for the TSA's signature: "
                 + "give the TSA's CA certificate (obtained from the TSA) or its signing certificate's SHA-256 fingerprint")
@@ -82,7 +84,7 @@ public enum TimestampVerifier {
         let tokenNonce = try checkNonce(tst, expected: nonce)
 
         if let trust {
-            try verifySignature(resp, digest: digest, nonce: nonce, trust: trust, untrustedFile: untrustedFile)
+            try verifySignature(resp, digest: digest, nonce: nonce, trust: trust, untrustedFile: untrustedFile, at: at)
         }
 
         guard let time = TS_TST_INFO_get_time(tst), let genTime = generalizedTime(time) else {
@@ -222,7 +224,7 @@ public enum TimestampVerifier {
     /// against an X509_STORE holding every certificate of `trust.caFiles` and, when the token's
     /// signer certificate has a pinned fingerprint, that certificate (as a partial-chain anchor).
     private static func verifySignature(_ resp: OpaquePointer, digest: SHA256Digest, nonce: [UInt8]?,
-                                        trust: TSATrust, untrustedFile: String?) throws(TimestampError) {
+                                        trust: TSATrust, untrustedFile: String?, at: Date? = nil) throws(TimestampError) {
         ERR_clear_error()
         // The verify context is derived from an equivalent request: it carries the imprint,
         // its algorithm and the nonce (TS_VERIFY_CTX has no nonce setter in OpenSSL 3.0).
@@ -242,6 +244,10 @@ public enum TimestampVerifier {
             throw TimestampError(.trustConfiguration, OpenSSLSupport.withErrors("X509_STORE_new failed"))
         }
         _ = TS_VERIFY_CTX_set_store(ctx, store)  // ctx owns the store now
+        if let at, let param = X509_STORE_get0_param(store) {
+            // Certificates are checked as of `at` (sets X509_V_FLAG_USE_CHECK_TIME).
+            X509_VERIFY_PARAM_set_time(param, time_t(at.timeIntervalSince1970.rounded(.down)))
+        }
         for caFile in trust.caFiles {
             guard X509_STORE_load_file(store, caFile) == 1 else {
                 throw TimestampError(.trustConfiguration, OpenSSLSupport.withErrors("cannot load CA file \(caFile)"))

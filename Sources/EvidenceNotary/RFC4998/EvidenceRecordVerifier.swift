@@ -15,36 +15,45 @@ public enum EvidenceRecordVerifier {
     }
 
     /// `trust` nil only shows what the record claims (`inspect`): never for accepting it.
-    public static func verify(record data: Data, digest: SHA256Digest, trust: TSATrust?) throws(TimestampError) -> Verified {
+    /// `at`: the date the newest time-stamp's certificates are checked as of (nil: now). Each
+    /// earlier time-stamp is checked as of the time-stamp that renewed it (RFC 4998 §5.3): a
+    /// record renewed before its first TSA certificate expired still verifies after it.
+    public static func verify(record data: Data, digest: SHA256Digest, trust: TSATrust?, at: Date? = nil) throws(TimestampError) -> Verified {
         let record = try EvidenceRecord(der: [UInt8](data))
         guard record.chains.count == 1, let chain = record.chains.first else {
             throw TimestampError(.malformedResponse, "the evidence record has \(record.chains.count) hash-tree chains; "
                 + "hash-tree renewal (RFC 4998 §5.2) is not read by this version")
         }
+        // What each time-stamp claims and the root it must be over; then the signatures.
         var covered = digest
-        var tokens: [TimestampToken] = []
-        var firstRoot: SHA256Digest?
+        var roots: [SHA256Digest] = []
+        var claims: [TimestampToken] = []
         for (index, stamp) in chain.enumerated() {
             let root = try rootOf(stamp, covering: covered, index: index)
-            let response = EvidenceRecord.response(wrapping: stamp.token)
-            let token: TimestampToken
-            do {
-                if let trust {
-                    token = try TimestampVerifier.verify(response: response, digest: root, trust: trust)
-                } else {
-                    token = try TimestampVerifier.inspect(response: response, digest: root)
-                }
-            } catch {
+            let claim: TimestampToken
+            do { claim = try TimestampVerifier.inspect(response: EvidenceRecord.response(wrapping: stamp.token), digest: root) } catch {
                 throw TimestampError(error.kind, "archive time-stamp \(index + 1) of the evidence record: \(error.message)")
             }
-            if let previous = tokens.last, token.genTime < previous.genTime {
+            if let previous = claims.last, claim.genTime < previous.genTime {
                 throw TimestampError(.verificationFailed, "archive time-stamp \(index + 1) is older than the one it renews")
             }
-            tokens.append(token)
-            if firstRoot == nil { firstRoot = root }
+            roots.append(root)
+            claims.append(claim)
             covered = SHA256Digest(bytes: HashTree.sha256(stamp.token))
         }
-        return Verified(tokens: tokens, root: firstRoot ?? digest)
+        guard let trust else { return Verified(tokens: claims, root: roots[0]) }
+        var tokens: [TimestampToken] = []
+        for (index, stamp) in chain.enumerated() {
+            let asOf = index + 1 < chain.count ? claims[index + 1].genTime : at
+            do {
+                tokens.append(try TimestampVerifier.verify(response: EvidenceRecord.response(wrapping: stamp.token), digest: roots[index],
+                                                           trust: trust, at: asOf))
+            } catch {
+                let when = asOf.map { " as of \(ISO8601DateFormatter().string(from: $0))" } ?? ""
+                throw TimestampError(error.kind, "archive time-stamp \(index + 1) of the evidence record\(when): \(error.message)")
+            }
+        }
+        return Verified(tokens: tokens, root: roots[0])
     }
 
     /// The root `stamp` leads to from `covered`, which must be in its reduced tree's first list.
@@ -96,5 +105,54 @@ extension EvidenceRecordVerifier {
             records[leaf] = Data(der)
         }
         return (token, records)
+    }
+}
+
+/// Time-stamp renewal (RFC 4998 §5.2): a new archive time-stamp over a record's previous ones,
+/// before the certificate of the newest expires. Records renewed together share one TSA request:
+/// their renewal hashes are the leaves of one tree.
+public enum EvidenceRecordRenewal {
+    /// A record whose only time-stamp is `response`'s token over the data's hash itself (a
+    /// per-item `.tsr` or a custody anchor): RFC 4998's form of a token without a tree.
+    public static func record(fromResponse response: Data) throws(TimestampError) -> Data {
+        Data(EvidenceRecord(reducedTree: [], token: try EvidenceRecord.token(ofResponse: response)).der())
+    }
+
+    /// The hashes the renewal covers, as Bouncy Castle's `renewTimeStamp` makes them: the SHA-256 of
+    /// each time-stamp (`ContentInfo`, DER) of the newest chain, sorted; and the leaf they make.
+    public static func renewalGroup(of record: Data) throws(TimestampError) -> (values: [[UInt8]], leaf: SHA256Digest) {
+        let parsed = try EvidenceRecord(der: [UInt8](record))
+        guard let chain = parsed.chains.last else { throw TimestampError(.malformedResponse, "an evidence record without a chain") }
+        let values = chain.map { HashTree.sha256($0.token) }.sorted(by: HashTree.precedes)
+        return (values, SHA256Digest(bytes: HashTree.nodeHash(values)))
+    }
+
+    /// The signing certificate's expiry of the record's newest time-stamp.
+    public static func expiry(of record: Data) -> Date? {
+        guard let parsed = try? EvidenceRecord(der: [UInt8](record)), let stamp = parsed.chains.last?.last else { return nil }
+        return TSACertificates.signerNotAfter(response: EvidenceRecord.response(wrapping: stamp.token))
+    }
+
+    /// Each record with a new archive time-stamp appended to its newest chain: `response` is the
+    /// TSA's reply over the root of `tree`, whose leaves are the records' renewal leaves. Every
+    /// renewed record is verified against `trust` before it is returned.
+    public static func renew(_ records: [Data], response: Data, tree: HashTree, trust: TSATrust,
+                             digests: [SHA256Digest]) throws(TimestampError) -> [Data] {
+        let token = try EvidenceRecord.token(ofResponse: response)
+        var renewed: [Data] = []
+        for (record, digest) in zip(records, digests) {
+            let group = try renewalGroup(of: record)
+            guard var path = tree.path(for: group.leaf) else {
+                throw TimestampError(.requestFailed, "a record's renewal hash is not a leaf of the renewal tree")
+            }
+            if group.values.count > 1 || path.isEmpty { path = [group.values] + path.dropFirst() }
+            if path == [group.values], group.values.count == 1 { path = [] }
+            var parsed = try EvidenceRecord(der: [UInt8](record))
+            parsed.chains[parsed.chains.count - 1].append(EvidenceRecord.ArchiveTimeStamp(reducedTree: path, token: token))
+            let der = Data(parsed.der())
+            _ = try EvidenceRecordVerifier.verify(record: der, digest: digest, trust: trust)
+            renewed.append(der)
+        }
+        return renewed
     }
 }

@@ -37,10 +37,10 @@ public struct Notaries: Sendable {
 
     /// Reads API keys (env var or 0600 file) and builds one HTTP client per notary (its own CA
     /// file, if any). Errors name the config file and the field, never the secret.
-    public static func build(config: EvidenceConfig, logger: Logger) throws(ConfigError) -> Notaries {
+    public static func build(config: EvidenceConfig, logger: Logger, only: [String]? = nil) throws(ConfigError) -> Notaries {
         var entries: [String: Entry] = [:]
         let configFile = config.file ?? "(embedded defaults)"
-        for (name, notary) in config.notaries {
+        for (name, notary) in config.notaries where only?.contains(name) ?? true {
             switch notary.kind {
             case .qed:
                 guard let source = notary.apiKey else {

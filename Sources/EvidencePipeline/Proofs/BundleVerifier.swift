@@ -74,7 +74,8 @@ public enum BundleVerifier {
     static func shown(_ bytes: [UInt8]) -> String { TerminalText.escape(String(decoding: bytes, as: UTF8.self)) }
     static func shown(_ s: String) -> String { TerminalText.escape(s) }
 
-    public static func verify(_ dir: String, trust: TSATrust) -> Report {
+    /// `at`: verify the time-stamps' certificates as of that date (`evidence verify --at`).
+    public static func verify(_ dir: String, trust: TSATrust, at: Date? = nil) -> Report {
         var report = Report()
         func check(_ name: String, _ ok: Bool, _ detail: String, unproven: Bool? = nil) {
             report.checks.append(Check(check: name, ok: ok, detail: detail, unproven: unproven))
@@ -199,10 +200,10 @@ public enum BundleVerifier {
                     check(ProofCheck.name(p), false, "\(shown(file)): \(error.description)"); continue
                 }
             }
-            let c = ProofCheck.check(p, receipt: receipt, digest: digest, trust: trust, label: file)
+            let c = ProofCheck.check(p, receipt: receipt, digest: digest, trust: trust, label: file, at: at)
             report.checks.append(c)
             if p.kind.isTimestamp {
-                if c.ok, let token = try? ProofCheck.token(p, receipt: receipt, digest: digest, trust: trust) {
+                if c.ok, let token = try? ProofCheck.token(p, receipt: receipt, digest: digest, trust: trust, at: at) {
                     if report.provenAt.map({ token.genTime < $0 }) ?? true {
                         report.provenAt = token.genTime
                         report.provenBy = "\(ProofCheck.name(p)) (\(shown(file)), serial \(token.serial))"
@@ -394,12 +395,12 @@ public enum ProofCheck {
     /// The first token of a time-stamp proof, verified against `trust` (nil: only what it claims):
     /// the token itself over `digest` (rfc3161), or the evidence record leading from `digest` to
     /// the root its token is over (rfc4998).
-    public static func token(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust?) throws(TimestampError) -> TimestampToken {
+    public static func token(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust?, at: Date? = nil) throws(TimestampError) -> TimestampToken {
         switch p.kind {
         case .rfc4998:
-            return try EvidenceRecordVerifier.verify(record: receipt, digest: digest, trust: trust).tokens[0]
+            return try EvidenceRecordVerifier.verify(record: receipt, digest: digest, trust: trust, at: at).tokens[0]
         default:
-            if let trust { return try TimestampVerifier.verify(response: receipt, digest: digest, trust: trust) }
+            if let trust { return try TimestampVerifier.verify(response: receipt, digest: digest, trust: trust, at: at) }
             return try TimestampVerifier.inspect(response: receipt, digest: digest)
         }
     }
@@ -418,7 +419,8 @@ public enum ProofCheck {
     /// `label` names the receipt in messages (a bundle path or a store object path). An RFC 3161
     /// token passes only when its signature and chain verify against `trust`; with no anchor it
     /// fails as "not verified", whatever its imprint says.
-    public static func check(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust, label: String) -> BundleVerifier.Check {
+    public static func check(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust, label: String,
+                             at: Date? = nil) -> BundleVerifier.Check {
         if p.kind.isTimestamp {
             if trust.isEmpty {
                 let claim = (try? token(p, receipt: receipt, digest: digest, trust: nil))
@@ -428,7 +430,7 @@ public enum ProofCheck {
                                  + "with a CA of their own: \(BundleVerifier.noAnchorAdvice)", unproven: true)
             }
             do {
-                let token = try token(p, receipt: receipt, digest: digest, trust: trust)
+                let token = try token(p, receipt: receipt, digest: digest, trust: trust, at: at)
                 let serialOK = p.remoteID == nil || p.remoteID == token.serial
                 return .init(check: name(p), ok: serialOK,
                              detail: "serial \(token.serial)\(serialOK ? "" : " (recorded \(p.remoteID ?? "-"))"), time \(Timestamp.string(token.genTime))"

@@ -60,7 +60,7 @@ public enum DisclosureVerifier {
         }
     }
 
-    public static func verify(_ dir: String, trust: TSATrust) -> Report {
+    public static func verify(_ dir: String, trust: TSATrust, at: Date? = nil) -> Report {
         var report = Report()
         func check(_ name: String, _ ok: Bool, _ detail: String) {
             report.checks.append(.init(check: name, ok: ok, detail: detail))
@@ -158,7 +158,7 @@ public enum DisclosureVerifier {
                 check("item #\(e.id)", false, "folder \(shown(e.folder)) is not one folder under items/"); continue
             }
             let path = dir + "/" + e.folder
-            let bundle = BundleVerifier.verify(path, trust: trust)
+            let bundle = BundleVerifier.verify(path, trust: trust, at: at)
             report.items.append(ItemResult(id: e.id, folder: e.folder, report: bundle))
             let bm = BundleFiles.readRegular(path + "/manifest.json").flatMap { try? CanonicalJSON.decoder().decode(BundleManifest.self, from: $0) }
             let jsonl = BundleFiles.readRegular(path + "/custody.jsonl") ?? Data()

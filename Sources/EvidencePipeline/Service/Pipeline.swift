@@ -18,6 +18,8 @@ public struct Pipeline: Sendable {
     public let jobRunner: JobRunner
     /// With `[custody]`: time-stamps the custody head periodically.
     let anchorService: ChainAnchorService?
+    /// Renews the rfc3161 notaries' due time-stamp proofs (RFC 4998 §5.2).
+    let renewalService: RenewalService
     /// Accounts and notaries whose credentials were refused (with `reload`; else nil).
     public let pauses: Pauses?
     let reloader: CredentialReloader?
@@ -82,6 +84,7 @@ public struct Pipeline: Sendable {
         } else {
             anchorService = nil
         }
+        renewalService = RenewalService(renewal: RecordRenewal(home: home, notaries: notaries, logger: logger), notaries: notaries, logger: logger)
     }
 
     /// Runs until SIGTERM/SIGINT, then drains and returns. `alongside` (e.g. the metrics
@@ -89,7 +92,7 @@ public struct Pipeline: Sendable {
     /// and one of them failing stops the whole group.
     public func run(alongside: [any Service] = [], logger: Logger) async throws {
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: watchService), .init(service: jobRunner)]
+            services: [.init(service: watchService), .init(service: jobRunner), .init(service: renewalService)]
                 + (anchorService.map { [.init(service: $0)] } ?? []) + alongside.map { .init(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))

@@ -53,6 +53,13 @@ struct TSAEndpoint: Sendable {
         router.get("tsa/ca.pem") { _, _ in try await self.pem(\.caCertificatePath) }
         router.get("tsa/tsa.pem") { _, _ in try await self.pem(\.tsaCertificatePath) }
         router.get("tsa/chain.pem") { _, _ in try await self.pem(\.chainPath) }
+        // The TSA renews its signing certificate (same key, same CA), valid `days` from now.
+        router.post("_sandbox/tsa/reissue") { request, _ in
+            let days = request.uri.queryParameters.get("days").flatMap { Int($0) } ?? 3650
+            let tsa = try await self.holder.get()
+            try await Self.offload { try tsa.reissueSigningCertificate(days: days) }
+            return try await self.pem(\.tsaCertificatePath)
+        }
     }
 
     private func timestamp(_ request: Request, context: SandboxRequestContext) async throws -> Response {

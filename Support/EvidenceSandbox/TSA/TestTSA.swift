@@ -68,6 +68,33 @@ public final class TestTSA: Sendable {
         }
     }
 
+    /// Issues the TSA a new signing certificate for its key under the same CA, valid for `days`
+    /// from now (a TSA renewing its certificate; `days: 1` makes tokens that expire tomorrow).
+    /// Tokens signed before keep the certificate they carry.
+    public func reissueSigningCertificate(days: Int) throws {
+        try withDirectoryLock {
+            let staging = ".reissue-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: path(staging), withIntermediateDirectories: false)
+            defer { try? FileManager.default.removeItem(atPath: path(staging)) }
+            try write(Self.pkiConfig, to: path(staging) + "/pki.cnf")
+            // The same subject and key: a request made from the current certificate.
+            try OpenSSLCLI.check(["x509", "-x509toreq", "-in", "tsa.crt", "-signkey", "tsa.key", "-out", "\(staging)/tsa.csr"], in: directory)
+            try OpenSSLCLI.check(["x509", "-req", "-in", "\(staging)/tsa.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                                  "-set_serial", "0x" + Self.randomHex(8), "-days", String(days), "-sha256",
+                                  "-extfile", "\(staging)/pki.cnf", "-extensions", "v3_tsa", "-out", "\(staging)/tsa.crt"], in: directory)
+            guard let tsaPEM = FileManager.default.contents(atPath: path("\(staging)/tsa.crt")),
+                  let caPEM = FileManager.default.contents(atPath: path("ca.crt")) else {
+                throw TestTSAError.io("openssl did not write the reissued certificate")
+            }
+            try write(tsaPEM + caPEM, to: path("\(staging)/chain.pem"))
+            for name in ["tsa.crt", "chain.pem"] {
+                guard rename(path("\(staging)/\(name)"), path(name)) == 0 else {
+                    throw TestTSAError.io("cannot put the reissued \(name) in place: \(String(cString: strerror(errno)))")
+                }
+            }
+        }
+    }
+
     // MARK: - Provisioning
 
     private func path(_ name: String) -> String { directory + "/" + name }

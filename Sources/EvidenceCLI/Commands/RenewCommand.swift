@@ -1,0 +1,92 @@
+import ArgumentParser
+import EvidenceConfig
+import EvidenceCore
+import EvidencePipeline
+import Foundation
+import Logging
+
+/// `evidence renew`: RFC 4998 time-stamp renewal now, instead of waiting for `evidence run`'s daily check.
+struct RenewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "renew",
+        abstract: "Renew time-stamp proofs before their TSA certificate expires (RFC 4998 §5.2).",
+        discussion: Help.reflow("""
+        A time-stamp verifies only while the certificate that signed it is valid (a few years);
+        evidence is kept for decades. Renewal adds a new archive time-stamp over a proof's newest
+        one before that certificate expires: the evidence record then verifies as long as its
+        newest time-stamp does, each earlier one checked as of the time-stamp that renewed it
+        (`evidence verify --at DATE` shows it). Due proofs of a notary are renewed together, with
+        one TSA request over the hash tree of their newest time-stamps. A per-item token (.tsr)
+        becomes the first time-stamp of an evidence record (.ers) and is renewed like the rest.
+
+        Due means: the newest time-stamp's signing certificate expires within the notary's
+        `renew_before` (default 180d). `evidence run` renews due proofs after it starts and then
+        daily. Renewal is skipped, with a note, when the TSA's current certificate would not
+        outlive the proofs' own (ask the TSA operator, or use --force).
+
+        Examples:
+          evidence renew                 renew every due proof of every rfc3161 notary
+          evidence renew 12 --force      renew item 12's time-stamp proofs now
+          evidence renew --notary tsa --json
+        Exit codes: 0 done (renewed or nothing due) · 1 the TSA failed or due proofs were not renewed · 2 usage or config error.
+        """)
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("Items (id, hash prefix or source path); none: every item.", valueName: "item"))
+    var items: [String] = []
+
+    @Option(help: ArgumentHelp("Only this rfc3161 notary of the config.", valueName: "name"))
+    var notary: String?
+
+    @Flag(help: "Renew the chosen proofs now, whether or not they are due.")
+    var force = false
+
+    func run() async throws {
+        let config = try global.loadConfig()
+        let names = config.notaries.values.filter { $0.kind == .rfc3161 }.map(\.name).sorted()
+        if let notary, !names.contains(notary) {
+            throw CLIError.config("\(config.file ?? "evidence.toml"): no rfc3161 notary \"\(notary)\" (configured: \(names.joined(separator: ", ")))")
+        }
+        let home = try global.openHome(mustExist: true)
+        let logger = Logger(label: "evidence")
+        var chosen: Set<Int64>?
+        if !items.isEmpty {
+            var ids: Set<Int64> = []
+            for reference in items { ids.insert(try ItemResolver.resolve(reference, in: home).id) }
+            chosen = ids
+        }
+        let notaries: Notaries
+        do { notaries = try Notaries.build(config: config, logger: logger, only: notary.map { [$0] } ?? names) } catch {
+            throw CLIError.config(error.description)
+        }
+        let renewal = RecordRenewal(home: home, notaries: notaries, logger: logger)
+        var summaries: [RecordRenewal.Summary] = []
+        var failed = false
+        for name in notary.map({ [$0] }) ?? names {
+            do {
+                let s = try await renewal.renew(notary: name, items: chosen, force: force)
+                summaries.append(s)
+                if s.due > s.renewed { failed = true }
+                if !global.json {
+                    if s.renewed > 0 {
+                        Output.line("✓ \(name): renewed \(s.renewed) of \(s.checked) time-stamp proof(s)"
+                            + (s.renewedUntil.map { "; newest certificate valid until \(Timestamp.string($0))" } ?? ""))
+                    } else if s.due == 0 {
+                        Output.line("✓ \(name): nothing due (\(s.checked) time-stamp proof(s) checked)")
+                    }
+                    if let note = s.note { Output.line("✗ \(name): \(note)") }
+                }
+            } catch {
+                failed = true
+                if !global.json { Output.err("\(name): renewal failed: \(error)") }
+                var s = RecordRenewal.Summary(notary: name)
+                s.note = "failed: \(error)"
+                summaries.append(s)
+            }
+        }
+        if global.json { Output.json(summaries) }
+        if failed { throw ExitCode(1) }
+    }
+}
