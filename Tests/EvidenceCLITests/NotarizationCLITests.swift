@@ -258,6 +258,52 @@ struct NotarizationCLITests {
         }
     }
 
+    @Test("a TSA certificate that expires tomorrow: verify --at names the failure, evidence renew waits for a certificate that outlives it, then renews; renewed bundles verify years later")
+    func renewalBeforeExpiry() async throws {
+        try await withSandbox { sandbox in
+            let reissue = { (days: Int) in
+                CLI.exec(["curl", "-sf", "-X", "POST", "\(sandbox.baseURL.absoluteString)/_sandbox/tsa/reissue?days=\(days)"])
+            }
+            let h = try harness(sandbox, notaries: ["tsa"])
+            #expect(reissue(1).status == 0)
+            try h.start()
+            h.write("a.bin", randomBytes(3_000))
+            h.write("b.bin", randomBytes(3_001))
+            #expect(waitUntil(timeout: 60) { state(h, "1") == "done" && state(h, "2") == "done" }, "log: \(h.log)")
+            #expect(h.stop() == 0)
+            let later = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3 * 86_400))
+            let now = h.cli.run(["--config", h.configPath!, "verify", "1"])
+            #expect(now.status == 0, "\(now.stdout)")
+            let expired = h.cli.run(["--config", h.configPath!, "verify", "1", "--at", later])
+            #expect(expired.status == 1 && expired.stdout.contains("✗ RFC 4998 evidence record tsa"), "\(expired.stdout)")
+            // The TSA still signs with tomorrow's certificate: renewing with it gains nothing.
+            let waits = h.cli.run(["--config", h.configPath!, "renew"])
+            #expect(waits.status == 1 && waits.stdout.contains("no later than the records'"), "\(waits.stdout) \(waits.stderr)")
+            #expect(reissue(3650).status == 0)
+            let renewed = h.cli.run(["--config", h.configPath!, "renew", "--json"])
+            #expect(renewed.status == 0, "\(renewed.stdout) \(renewed.stderr)")
+            let summary = (renewed.json as? [[String: Any]])?.first
+            #expect(summary?["renewed"] as? Int == 2 && summary?["due"] as? Int == 2, "\(renewed.stdout)")
+            let again = h.cli.run(["--config", h.configPath!, "renew"])
+            #expect(again.status == 0 && again.stdout.contains("nothing due"), "\(again.stdout)")
+            for id in ["1", "2"] {
+                let v = h.cli.run(["--config", h.configPath!, "verify", id, "--at", later])
+                #expect(v.status == 0, "\(v.stdout)")
+            }
+            let ca = h.scratch.path + "/tsa-ca.pem"
+            let bundle = h.scratch.path + "/bundle"
+            #expect(h.cli.run(["--config", h.configPath!, "bundle", "1", "-o", bundle]).status == 0)
+            #expect(h.cli.run(["verify", bundle, "--trust", ca, "--at", later]).status == 0)
+            let original = try #require(try FileManager.default.contentsOfDirectory(atPath: bundle + "/original").first)
+            let bc = try BouncyCastleERS.check(record: bundle + "/proofs/tsa.ers", data: bundle + "/original/" + original, caFile: ca,
+                                               at: Date().addingTimeInterval(3 * 86_400))
+            #expect(bc.succeeded, "\(bc.output)")
+            // The custody log records the renewed receipt; fsck and the log still hold.
+            #expect(h.cli.run(["fsck"]).status == 0)
+            #expect(h.cli.run(["log", "verify"]).status == 0)
+        }
+    }
+
     @Test("SIGKILL while the QED report is pending, restart: polling resumes, one submission, item done")
     func killWhilePending() async throws {
         try await withSandbox(pending: 3) { sandbox in
