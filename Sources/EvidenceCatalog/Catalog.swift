@@ -90,6 +90,13 @@ public protocol Catalog: Sendable {
     @discardableResult
     func saveProof(_ proof: Proof, then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item
+    /// `saveProof`, in the same transaction only if the item's proof of that notary is now
+    /// `state` under `remoteID` (a time-stamp batch's member still waiting for that batch):
+    /// otherwise nothing is written and nil is returned.
+    @discardableResult
+    func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String,
+                   then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
+        throws(CatalogError) -> Item?
     func certificates(itemID: Int64) throws(CatalogError) -> [Certificate]
     /// Every certificate, by item and origin.
     func allCertificates() throws(CatalogError) -> [Certificate]
@@ -132,6 +139,8 @@ public protocol Catalog: Sendable {
     /// Makes the item's queued jobs due at `now` (`evidence retry ITEM`: what waits in back-off
     /// runs now); how many.
     func wakeQueuedJobs(itemID: Int64, now: Date) throws(CatalogError) -> Int
+    /// `wakeQueuedJobs(itemID:now:)` for jobs of these kinds only.
+    func wakeQueuedJobs(itemID: Int64, kinds: [JobKind], now: Date) throws(CatalogError) -> Int
     /// Facts kept about the catalog's service, by key (`meta`): every entry whose key starts
     /// with `prefix`.
     func metaEntries(prefix: String) throws(CatalogError) -> [String: String]

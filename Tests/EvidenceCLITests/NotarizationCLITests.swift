@@ -201,7 +201,9 @@ struct NotarizationCLITests {
                 hashes.append(sha256(data))
                 try data.write(to: URL(fileURLWithPath: staging + "/f\(i).bin"))
             }
-            for i in 0..<12 { rename(staging + "/f\(i).bin", h.drop + "/f\(i).bin") }
+            // One name an auditor's script must not trip on (the root script never embeds it).
+            let names = (0..<12).map { $0 == 0 ? "f\"0 + str(1) + \".bin" : "f\($0).bin" }
+            for i in 0..<12 { rename(staging + "/f\(i).bin", h.drop + "/" + names[i]) }
             #expect(waitUntil(timeout: 60) { (1...12).allSatisfy { state(h, String($0)) == "done" } }, "log: \(h.log)")
             let stamped = counters(sandbox)["timestamps_by_imprint"] as? [String: Int] ?? [:]
             // One window, or two if the drop straddled a window's end: never one per item.
@@ -298,6 +300,26 @@ struct NotarizationCLITests {
             let bc = try BouncyCastleERS.check(record: bundle + "/proofs/tsa.ers", data: bundle + "/original/" + original, caFile: ca,
                                                at: Date().addingTimeInterval(3 * 86_400))
             #expect(bc.succeeded, "\(bc.output)")
+            // VERIFY.md's renewal steps, with standard tools: the first token over the batch root as of
+            // the renewal, the renewal's token over the first token's file.
+            let verifyText = try String(contentsOfFile: bundle + "/VERIFY.md", encoding: .utf8)
+            #expect(verifyText.contains("proofs/tsa.2.tst") && verifyText.contains("-attime"), "\(verifyText)")
+            let attime = try #require(verifyText.range(of: #"-attime (\d+)"#, options: .regularExpression).map {
+                String(verifyText[$0].dropFirst("-attime ".count)) })
+            let root1 = CLI.exec(["python3", "proofs/tsa.root.py", "original/" + original], cwd: bundle).stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let first = CLI.exec(["openssl", "ts", "-verify", "-digest", root1, "-token_in", "-in", "proofs/tsa.tst", "-attime", attime,
+                                  "-CAfile", ca], cwd: bundle)
+            #expect(first.stdout.contains("Verification: OK"), "\(first.stdout) \(first.stderr)")
+            let root2 = CLI.exec(["python3", "proofs/tsa.root.py", "proofs/tsa.tst", "2"], cwd: bundle)
+            #expect(root2.status == 0, "\(root2.stderr)")
+            let second = CLI.exec(["openssl", "ts", "-verify", "-digest", root2.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+                                   "-token_in", "-in", "proofs/tsa.2.tst", "-CAfile", ca], cwd: bundle)
+            #expect(second.stdout.contains("Verification: OK"), "\(second.stdout) \(second.stderr)")
+            // The first token alone, as of three days on, is what renewal saves it from.
+            let expiredFirst = CLI.exec(["openssl", "ts", "-verify", "-digest", root1, "-token_in", "-in", "proofs/tsa.tst",
+                                         "-attime", String(Int(Date().timeIntervalSince1970) + 3 * 86_400), "-CAfile", ca], cwd: bundle)
+            #expect(!expiredFirst.stdout.contains("Verification: OK"))
             // The custody log records the renewed receipt; fsck and the log still hold.
             #expect(h.cli.run(["fsck"]).status == 0)
             #expect(h.cli.run(["log", "verify"]).status == 0)

@@ -54,6 +54,37 @@ struct CatalogTests {
         #expect(notary == ["", "https://explorer.example/tx/0xabc"])
     }
 
+    @Test("a batch member's proof is saved only while it is pending in that batch; the batch's members are found by key, and woken by kind",
+          arguments: Backend.allCases)
+    func conditionalProofSave(_ backend: Backend) throws {
+        let c = try backend.make()
+        _ = try c.recordIngest(record("a", path: "/drop/one.mp4"))
+        _ = try c.recordIngest(record("b", path: "/drop/two.mp4", inode: 2))
+        for id: Int64 in [1, 2] {
+            try c.saveProof(Proof(itemID: id, notary: "tsa", kind: .rfc4998, state: .pending, remoteID: "tsa@1-2")) { _, _ in nil }
+        }
+        #expect(try c.proofs(notary: "tsa", remoteID: "tsa@1-2").map(\.itemID) == [1, 2])
+        #expect(try c.proofs(notary: "tsa", remoteID: "tsa@3-4").isEmpty)
+        let receipt = SHA256Digest(hex: String(repeating: "e", count: 64))
+        let confirmed = Proof(itemID: 1, notary: "tsa", kind: .rfc4998, state: .confirmed, remoteID: "0a", receipt: receipt)
+        #expect(try c.saveProof(confirmed, ifCurrent: .pending, remoteID: "tsa@1-2") { _, _ in nil } != nil)
+        // The same window's job again, or a member's failure after it was confirmed: nothing is written.
+        let failed = Proof(itemID: 1, notary: "tsa", kind: .rfc4998, state: .failed, remoteID: "tsa@1-2", error: "late")
+        #expect(try c.saveProof(failed, ifCurrent: .pending, remoteID: "tsa@1-2") { _, _ in nil } == nil)
+        #expect(try c.proofs(itemID: 1).first?.state == .confirmed)
+        // Another window's key: nothing either.
+        #expect(try c.saveProof(confirmed, ifCurrent: .pending, remoteID: "tsa@5-6") { _, _ in nil } == nil)
+        #expect(try c.events(itemID: 1).filter { $0.kind.hasPrefix("notary-") }.map(\.kind) == ["notary-pending", "notary-confirmed"])
+        // Waking an item's jobs by kind leaves its other jobs where they are.
+        let later = Date().addingTimeInterval(3600)
+        let notarize = try c.enqueue(JobSpec(.notarize(rule: "bodycam", notary: "tsa"), runAt: later), itemID: 2, dedupeKey: "n2")
+        let after = try c.enqueue(JobSpec(.share(rule: "bodycam"), runAt: later), itemID: 2, dedupeKey: "s2")
+        #expect(try c.wakeQueuedJobs(itemID: 2, kinds: [.notarize], now: Date()) == 1)
+        let jobs = try c.jobs(itemID: 2)
+        #expect(jobs.first { $0.id == notarize.id }.map { $0.nextRunAt < later } == true)
+        #expect(jobs.first { $0.id == after.id }.map { abs($0.nextRunAt.timeIntervalSince(later)) < 1 } == true)
+    }
+
     @Test("the same version of the same path again records nothing", arguments: Backend.allCases)
     func alreadyKnown(_ backend: Backend) throws {
         let c = try backend.make()

@@ -1,3 +1,4 @@
+import Synchronization
 @testable import EvidencePipeline
 import EvidenceArchive
 import EvidenceCatalog
@@ -22,8 +23,12 @@ struct HandlerChainTests {
         let home: EvidenceHome
         let rule: WatchRule
         var handlers: [JobKind: any JobHandler] = [:]
-        /// The clock the queue is claimed with.
-        var now = Date()
+        /// The clock the queue is claimed with, and the batching TSA's windows read.
+        let clock = TestClock()
+        var now: Date {
+            get { clock.value.withLock { $0 } }
+            set { clock.value.withLock { $0 = newValue } }
+        }
         var ran: [JobKind] = []
         var waits = 0
 
@@ -47,8 +52,8 @@ struct HandlerChainTests {
                              archive: "vault", share: ShareSettings(access: .open))
             let rules = LiveRules(["cam": rule])
             for handler: any JobHandler in [
-                VerifyHandler(home: home, rules: rules), NotarizeHandler(home: home, rules: rules, notaries: notaries),
-                StampHandler(home: home, rules: rules, notaries: notaries),
+                VerifyHandler(home: home, rules: rules), NotarizeHandler(home: home, rules: rules, notaries: notaries, now: { [clock] in clock.now }),
+                StampHandler(home: home, rules: rules, notaries: notaries, now: { [clock] in clock.now }),
                 CertificateHandler(home: home, rules: rules, notaries: notaries),
                 ArchiveHandler(home: home, rules: rules, archives: archives), ShareHandler(home: home, rules: rules, archives: archives),
             ] { handlers[handler.kind] = handler }
@@ -133,4 +138,9 @@ struct HandlerChainTests {
             #expect(notarize.map { $0.nextRunAt > Date() } == true, "released until its next poll")
         }
     }
+}
+
+final class TestClock: Sendable {
+    let value = Mutex(Date())
+    var now: Date { value.withLock { $0 } }
 }

@@ -93,7 +93,8 @@ struct ShowCommand: ParsableCommand {
             Output.line("Proofs:")
             Output.table(["NOTARY", "KIND", "STATE", "SUBMITTED", "PROVEN AT", "REFERENCE", "RECEIPT / LINK"], proofs.map { p in
                 let since = p.submittedAt.map { DurationText.format(seconds: -$0.timeIntervalSinceNow) + " ago" } ?? "-"
-                let ref = p.kind == .qed ? (p.txHash.map { "tx \($0)" } ?? "report \(p.remoteID ?? "-")") : "serial \(p.remoteID ?? "-")"
+                let ref = p.kind == .qed ? (p.txHash.map { "tx \($0)" } ?? "report \(p.remoteID ?? "-")")
+                    : "\(p.state == .pending ? "batch" : "serial") \(p.remoteID ?? "-")"
                 let where_ = p.state == .failed ? (p.error ?? "") : [p.receipt.map { home.store.location(of: $0) }, p.link].compactMap { $0 }.joined(separator: "  ")
                 return [p.notary, p.kind.rawValue, p.state.rawValue, since, Output.date(p.provenAt), ref, where_]
             })

@@ -121,6 +121,16 @@ extension PostgresCatalog {
         }
     }
 
+    public func wakeQueuedJobs(itemID: Int64, kinds: [JobKind], now: Date) throws(CatalogError) -> Int {
+        guard !kinds.isEmpty else { return 0 }
+        return try write(durable: false) { tx in
+            try tx.query("""
+                UPDATE job SET next_run_at = $1 WHERE state = 'queued' AND next_run_at > $1 AND item_id = $2
+                  AND kind = ANY(string_to_array($3, ',')) RETURNING id
+                """, [pg(now), String(itemID), kinds.map(\.rawValue).joined(separator: ",")]).all.count
+        }
+    }
+
     public func metaEntries(prefix: String) throws(CatalogError) -> [String: String] {
         try read { c in
             let rows = try c.query("SELECT key, value FROM meta WHERE left(key, length($1)) = $1", [prefix]).all

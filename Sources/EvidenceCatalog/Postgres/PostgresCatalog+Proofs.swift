@@ -25,6 +25,28 @@ extension PostgresCatalog {
         try write(custody: true) { tx in
             // The item row locked first: two nodes saving two notaries' proofs of one item decide in turn.
             let before = try Self.item(tx, proof.itemID, forUpdate: true)
+            return try Self.saveProof(tx, proof, before: before, decide)
+        }
+    }
+
+    @discardableResult
+    public func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String,
+                          then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
+        throws(CatalogError) -> Item?
+    {
+        try write(custody: true) { tx -> Item? in
+            // The item row locked first, so the proof read below cannot change before the write.
+            let before = try Self.item(tx, proof.itemID, forUpdate: true)
+            let current = try tx.query("SELECT state, remote_id FROM proof WHERE item_id = $1 AND notary = $2",
+                                       [String(proof.itemID), proof.notary]).first
+            guard let current, current.string("state") == state.rawValue, current.string("remote_id") == remoteID else { return nil }
+            return try Self.saveProof(tx, proof, before: before, decide)
+        }
+    }
+
+    static func saveProof(_ tx: Tx, _ proof: Proof, before: Item,
+                          _ decide: @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?) throws -> Item {
+        do {
             try tx.query("""
                 INSERT INTO proof (item_id, notary, kind, state, remote_id, receipt, tx_hash, block_height, network, link,
                                    proven_at, error, submitted_at, updated_at)

@@ -161,6 +161,18 @@ extension SQLiteCatalog {
         }
     }
 
+    public func wakeQueuedJobs(itemID: Int64, kinds: [JobKind], now: Date) throws(CatalogError) -> Int {
+        guard !kinds.isEmpty else { return 0 }
+        return try write(durable: false) { db in
+            let marks = kinds.map { _ in "?" }.joined(separator: ",")
+            var args: [any DatabaseValueConvertible] = [StoredDate.text(now), StoredDate.text(now), itemID]
+            args += kinds.map(\.rawValue)
+            try db.execute(sql: "UPDATE job SET next_run_at = ? WHERE state = 'queued' AND next_run_at > ? AND item_id = ? AND kind IN (\(marks))",
+                           arguments: StatementArguments(args))
+            return db.changesCount
+        }
+    }
+
     public func metaEntries(prefix: String) throws(CatalogError) -> [String: String] {
         try read { db in
             let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM meta WHERE substr(key, 1, length(?)) = ?", arguments: [prefix, prefix])

@@ -25,7 +25,24 @@ extension SQLiteCatalog {
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item
     {
-        try write { db in
+        try write { db in try Self.saveProof(db, proof, decide) }
+    }
+
+    @discardableResult
+    public func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String,
+                          then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
+        throws(CatalogError) -> Item?
+    {
+        try write { db -> Item? in
+            let current = try ProofRow.filter(ProofRow.Columns.itemId == proof.itemID && ProofRow.Columns.notary == proof.notary).fetchOne(db)
+            guard let current, current.state == state, current.remoteId == remoteID else { return nil }
+            return try Self.saveProof(db, proof, decide)
+        }
+    }
+
+    static func saveProof(_ db: Database, _ proof: Proof,
+                          _ decide: @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?) throws -> Item {
+        do {
             guard let before = try ItemRow.fetchOne(db, key: proof.itemID) else {
                 throw CatalogError.notFound("item \(proof.itemID)")
             }

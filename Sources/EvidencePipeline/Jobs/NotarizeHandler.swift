@@ -17,9 +17,12 @@ public struct NotarizeHandler: JobHandler {
     let rules: LiveRules
     let notaries: Notaries
     let metrics: PipelineMetrics
+    /// The time a batching TSA's windows are read by (tests move it instead of sleeping).
+    let now: @Sendable () -> Date
 
-    public init(home: EvidenceHome, rules: LiveRules, notaries: Notaries, metrics: PipelineMetrics = .disabled) {
-        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics
+    public init(home: EvidenceHome, rules: LiveRules, notaries: Notaries, metrics: PipelineMetrics = .disabled,
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics; self.now = now
     }
 
     public func pauseScope(of job: QueuedJob) -> String? {
@@ -44,7 +47,7 @@ public struct NotarizeHandler: JobHandler {
         guard let item = found else { throw JobError("item \(itemID) is gone", retryable: false) }
         let existing = proofs.first { $0.notary == notaryName }
         if existing?.state == .confirmed { return .done(nil) }
-        let context = Context(home: home, item: item, rule: rule, notary: notary, metrics: metrics)
+        let context = Context(home: home, item: item, rule: rule, notary: notary, metrics: metrics, now: now)
 
         switch notary.client {
         case .qed(let qed):
@@ -61,6 +64,7 @@ public struct NotarizeHandler: JobHandler {
         let rule: WatchRule
         let notary: Notaries.Entry
         let metrics: PipelineMetrics
+        let now: @Sendable () -> Date
         var name: String { notary.config.name }
 
         func qed(_ qed: QEDClient, existing: Proof?, sources: [SourceSighting]) async throws(JobError) -> JobOutcome {
@@ -121,8 +125,11 @@ public struct NotarizeHandler: JobHandler {
         func batched(existing: Proof?) async throws(JobError) -> JobOutcome {
             let catalog = home.catalog
             let itemID = item.id
+            var submittedAt = now()
             if let existing, existing.kind == .rfc4998, existing.state == .pending, let window = existing.remoteID {
-                let spec = JobSpec(.stamp(notary: name, window: window))
+                submittedAt = existing.submittedAt ?? submittedAt
+                // Re-enqueued after a crash between the proof and the job: due when the window ends, not now.
+                let spec = JobSpec(.stamp(notary: name, window: window), runAt: StampHandler.end(ofWindow: window))
                 let stamp = try await blockingJobWork {
                     try catalog.enqueue(spec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: window))
                 }
@@ -133,16 +140,33 @@ public struct NotarizeHandler: JobHandler {
                     if now?.state == .confirmed { return .done(nil) }
                 case .failed:
                     let reason = "the time-stamp of batch \(window) failed: \(stamp.lastError ?? "no reason recorded")"
-                    try await save(Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .failed, remoteID: window,
-                                         error: reason, submittedAt: existing.submittedAt))
+                    let failed = Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .failed, remoteID: window,
+                                       error: reason, submittedAt: existing.submittedAt)
+                    // Only over the pending proof of that window (the job may have confirmed it before failing).
+                    if try await save(failed, ifPendingIn: window) == nil {
+                        return .notYet(until: now().addingTimeInterval(1), reason: "\(name): its proof changed; looking again")
+                    }
                     throw JobError("\(name): \(reason)", retryable: false)
+                case .running:
+                    // The job wakes its members when it is done; its lease bounds the wait.
+                    return .notYet(until: max(stamp.leaseExpiresAt ?? now(), now().addingTimeInterval(10)),
+                                   reason: "\(name): batch \(window) is being time-stamped")
                 default:
-                    return .notYet(until: max(stamp.nextRunAt, Date()).addingTimeInterval(1),
+                    return .notYet(until: max(stamp.nextRunAt.addingTimeInterval(1), now().addingTimeInterval(10)),
                                    reason: "\(name): waiting for the time-stamp of batch \(window)")
                 }
+                // Stamped without this item (it joined as the members were read): the next window.
+                let (next, end) = StampHandler.window(notary: name, seconds: notary.config.batch, now: now())
+                let joined = Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .pending, remoteID: next, submittedAt: submittedAt)
+                if try await save(joined, ifPendingIn: window) == nil {
+                    return .notYet(until: now().addingTimeInterval(1), reason: "\(name): its proof changed; looking again")
+                }
+                let nextSpec = JobSpec(.stamp(notary: name, window: next), runAt: end)
+                _ = try await blockingJobWork { try catalog.enqueue(nextSpec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: next)) }
+                return .notYet(until: end.addingTimeInterval(1), reason: "\(name): in time-stamp batch \(next)")
             }
-            let (window, end) = StampHandler.window(notary: name, seconds: notary.config.batch)
-            try await save(Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .pending, remoteID: window, submittedAt: Date()))
+            let (window, end) = StampHandler.window(notary: name, seconds: notary.config.batch, now: now())
+            try await save(Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .pending, remoteID: window, submittedAt: submittedAt))
             let spec = JobSpec(.stamp(notary: name, window: window), runAt: end)
             _ = try await blockingJobWork { try catalog.enqueue(spec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: window)) }
             return .notYet(until: end.addingTimeInterval(1), reason: "\(name): in time-stamp batch \(window)")
@@ -164,6 +188,18 @@ public struct NotarizeHandler: JobHandler {
         func put(_ data: Data) async throws(JobError) -> SHA256Digest {
             let store = home.store
             return try await blockingJobWork { try store.put(data).digest }
+        }
+
+        /// `save`, only while this item's proof is still pending in `window`; nil when it no longer is.
+        func save(_ proof: Proof, ifPendingIn window: String) async throws(JobError) -> Item? {
+            let catalog = home.catalog
+            let lifecycle = ItemLifecycle(rule: rule)
+            return try await blockingJobWork {
+                try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window) { state, confirmed in
+                    lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
+                                                                      error: proof.error, confirmed: confirmed))
+                }
+            }
         }
 
         func save(_ proof: Proof) async throws(JobError) {

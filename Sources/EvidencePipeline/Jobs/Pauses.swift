@@ -93,7 +93,7 @@ public final class Pauses: Sendable {
     /// `resume` for any process holding the catalog (`evidence accounts resume`).
     public static func resume(_ p: CredentialPause, in catalog: any Catalog) throws(CatalogError) {
         try catalog.setMeta(CredentialPause.metaPrefix + p.scope, nil)
-        let kinds: [JobKind] = p.kind == .account ? [.archive, .share, .anchorCopy] : [.notarize, .certificate]
+        let kinds: [JobKind] = p.kind == .account ? [.archive, .share, .anchorCopy] : [.notarize, .stamp, .certificate]
         try catalog.wakeQueuedJobs(kinds: kinds, now: Date())
     }
 

@@ -21,9 +21,12 @@ public struct StampHandler: JobHandler {
     let rules: LiveRules
     let notaries: Notaries
     let metrics: PipelineMetrics
+    /// The time windows are read by (tests move it instead of sleeping).
+    let now: @Sendable () -> Date
 
-    public init(home: EvidenceHome, rules: LiveRules, notaries: Notaries, metrics: PipelineMetrics = .disabled) {
-        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics
+    public init(home: EvidenceHome, rules: LiveRules, notaries: Notaries, metrics: PipelineMetrics = .disabled,
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.home = home; self.rules = rules; self.notaries = notaries; self.metrics = metrics; self.now = now
     }
 
     public func pauseScope(of job: QueuedJob) -> String? {
@@ -31,10 +34,19 @@ public struct StampHandler: JobHandler {
         return CredentialPause.scope(.notary, notary)
     }
 
-    /// The key of the window open at `now` for a notary batching every `seconds`, and its end.
+    /// The key of the window open at `now` for a notary batching every `seconds`, and its end:
+    /// `NOTARY@START-END`, both in milliseconds since 1970.
     public static func window(notary: String, seconds: Double, now: Date = Date()) -> (key: String, end: Date) {
         let start = (now.timeIntervalSince1970 / seconds).rounded(.down) * seconds
-        return ("\(notary)@\(Int64((start * 1000).rounded()))", Date(timeIntervalSince1970: start + seconds))
+        let end = Date(timeIntervalSince1970: start + seconds)
+        return ("\(notary)@\(Int64((start * 1000).rounded()))-\(Int64((end.timeIntervalSince1970 * 1000).rounded()))", end)
+    }
+
+    /// The end of the window a key names (nil for a key that is not `NOTARY@START-END`).
+    public static func end(ofWindow key: String) -> Date? {
+        guard let at = key.lastIndex(of: "@"), let dash = key[at...].lastIndex(of: "-"),
+              let ms = Int64(key[key.index(after: dash)...]) else { return nil }
+        return Date(timeIntervalSince1970: Double(ms) / 1000)
     }
 
     public static func dedupeKey(window: String) -> String { "stamp:" + window }
@@ -52,6 +64,10 @@ public struct StampHandler: JobHandler {
         guard let notary = notaries.entries[notaryName], case .rfc3161(let tsa) = notary.client else {
             throw JobError("notary \"\(notaryName)\" is not a configured rfc3161 notary ([notaries.\(notaryName)] in evidence.toml)",
                            retryable: true)
+        }
+        // Never before the window has closed (a job enqueued early, a node whose clock is behind).
+        if let end = Self.end(ofWindow: window), end > now() {
+            return .notYet(until: end, reason: "\(notaryName): batch \(window) is still open")
         }
         let catalog = home.catalog
         let rules = self.rules
@@ -102,16 +118,17 @@ public struct StampHandler: JobHandler {
                                   receipt: receipt, network: made.token.tsaName, link: url, provenAt: made.token.genTime,
                                   submittedAt: m.proof.submittedAt)
                 let lifecycle = ItemLifecycle(rule: m.rule)
-                _ = try catalog.saveProof(proof) { state, confirmed in
+                // Only a member still waiting for this window: never over a proof another run saved.
+                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window) { state, confirmed in
                     lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
                                                                       error: proof.error, confirmed: confirmed))
                 }
-                saved.append(m.item.id)
+                if done != nil { saved.append(m.item.id) }
             }
             return saved
         }
         try await blockingJobWork {
-            for id in saved { _ = try catalog.wakeQueuedJobs(itemID: id, now: Date()) }
+            for id in saved { _ = try catalog.wakeQueuedJobs(itemID: id, kinds: [.notarize], now: Date()) }
         }
         return .done(nil)
     }

@@ -132,6 +132,7 @@ public enum BundleWriter {
                     try add("proofs/\(name).tsr", role: "rfc3161-token", data: data)
                 }
                 var copies = TSACertificateCopies()
+                if p.kind == .rfc4998 { copies.stampTimes = recordTimes(data, digest: item.sha256.hex) }
                 if let signer = ProofCheck.signerResponse(p, receipt: data).flatMap(TSACertificates.signerPEM(response:)) {
                     try add("proofs/\(name)-tsa.crt", role: "rfc3161-signer", data: signer)
                     copies.signer = TSACertificates.infos(pem: signer).first
@@ -175,46 +176,74 @@ public enum BundleWriter {
     struct TSACertificateCopies {
         var signer: TSACertificates.Info?
         var ca: [TSACertificates.Info] = []
+        /// An evidence record's time-stamp times, oldest first (empty for a per-item token).
+        var stampTimes: [Date] = []
     }
 
     /// VERIFY.md: written for an auditor who trusts nothing in the folder. Every check it lists
     /// works with standard tools, and the one anchor it needs, the TSA's CA, comes from the TSA.
     /// The files an evidence record brings for standard tools, made from the record alone:
-    /// `proofs/<notary>.tst` (its first token) and `proofs/<notary>.root.py` (file → root).
+    /// `proofs/<notary>.tst` (its first time-stamp's token), `proofs/<notary>.<k>.tst` for each
+    /// renewal time-stamp k ≥ 2, and `proofs/<notary>.root.py` (file → the root time-stamp k is
+    /// over). Nothing of the item (its file name above all) is written into the script.
     static func recordFiles(_ p: Proof, record: Data, fileName: String) -> [String: Data] {
-        guard let parsed = try? EvidenceRecord(der: [UInt8](record)), let stamp = parsed.chains.first?.first else { return [:] }
+        guard let parsed = try? EvidenceRecord(der: [UInt8](record)), parsed.chains.count == 1, let chain = parsed.chains.first,
+              !chain.isEmpty else { return [:] }
         let n = BundleNames.safe(p.notary)
-        let lists = stamp.reducedTree.map { "    [" + $0.map { "\"\(Hex.encode($0))\"" }.joined(separator: ", ") + "]," }
+        let trees = chain.enumerated().map { k, stamp in
+            "    # time-stamp \(k + 1)\n    [\n" + stamp.reducedTree.map { "        [" + $0.map { "\"\(Hex.encode($0))\"" }.joined(separator: ", ") + "]," }
+                .joined(separator: "\n") + (stamp.reducedTree.isEmpty ? "" : "\n") + "    ],"
+        }
         let script = """
         #!/usr/bin/env python3
-        # The root that proofs/\(n).tst time-stamps, recomputed from the original file (RFC 4998 §4.3):
-        # the file's SHA-256 must be in the first list; each list is hashed to one node (one value is
-        # itself, several are sorted and concatenated, then hashed); each node is paired with the one
-        # before it, the smaller first, and hashed. Uses only Python's hashlib. Prints the root in hex.
+        # Usage: python3 proofs/\(n).root.py FILE [K]
+        # Prints (hex) the root that time-stamp K of proofs/\(n).ers is over, recomputed from FILE: the
+        # original for K = 1 (proofs/\(n).tst), the previous time-stamp's token file for K >= 2 (a
+        # renewal, RFC 4998 §5.2: proofs/\(n).K.tst is over proofs/\(n).tst or proofs/\(n).<K-1>.tst).
+        # RFC 4998 §4.3: FILE's SHA-256 must be in the first list; each list is hashed to one node (one
+        # value is itself, several are sorted, concatenated and hashed); each node is paired with the
+        # one before it, the smaller first, and hashed. Uses only Python's hashlib.
         import hashlib, sys
 
-        TREE = [
-        \(lists.joined(separator: "\n"))
+        TREES = [
+        \(trees.joined(separator: "\n"))
         ]
 
         def sha256(data): return hashlib.sha256(data).digest()
         def node(values): return values[0] if len(values) == 1 else sha256(b"".join(sorted(values)))
 
+        if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and not sys.argv[2].isdigit()):
+            sys.exit("usage: python3 proofs/\(n).root.py FILE [K]")
+        k = int(sys.argv[2]) if len(sys.argv) == 3 else 1
+        if not 1 <= k <= len(TREES):
+            sys.exit("K must be 1 to " + str(len(TREES)))
         digest = hashlib.sha256()
-        with open(sys.argv[1] if len(sys.argv) > 1 else "original/\(fileName)", "rb") as f:
+        with open(sys.argv[1], "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
         h = digest.digest()
-        tree = [[bytes.fromhex(v) for v in values] for values in TREE]
+        tree = [[bytes.fromhex(v) for v in values] for values in TREES[k - 1]]
         if tree and h not in tree[0]:
-            sys.exit("the file's SHA-256 " + h.hex() + " is not in the record's first list")
+            sys.exit("the SHA-256 " + h.hex() + " of " + sys.argv[1] + " is not in the first list of time-stamp " + str(k))
         root = node(tree[0]) if tree else h
         for values in tree[1:]:
             root = sha256(b"".join(sorted([root, node(values)])))
         print(root.hex())
 
         """
-        return ["proofs/\(n).tst": Data(stamp.token), "proofs/\(n).root.py": Data(script.utf8)]
+        var files = ["proofs/\(n).root.py": Data(script.utf8)]
+        for (k, stamp) in chain.enumerated() {
+            files[k == 0 ? "proofs/\(n).tst" : "proofs/\(n).\(k + 1).tst"] = Data(stamp.token)
+        }
+        return files
+    }
+
+    /// The generation times of an evidence record's time-stamps, oldest first (for VERIFY.md's
+    /// `-attime`: each is checked as of the one that renewed it).
+    static func recordTimes(_ record: Data, digest: String) -> [Date] {
+        guard let d = SHA256Digest(hex: digest),
+              let verified = try? EvidenceRecordVerifier.verify(record: record, digest: d, trust: nil) else { return [] }
+        return verified.tokens.map(\.genTime)
     }
 
     static func verifyText(_ m: BundleManifest, tsaCertificates: [String: TSACertificateCopies]) -> String {
@@ -278,6 +307,9 @@ public enum BundleWriter {
                     """
                 }
                 if p.kind == .rfc4998 {
+                    let times = copies.stampTimes
+                    // Renewed: the first token is checked as of the time-stamp that renewed it.
+                    let firstAt = times.count > 1 ? " -attime \(Int(times[1].timeIntervalSince1970))" : ""
                     s += """
                        b. The token is over the root of the batch's hash tree, not over the file. Recompute the
                           root from the file with the record's path (`proofs/\(n).root.py` is a short script
@@ -292,7 +324,7 @@ public enum BundleWriter {
                           certificate that signed the token; it is checked against the CA, not trusted):
 
                               openssl ts -verify -digest "$(python3 proofs/\(n).root.py 'original/\(m.item.fileName)')" \\
-                                  -token_in -in proofs/\(n).tst \\
+                                  -token_in -in proofs/\(n).tst\(firstAt) \\
                                   -CAfile /path/to/tsa-ca-from-the-tsa.pem -untrusted proofs/\(n)-tsa.crt
 
                           It must print `Verification: OK`. Then read the time and the imprint:
@@ -304,6 +336,26 @@ public enum BundleWriter {
 
 
                     """
+                    if times.count > 1 {
+                        s += """
+                           d. The record was renewed (RFC 4998 §5.2) before a TSA certificate expired: each later
+                              time-stamp is over the one before it, and each is checked as of the one that renewed
+                              it (`-attime`, seconds since 1970), the newest as of now. Every line must print
+                              `Verification: OK`:
+
+
+                        """
+                        for k in 2...times.count {
+                            let previous = k == 2 ? "proofs/\(n).tst" : "proofs/\(n).\(k - 1).tst"
+                            let at = k < times.count ? " -attime \(Int(times[k].timeIntervalSince1970))" : ""
+                            s += """
+                                      openssl ts -verify -digest "$(python3 proofs/\(n).root.py \(previous) \(k))" \\
+                                          -token_in -in proofs/\(n).\(k).tst\(at) -CAfile /path/to/tsa-ca-from-the-tsa.pem
+
+                            """
+                        }
+                        s += "\n"
+                    }
                 } else {
                     s += """
                        b. Verify the token against that CA (`proofs/\(n)-tsa.crt` is the certificate that signed

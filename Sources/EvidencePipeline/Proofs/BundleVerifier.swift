@@ -224,6 +224,7 @@ public enum BundleVerifier {
                 var copies = BundleWriter.TSACertificateCopies()
                 copies.signer = TSACertificates.signerPEM(response: signerReply).flatMap { TSACertificates.infos(pem: $0).first }
                 if let pem = BundleFiles.readRegular("\(dir)/proofs/\(n)-ca.pem") { copies.ca = TSACertificates.infos(pem: pem) }
+                if p.kind == .rfc4998 { copies.stampTimes = BundleWriter.recordTimes(receipt, digest: m.item.sha256) }
                 certificateCopies[p.notary] = copies
             } else {
                 report.notes.append("QED report \(shown(p.notary)) corroborates only: the bundle's copy of a report is the operator's word. "
@@ -405,12 +406,13 @@ public enum ProofCheck {
         }
     }
 
-    /// A TimeStampResp holding the proof's newest token, to read the certificates it carries.
+    /// A TimeStampResp holding the proof's first token, to read the certificates it carries.
     public static func signerResponse(_ p: Proof, receipt: Data) -> Data? {
         switch p.kind {
         case .rfc3161: return receipt
         case .rfc4998:
-            guard let record = try? EvidenceRecord(der: [UInt8](receipt)), let stamp = record.chains.last?.last else { return nil }
+            // The first time-stamp's: the one `proofs/N.tst` and `proofs/N-tsa.crt` are checked with.
+            guard let record = try? EvidenceRecord(der: [UInt8](receipt)), let stamp = record.chains.first?.first else { return nil }
             return EvidenceRecord.response(wrapping: stamp.token)
         case .qed: return nil
         }

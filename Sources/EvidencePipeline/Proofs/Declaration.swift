@@ -62,7 +62,7 @@ public enum Declaration {
             for p in proofs {
                 var text = "\(p.kind == .rfc4998 ? "RFC 4998 evidence record" : p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED report"), \(p.state.rawValue)"
                 if let at = p.provenAt { text += ", \(timezone.both(at))" }
-                if let r = p.remoteID { text += ", \(p.kind.isTimestamp ? "serial" : "report") \(r)" }
+                if let r = p.remoteID { text += ", \(p.kind.isTimestamp ? (p.state == .pending ? "batch" : "serial") : "report") \(r)" }
                 listed.append(.field("Proof \(p.notary)", text))
             }
             for c in certificates where c.origin == "evidence" { listed.append(.hash("Certificate", c.sha256.hex)) }

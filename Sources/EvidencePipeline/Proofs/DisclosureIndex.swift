@@ -39,7 +39,7 @@ enum DisclosureIndex {
             for p in b.proofs {
                 var text = "\(p.kind == .rfc4998 ? "RFC 4998 evidence record" : p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED report"), \(p.state.rawValue)"
                 if let at = p.provenAt { text += ", \(time(at))" }
-                if let r = p.remoteID { text += ", \(p.kind.isTimestamp ? "serial" : "report") \(r)" }
+                if let r = p.remoteID { text += ", \(p.kind.isTimestamp ? (p.state == .pending ? "batch" : "serial") : "report") \(r)" }
                 details.append(.field("Proof \(p.notary)", text))
             }
             if b.proofs.isEmpty { details.append(.field("Proofs", "none recorded")) }

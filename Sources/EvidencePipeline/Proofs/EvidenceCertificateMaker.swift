@@ -36,7 +36,7 @@ public enum EvidenceCertificateMaker {
         for p in timestamps {
             let n = BundleNames.safe(p.notary)
             if p.kind == .rfc4998 {
-                commands.append("openssl ts -verify -digest \"$(python3 proofs/\(n).root.py)\" -token_in -in proofs/\(n).tst "
+                commands.append("openssl ts -verify -digest \"$(python3 proofs/\(n).root.py 'original/\(BundleNames.safe(fileName))')\" -token_in -in proofs/\(n).tst "
                                 + "-CAfile \(n.uppercased())-CA-FROM-THE-TSA.pem -untrusted proofs/\(n)-tsa.crt")
             } else {
                 commands.append("openssl ts -verify -data 'original/\(BundleNames.safe(fileName))' -in proofs/\(n).tsr "

@@ -46,7 +46,7 @@ enum ItemPage {
         let proofs = d.proofs.map { p -> [HTML] in
             let reference: HTML
             if p.kind.isTimestamp {
-                reference = "TSA serial \(Layout.mono(p.remoteID ?? "–"))"
+                reference = "\(p.state == .pending ? "batch" : "TSA serial") \(Layout.mono(p.remoteID ?? "–"))"
             } else if let tx = p.txHash {
                 let link = p.link.map { HTML.externalLink($0, text: tx) } ?? HTML.text(tx)
                 let network: HTML = p.network.map { "<br><span class=\"note\">\($0)\(p.blockHeight.map { ", block \($0)" } ?? "")</span>" } ?? .empty
