@@ -6,7 +6,8 @@
 #   BENCH_SIZE_MB (1024)   size of the big file        BENCH_RSS_MB (4096)  size for the RSS run
 #   BENCH_FILES (1000)     small files, BENCH_FILE_KB (100) each            BENCH_RUNS (3)
 #   BENCH_STAT (best)      best or median of the runs
-#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3
+#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3,tsa
+#   BENCH_TSA_FILES (2000) files dropped at once for the batched time-stamp row (tsa)
 #                          (run needs small: the burst's reference is the small-file one)
 set -euo pipefail
 bin=${1:?usage: bench.sh path/to/evidence}
@@ -198,6 +199,39 @@ if want run; then
   kill -TERM "$runpid"; wait "$runpid" || true
 fi
 
+# 6b. RFC 4998 batching: BENCH_TSA_FILES small files dropped at once into `evidence run` whose rule
+# has one rfc3161 notary (the sandbox's openssl TSA, batch = "2s", the default): the TSA requests
+# the sandbox counted against one per file (batch = "0s", the reference), and the time from the
+# drop to every item confirmed.
+tsa_files=${BENCH_TSA_FILES:-2000}
+if want tsa; then
+  sandbox_bin="$(dirname "$bin")/evidence-sandbox"
+  tsa_dir="$work/tsa"; mkdir -p "$tsa_dir/drop" "$tsa_dir/rules" "$tsa_dir/src"
+  "$sandbox_bin" --state-dir "$tsa_dir/sandbox" --port 0 --pending-seconds 0 >"$tsa_dir/sandbox.out" 2>"$tsa_dir/sandbox.log" &
+  sandboxpid=$!
+  for _ in $(seq 100); do grep -q "^listening on " "$tsa_dir/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+  tsa_url=$(sed -n 's/^listening on //p' "$tsa_dir/sandbox.out" | head -1)
+  curl -sf -o "$tsa_dir/ca.pem" "$tsa_url/tsa/ca.pem"
+  printf '[notaries.tsa]\nkind = "rfc3161"\nurls = ["%s/tsa"]\nca_file = "%s"\nbatch = "2s"\n' "$tsa_url" "$tsa_dir/ca.pem" > "$tsa_dir/evidence.toml"
+  printf 'path = "%s"\nsettle = "0s"\nnotary = ["tsa"]\n' "$tsa_dir/drop" > "$tsa_dir/rules/bench.toml"
+  for i in $(seq -w 1 "$tsa_files"); do head -c 1024 /dev/urandom > "$tsa_dir/src/t$i.bin"; done
+  "$bin" --config "$tsa_dir/evidence.toml" --home "$tsa_dir/home" run --rules "$tsa_dir/rules" --log-format json 2>"$tsa_dir/run.log" &
+  tsapid=$!
+  for _ in $(seq 100); do grep -q "initial scan" "$tsa_dir/run.log" 2>/dev/null && break; sleep 0.1; done
+  t0=$(now)
+  mv "$tsa_dir/src"/* "$tsa_dir/drop"/
+  confirmed=0
+  for _ in $(seq 3000); do
+    confirmed=$("$bin" --config "$tsa_dir/evidence.toml" --home "$tsa_dir/home" status --json 2>/dev/null \
+      | python3 -c 'import json,sys; s=json.load(sys.stdin)["states"]; print(sum(s.get(k, 0) for k in ("confirmed", "certified", "archived", "shared", "done")))' 2>/dev/null || echo 0)
+    [ "$confirmed" -ge "$tsa_files" ] && break; sleep 0.2
+  done
+  t_tsa=$(echo "$(now) - $t0" | bc -l)
+  tsa_requests=$(curl -sf "$tsa_url/_sandbox/counters" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timestamps"])')
+  kill -TERM "$tsapid" "$sandboxpid" 2>/dev/null; wait "$tsapid" "$sandboxpid" 2>/dev/null || true
+  tsa_per_10k=$(echo "$tsa_requests * 10000 / $tsa_files" | bc -l)
+fi
+
 # 7. the S3 store ([store] kind = "s3") against moto_server on loopback: ingest of small files
 # and of one big file (spool while hashing, HEAD, PUT or multipart with x-amz-checksum-sha256)
 # vs boto3's upload_file of the same files to the same server (timed inside python, without
@@ -280,5 +314,8 @@ if want run; then printf "%-52s %10.1fms %12s %10s %10s\n" "run: detection laten
 if want run; then printf "%-52s %9.0f/s %10.0f/s %10s %10s\n" "run: burst of ${nfiles} x ${file_kb} KB (same reference)" "$burst_rate" "$rate_ref" "$(fmt "$r_burst")" ">= 1000/s"; fi
 if want upload; then printf "%-52s %11ss %11ss %10s %10s\n" "upload ${size_mb} MiB to WebDAV vs rclone copy (speed)" "$(fmt "$t_up_big_ev")" "$(fmt "$t_up_big_rc")" "$(fmt "$r_up_big")" ">= 1.0"; fi
 if want upload; then printf "%-52s %11ss %11ss %10s %10s\n" "upload ${nfiles} x ${file_kb} KB to WebDAV vs rclone copy" "$(fmt "$t_up_small_ev")" "$(fmt "$t_up_small_rc")" "$(fmt "$r_up_small")" ">= 1.0"; fi
+if want tsa; then printf "%-52s %12s %12s %10s %10s\n" "TSA requests, ${tsa_files} files at once (batch 2s vs 0s)" "$tsa_requests" "$tsa_files" "$(fmt "$(echo "$tsa_requests / $tsa_files" | bc -l)")" "1/window"; fi
+if want tsa; then printf "%-52s %12.1f %12s %10s %10s\n" "TSA requests per 10,000 files (batched)" "$tsa_per_10k" "10000" "-" "-"; fi
+if want tsa; then printf "%-52s %11ss %12s %10s %10s\n" "drop of ${tsa_files} files to all confirmed (batched)" "$(fmt "$t_tsa")" "-" "-" "-"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_mb:-0} MiB vs boto3 upload_file (speed)" "$s3_row_big" ">= 1.0"; fi
