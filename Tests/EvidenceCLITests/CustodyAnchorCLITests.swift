@@ -60,7 +60,11 @@ struct CustodyAnchorCLITests {
 
             // The attack the head file alone cannot catch: cut the log, rewrite custody.head to match.
             let db = h.home + "/catalog.sqlite"
-            let keep = events / 2
+            // A cut at an event no anchor names: re-anchoring that head after anchors/ is deleted must
+            // make a new copy, not meet an earlier token of the same name at the account.
+            let anchored = Set(local.compactMap { Int($0.prefix(12)) })
+            var keep = events / 2
+            while anchored.contains(keep) && keep > 2 { keep -= 1 }
             let kept = sqlite(db, "SELECT seq || ' ' || hash FROM custody_event WHERE seq = \(keep)").stdout
             #expect(sqlite(db, SecurityCLITests.dropTriggers + "DELETE FROM custody_event WHERE seq > \(keep);").status == 0)
             try kept.write(toFile: h.home + "/custody.head", atomically: true, encoding: .utf8)
@@ -88,8 +92,8 @@ struct CustodyAnchorCLITests {
             try FileManager.default.createDirectory(atPath: anchorsDir, withIntermediateDirectories: true)
             let fake = anchorsDir + "/999999999999-" + String(repeating: "ab", count: 32) + ".tsr"
             try Data("not a token".utf8).write(to: URL(fileURLWithPath: fake))
-            let anchored = cli.run(["log", "anchor"])
-            #expect(anchored.status == 0 && !anchored.stdout.contains("nothing new"), "\(anchored.stdout)\(anchored.stderr)")
+            let reanchored = cli.run(["log", "anchor"])
+            #expect(reanchored.status == 0 && !reanchored.stdout.contains("nothing new"), "\(reanchored.stdout)\(reanchored.stderr)")
             let made = try FileManager.default.contentsOfDirectory(atPath: anchorsDir).filter { !$0.hasPrefix("999999999999-") }
             #expect(made.count == 1, "the head was anchored beside the planted file: \(made)")
         }
