@@ -91,10 +91,11 @@ public protocol Catalog: Sendable {
     func saveProof(_ proof: Proof, then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item
     /// `saveProof`, in the same transaction only if the item's proof of that notary is now
-    /// `state` under `remoteID` (a time-stamp batch's member still waiting for that batch):
-    /// otherwise nothing is written and nil is returned.
+    /// `state` under `remoteID` (a time-stamp batch's member still waiting for that batch) and,
+    /// when `receipt` is given, holds that receipt (a renewal of the record it read): otherwise
+    /// nothing is written and nil is returned.
     @discardableResult
-    func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String,
+    func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String, receipt: SHA256Digest?,
                    then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item?
     func certificates(itemID: Int64) throws(CatalogError) -> [Certificate]

@@ -267,6 +267,9 @@ struct NotarizationCLITests {
                 CLI.exec(["curl", "-sf", "-X", "POST", "\(sandbox.baseURL.absoluteString)/_sandbox/tsa/reissue?days=\(days)"])
             }
             let h = try harness(sandbox, notaries: ["tsa"])
+            // The custody log is anchored by the same TSA: its anchors are renewed with the records.
+            try (String(contentsOfFile: h.configPath!, encoding: .utf8) + "\n[custody]\nanchor_tsa = \"tsa\"\n")
+                .write(toFile: h.configPath!, atomically: true, encoding: .utf8)
             #expect(reissue(1).status == 0)
             try h.start()
             h.write("a.bin", randomBytes(3_000))
@@ -278,14 +281,22 @@ struct NotarizationCLITests {
             #expect(now.status == 0, "\(now.stdout)")
             let expired = h.cli.run(["--config", h.configPath!, "verify", "1", "--at", later])
             #expect(expired.status == 1 && expired.stdout.contains("✗ RFC 4998 evidence record tsa"), "\(expired.stdout)")
+            #expect(h.cli.run(["--config", h.configPath!, "log", "verify"]).status == 0)
+            let anchorsExpired = h.cli.run(["--config", h.configPath!, "log", "verify", "--at", later])
+            #expect(anchorsExpired.status == 1 && anchorsExpired.stdout.contains("does not verify"), "\(anchorsExpired.stdout)")
             // The TSA still signs with tomorrow's certificate: renewing with it gains nothing.
             let waits = h.cli.run(["--config", h.configPath!, "renew"])
-            #expect(waits.status == 1 && waits.stdout.contains("no later than the records'"), "\(waits.stdout) \(waits.stderr)")
+            #expect(waits.status == 1 && waits.stdout.contains("no later than") && waits.stdout.contains("wait for a TSA certificate"), "\(waits.stdout) \(waits.stderr)")
             #expect(reissue(3650).status == 0)
             let renewed = h.cli.run(["--config", h.configPath!, "renew", "--json"])
             #expect(renewed.status == 0, "\(renewed.stdout) \(renewed.stderr)")
             let summary = (renewed.json as? [[String: Any]])?.first
-            #expect(summary?["renewed"] as? Int == 2 && summary?["due"] as? Int == 2, "\(renewed.stdout)")
+            let anchors = summary?["anchors"] as? Int ?? 0
+            #expect(anchors >= 1 && summary?["renewed"] as? Int == 2 + anchors && summary?["due"] as? Int == 2 + anchors, "\(renewed.stdout)")
+            let records = try FileManager.default.contentsOfDirectory(atPath: h.home + "/anchors").filter { $0.hasSuffix(".ers") }
+            #expect(records.count == anchors, "\(records)")
+            let anchorsRenewed = h.cli.run(["--config", h.configPath!, "log", "verify", "--at", later])
+            #expect(anchorsRenewed.status == 0, "\(anchorsRenewed.stdout)")
             let again = h.cli.run(["--config", h.configPath!, "renew"])
             #expect(again.status == 0 && again.stdout.contains("nothing due"), "\(again.stdout)")
             for id in ["1", "2"] {
@@ -323,6 +334,12 @@ struct NotarizationCLITests {
             // The custody log records the renewed receipt; fsck and the log still hold.
             #expect(h.cli.run(["fsck"]).status == 0)
             #expect(h.cli.run(["log", "verify"]).status == 0)
+            // A renewal that is not the anchor's own (an item's record put in its place) is refused.
+            let anchorRecord = h.home + "/anchors/" + records[0]
+            chmod(anchorRecord, 0o644)
+            try Data(contentsOf: URL(fileURLWithPath: bundle + "/proofs/tsa.ers")).write(to: URL(fileURLWithPath: anchorRecord))
+            let swapped = h.cli.run(["--config", h.configPath!, "log", "verify", "--at", later])
+            #expect(swapped.status == 1 && swapped.stdout.contains("nor does its renewal"), "\(swapped.stdout)")
         }
     }
 

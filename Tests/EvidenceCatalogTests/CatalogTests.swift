@@ -67,14 +67,20 @@ struct CatalogTests {
         #expect(try c.proofs(notary: "tsa", remoteID: "tsa@3-4").isEmpty)
         let receipt = SHA256Digest(hex: String(repeating: "e", count: 64))
         let confirmed = Proof(itemID: 1, notary: "tsa", kind: .rfc4998, state: .confirmed, remoteID: "0a", receipt: receipt)
-        #expect(try c.saveProof(confirmed, ifCurrent: .pending, remoteID: "tsa@1-2") { _, _ in nil } != nil)
+        #expect(try c.saveProof(confirmed, ifCurrent: .pending, remoteID: "tsa@1-2", receipt: nil) { _, _ in nil } != nil)
         // The same window's job again, or a member's failure after it was confirmed: nothing is written.
         let failed = Proof(itemID: 1, notary: "tsa", kind: .rfc4998, state: .failed, remoteID: "tsa@1-2", error: "late")
-        #expect(try c.saveProof(failed, ifCurrent: .pending, remoteID: "tsa@1-2") { _, _ in nil } == nil)
+        #expect(try c.saveProof(failed, ifCurrent: .pending, remoteID: "tsa@1-2", receipt: nil) { _, _ in nil } == nil)
         #expect(try c.proofs(itemID: 1).first?.state == .confirmed)
         // Another window's key: nothing either.
-        #expect(try c.saveProof(confirmed, ifCurrent: .pending, remoteID: "tsa@5-6") { _, _ in nil } == nil)
+        #expect(try c.saveProof(confirmed, ifCurrent: .pending, remoteID: "tsa@5-6", receipt: nil) { _, _ in nil } == nil)
         #expect(try c.events(itemID: 1).filter { $0.kind.hasPrefix("notary-") }.map(\.kind) == ["notary-pending", "notary-confirmed"])
+        // A renewal saves over the record it read, not over one another renewal saved meanwhile.
+        var renewed = confirmed
+        renewed.receipt = SHA256Digest(hex: String(repeating: "f", count: 64))
+        #expect(try c.saveProof(renewed, ifCurrent: .confirmed, remoteID: "0a", receipt: SHA256Digest(hex: String(repeating: "d", count: 64))) { _, _ in nil } == nil)
+        #expect(try c.saveProof(renewed, ifCurrent: .confirmed, remoteID: "0a", receipt: receipt) { _, _ in nil } != nil)
+        #expect(try c.proofs(itemID: 1).first?.receipt == renewed.receipt)
         // Waking an item's jobs by kind leaves its other jobs where they are.
         let later = Date().addingTimeInterval(3600)
         let notarize = try c.enqueue(JobSpec(.notarize(rule: "bodycam", notary: "tsa"), runAt: later), itemID: 2, dedupeKey: "n2")

@@ -199,6 +199,10 @@ struct EvidenceRecordTests {
             for (record, digest) in zip(records, digests) {
                 let verified = try EvidenceRecordVerifier.verify(record: record, digest: digest, trust: trust, at: later)
                 #expect(verified.tokens.count == 2)
+                // Not as of a date before its newest time-stamp existed (its keys' past is not its proof).
+                #expect(throws: TimestampError.self) {
+                    try EvidenceRecordVerifier.verify(record: record, digest: digest, trust: trust, at: Date().addingTimeInterval(-3600))
+                }
             }
             let renewed = try BouncyCastleERS.check(try write(records, "new"), caFile: tsa.caCertificatePath, at: later)
             #expect(renewed.succeeded, "\(renewed.output)")

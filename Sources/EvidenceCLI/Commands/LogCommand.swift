@@ -26,7 +26,10 @@ struct LogCommand: AsyncParsableCommand {
             against its ca_file) over the hash event #seq still has: this catches a log cut or
             rewritten together with custody.head. --anchors DIR adds the copies that
             [custody] anchor_archive keeps (the account's evidence-anchors/ folder, fetched), so
-            a deleted anchors/ folder hides nothing. The catalog is checked against the events
+            a deleted anchors/ folder hides nothing. An anchor renewed before its TSA certificate
+            expired (anchors/<seq>-<hash>.ers, `evidence renew`) verifies through its evidence
+            record once the token alone no longer does; --at DATE checks the anchors as of a
+            later date. The catalog is checked against the events
             both ways: every item, source, proof, certificate, archive copy and share link row
             must be recorded by its event as it stands, and everything an event records must
             still have its row and its store object (a row deleted or changed by SQL fails).
@@ -38,6 +41,11 @@ struct LogCommand: AsyncParsableCommand {
 
         @Option(name: .customLong("anchors"), help: ArgumentHelp("A folder of anchor copies to check too (repeatable).", valueName: "DIR"))
         var anchorFolders: [String] = []
+
+        @Option(name: .customLong("at"), help: ArgumentHelp(
+            "Check the anchors' time-stamps as of this date (ISO 8601): whether they still verify after a TSA certificate expires.",
+            valueName: "date"))
+        var at: DateArgument?
 
         func validate() throws {
             for dir in anchorFolders {
@@ -62,7 +70,7 @@ struct LogCommand: AsyncParsableCommand {
             let config = try? global.loadConfig()
             let home = try global.openHome(mustExist: true)
             let (chain, anchors) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), moreAnchors: anchorFolders,
-                                                          anchorEvery: config?.custody?.anchorEvery)
+                                                          anchorEvery: at == nil ? config?.custody?.anchorEvery : nil, at: at?.date)
             if global.json {
                 Output.json(Report(ok: chain.ok, events: chain.events, headHash: chain.headHash, anchors: anchors.anchors,
                                    newestAnchor: anchors.newest, anchorSignaturesChecked: anchors.signaturesChecked,

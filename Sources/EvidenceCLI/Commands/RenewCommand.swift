@@ -18,6 +18,8 @@ struct RenewCommand: AsyncParsableCommand {
         (`evidence verify --at DATE` shows it). Due proofs of a notary are renewed together, with
         one TSA request over the hash tree of their newest time-stamps. A per-item token (.tsr)
         becomes the first time-stamp of an evidence record (.ers) and is renewed like the rest.
+        With no ITEM, the custody anchors of the [custody] anchor_tsa notary are renewed in the
+        same request: anchors/<seq>-<hash>.ers beside each token (`log verify --at DATE`).
 
         Due means: the newest time-stamp's signing certificate expires within the notary's
         `renew_before` (default 180d). `evidence run` renews due proofs after it starts and then
@@ -61,22 +63,24 @@ struct RenewCommand: AsyncParsableCommand {
         do { notaries = try Notaries.build(config: config, logger: logger, only: notary.map { [$0] } ?? names) } catch {
             throw CLIError.config(error.description)
         }
-        let renewal = RecordRenewal(home: home, notaries: notaries, logger: logger)
+        let renewal = RecordRenewal(home: home, notaries: notaries, anchorTSA: config.custody?.anchorTSA, logger: logger)
         var summaries: [RecordRenewal.Summary] = []
         var failed = false
         for name in notary.map({ [$0] }) ?? names {
             do {
                 let s = try await renewal.renew(notary: name, items: chosen, force: force)
                 summaries.append(s)
-                if s.due > s.renewed { failed = true }
+                if s.due > s.renewed || !s.skipped.isEmpty { failed = true }
                 if !global.json {
                     if s.renewed > 0 {
                         Output.line("✓ \(name): renewed \(s.renewed) of \(s.checked) time-stamp proof(s)"
+                            + (s.anchors > 0 ? " (\(s.anchors) custody anchor(s))" : "")
                             + (s.renewedUntil.map { "; newest certificate valid until \(Timestamp.string($0))" } ?? ""))
                     } else if s.due == 0 {
                         Output.line("✓ \(name): nothing due (\(s.checked) time-stamp proof(s) checked)")
                     }
                     if let note = s.note { Output.line("✗ \(name): \(note)") }
+                    for skipped in s.skipped { Output.line("✗ \(name): not renewed, it does not verify now: \(skipped)") }
                 }
             } catch {
                 failed = true

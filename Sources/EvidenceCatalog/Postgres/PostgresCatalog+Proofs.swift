@@ -30,16 +30,17 @@ extension PostgresCatalog {
     }
 
     @discardableResult
-    public func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String,
+    public func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String, receipt: SHA256Digest?,
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item?
     {
         try write(custody: true) { tx -> Item? in
             // The item row locked first, so the proof read below cannot change before the write.
             let before = try Self.item(tx, proof.itemID, forUpdate: true)
-            let current = try tx.query("SELECT state, remote_id FROM proof WHERE item_id = $1 AND notary = $2",
+            let current = try tx.query("SELECT state, remote_id, receipt FROM proof WHERE item_id = $1 AND notary = $2",
                                        [String(proof.itemID), proof.notary]).first
-            guard let current, current.string("state") == state.rawValue, current.string("remote_id") == remoteID else { return nil }
+            guard let current, current.string("state") == state.rawValue, current.string("remote_id") == remoteID,
+                  receipt == nil || current.string("receipt") == receipt?.hex else { return nil }
             return try Self.saveProof(tx, proof, before: before, decide)
         }
     }

@@ -29,13 +29,14 @@ extension SQLiteCatalog {
     }
 
     @discardableResult
-    public func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String,
+    public func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String, receipt: SHA256Digest?,
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item?
     {
         try write { db -> Item? in
             let current = try ProofRow.filter(ProofRow.Columns.itemId == proof.itemID && ProofRow.Columns.notary == proof.notary).fetchOne(db)
-            guard let current, current.state == state, current.remoteId == remoteID else { return nil }
+            guard let current, current.state == state, current.remoteId == remoteID,
+                  receipt == nil || current.receipt == receipt?.hex else { return nil }
             return try Self.saveProof(db, proof, decide)
         }
     }

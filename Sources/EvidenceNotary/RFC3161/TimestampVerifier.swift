@@ -90,6 +90,11 @@ public enum TimestampVerifier {
         guard let time = TS_TST_INFO_get_time(tst), let genTime = generalizedTime(time) else {
             throw TimestampError(.malformedResponse, "time-stamp token has an unreadable genTime")
         }
+        if trust != nil, let at, genTime > at {
+            // A token cannot be checked as of a date before it existed.
+            throw TimestampError(.verificationFailed, "time-stamped \(Timestamp.string(genTime)), after the date it is to be checked as of "
+                + "(\(Timestamp.string(at)))")
+        }
         guard let serialInteger = TS_TST_INFO_get_serial(tst),
               let serialBytes = OpenSSLSupport.integerBytes(serialInteger) else {
             throw TimestampError(.malformedResponse, "time-stamp token has no serial number")

@@ -42,6 +42,10 @@ public enum EvidenceRecordVerifier {
             covered = SHA256Digest(bytes: HashTree.sha256(stamp.token))
         }
         guard let trust else { return Verified(tokens: claims, root: roots[0]) }
+        if let at, let newest = claims.last, newest.genTime > at {
+            throw TimestampError(.verificationFailed, "the record's newest time-stamp was made \(Timestamp.string(newest.genTime)), "
+                + "after the date it is to be checked as of (\(Timestamp.string(at)))")
+        }
         var tokens: [TimestampToken] = []
         for (index, stamp) in chain.enumerated() {
             let asOf = index + 1 < chain.count ? claims[index + 1].genTime : at

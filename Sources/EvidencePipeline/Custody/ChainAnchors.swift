@@ -22,6 +22,9 @@ public enum ChainAnchors {
 
         /// `<seq>-<hash>.tsr`: the file's name, the same in `anchors/` and in every copy.
         public var name: String { (file as NSString).lastPathComponent }
+        /// `<seq>-<hash>.ers` beside it: the anchor's token as the first time-stamp of an RFC 4998
+        /// evidence record, renewed before the TSA's certificate expires (`RecordRenewal`).
+        public var recordFile: String { String(file.dropLast(4)) + ".ers" }
     }
 
     public static func directory(_ home: EvidenceHome) -> String { home.path + "/anchors" }
@@ -153,8 +156,11 @@ public enum ChainAnchors {
     /// With `every` (the `[custody] anchor_every` of a set-up that anchors), anchors are expected:
     /// none that verifies while the log has events, or a newest one older than `every` plus a
     /// margin with events after it, is a problem too (anchors deleted, or anchoring stopped).
+    /// `at`: the tokens' certificates are checked as of that date (`log verify --at`). An anchor
+    /// whose own token no longer verifies (its TSA certificate expired) still counts when its
+    /// renewed evidence record (`<seq>-<hash>.ers`, first time-stamp the same token) verifies.
     public static func check(_ home: EvidenceHome, events: [CustodyEvent], trust: TSATrust?, more: [String] = [],
-                             every: Double? = nil, now: Date = Date()) -> Check {
+                             every: Double? = nil, now: Date = Date(), at: Date? = nil) -> Check {
         var seen = Set<String>()
         let anchors = ([directory(home)] + more).flatMap { list(directory: $0) }
             .filter { seen.insert($0.name).inserted }
@@ -169,18 +175,31 @@ public enum ChainAnchors {
                 problems.append(.init(seq: a.seq, detail: "anchor \(name) cannot be read"))
                 continue
             }
+            let digest = SHA256Digest(hex: a.hash)!
             do {
-                let digest = SHA256Digest(hex: a.hash)!
                 let token: TimestampToken
                 if let trust {
-                    token = try TimestampVerifier.verify(response: data, digest: digest, trust: trust)
+                    token = try TimestampVerifier.verify(response: data, digest: digest, trust: trust, at: at)
                 } else {
                     token = try TimestampVerifier.inspect(response: data, digest: digest)
                 }
                 a.genTime = token.genTime
             } catch {
-                problems.append(.init(seq: a.seq, detail: "anchor \(name) does not verify: \(error.message)"))
-                continue
+                guard let trust, let record = FileManager.default.contents(atPath: a.recordFile) else {
+                    problems.append(.init(seq: a.seq, detail: "anchor \(name) does not verify: \(error.message)"))
+                    continue
+                }
+                do throws(TimestampError) {
+                    let parsed = try EvidenceRecord(der: [UInt8](record))
+                    guard parsed.chains.first?.first?.token == (try EvidenceRecord.token(ofResponse: data)) else {
+                        throw TimestampError(.malformedResponse, "its first time-stamp is not the anchor's token")
+                    }
+                    a.genTime = try EvidenceRecordVerifier.verify(record: record, digest: digest, trust: trust, at: at).tokens[0].genTime
+                } catch let renewed {
+                    problems.append(.init(seq: a.seq, detail: "anchor \(name) does not verify: \(error.message); nor does its renewal "
+                                          + "\((a.recordFile as NSString).lastPathComponent): \(renewed.message)"))
+                    continue
+                }
             }
             let stamped = a.genTime.map { " (time-stamped \(Timestamp.string($0)))" } ?? ""
             if let e = bySeq[a.seq] {
@@ -228,11 +247,11 @@ extension EvidenceHome {
     /// there as recorded); the anchors', rows' and objects' problems are part of the returned
     /// report. `trust` verifies the tokens' signatures (the `[custody]` TSA's `ca_file`); without
     /// it only their imprints are checked.
-    public func verifyCustody(trust: TSATrust?, moreAnchors: [String] = [], anchorEvery: Double? = nil) throws(CatalogError)
+    public func verifyCustody(trust: TSATrust?, moreAnchors: [String] = [], anchorEvery: Double? = nil, at: Date? = nil) throws(CatalogError)
         -> (chain: ChainReport, anchors: ChainAnchors.Check) {
         let events = try catalog.allEvents()
         var chain = catalog.verifyChain(events: events)
-        let anchors = ChainAnchors.check(self, events: events, trust: trust, more: moreAnchors, every: anchorEvery)
+        let anchors = ChainAnchors.check(self, events: events, trust: trust, more: moreAnchors, every: anchorEvery, at: at)
         chain.problems += anchors.problems
         let rows = try custodyRows()
         chain.problems += CustodyCrossCheck.check(rows: rows, events: events,

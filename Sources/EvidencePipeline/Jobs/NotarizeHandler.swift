@@ -195,7 +195,7 @@ public struct NotarizeHandler: JobHandler {
             let catalog = home.catalog
             let lifecycle = ItemLifecycle(rule: rule)
             return try await blockingJobWork {
-                try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window) { state, confirmed in
+                try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil) { state, confirmed in
                     lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
                                                                       error: proof.error, confirmed: confirmed))
                 }

@@ -3,6 +3,7 @@ import EvidenceConfig
 import EvidenceCore
 import EvidenceHTTP
 import EvidenceNotary
+import EvidenceStore
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -11,7 +12,9 @@ import ServiceLifecycle
 /// certificate that signed a proof's newest time-stamp expires (`renew_before`, default 180
 /// days), a new archive time-stamp over it is added, for all due proofs with one TSA request.
 /// A per-item token (`.tsr`) becomes the first time-stamp of an evidence record and is renewed
-/// like the rest, so nothing already issued turns red when its TSA certificate expires.
+/// like the rest, so nothing already issued turns red when its TSA certificate expires. The
+/// custody anchors of the `[custody] anchor_tsa` notary are renewed in the same request: each
+/// anchor's record is written beside its token as `anchors/<seq>-<hash>.ers`.
 ///
 /// Run by `evidence run` (once after start, then daily) and by `evidence renew`.
 public struct RecordRenewal: Sendable {
@@ -23,20 +26,27 @@ public struct RecordRenewal: Sendable {
         public var due = 0
         /// Renewed and saved.
         public var renewed = 0
+        /// Custody anchors among them (`[custody] anchor_tsa`).
+        public var anchors = 0
         /// The newest certificate's expiry of the renewed records, after renewal.
         public var renewedUntil: Date?
         /// Why due proofs were not renewed (the TSA's certificate would not outlive theirs).
         public var note: String?
+        /// Due records left out because they do not verify now (named, with the reason): renewal
+        /// cannot save a proof that is already broken; each is for `verify`/`log verify` to report.
+        public var skipped: [String] = []
 
         public init(notary: String) { self.notary = notary }
     }
 
     let home: EvidenceHome
     let notaries: Notaries
+    /// `[custody] anchor_tsa`: whose anchors are renewed with its proofs.
+    let anchorTSA: String?
     let logger: Logger
 
-    public init(home: EvidenceHome, notaries: Notaries, logger: Logger) {
-        self.home = home; self.notaries = notaries; self.logger = logger
+    public init(home: EvidenceHome, notaries: Notaries, anchorTSA: String? = nil, logger: Logger) {
+        self.home = home; self.notaries = notaries; self.anchorTSA = anchorTSA; self.logger = logger
     }
 
     /// Renews `notary`'s due proofs (of `items` only, when given; all of them with `force`).
@@ -46,10 +56,13 @@ public struct RecordRenewal: Sendable {
         }
         var summary = Summary(notary: name)
         let catalog = home.catalog, store = home.store
-        struct Due { let proof: Proof; let item: Item; let record: Data; let expiry: Date? }
+        /// A proof of an item, or (proof nil) a custody anchor.
+        struct Due { let proof: Proof?; let digest: SHA256Digest; let record: Data; let expiry: Date?; let anchor: ChainAnchors.Anchor? }
         let horizon = now.addingTimeInterval(entry.config.renewBefore)
-        let (checked, due): (Int, [Due]) = try await onIOThread {
+        let trust = tsa.trust
+        let (checked, proofsDue, skippedProofs): (Int, [Due], [String]) = try await onIOThread {
             var due: [Due] = []
+            var skipped: [String] = []
             var checked = 0
             for proof in try catalog.allProofs() where proof.notary == name && proof.kind.isTimestamp && proof.state == .confirmed {
                 if let items, !items.contains(proof.itemID) { continue }
@@ -58,13 +71,50 @@ public struct RecordRenewal: Sendable {
                 let data = try store.read(receipt)
                 let record = proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data)
                 let expiry = EvidenceRecordRenewal.expiry(of: record)
+                guard force || expiry.map({ $0 <= horizon }) ?? false else { continue }
+                // Only a record that verifies now: one broken record must not stop the rest.
+                do throws(TimestampError) { _ = try EvidenceRecordVerifier.verify(record: record, digest: item.sha256, trust: trust) } catch {
+                    skipped.append("item \(item.id): \(error.message)")
+                    continue
+                }
+                due.append(Due(proof: proof, digest: item.sha256, record: record, expiry: expiry, anchor: nil))
+            }
+            return (checked, due, skipped)
+        }
+        summary.skipped = skippedProofs
+        // The custody anchors of this TSA (not when items were named).
+        var anchorsDue: [Due] = []
+        if items == nil, anchorTSA == name {
+            for anchor in ChainAnchors.list(home) {
+                guard let digest = SHA256Digest(hex: anchor.hash), let token = FileManager.default.contents(atPath: anchor.file) else { continue }
+                summary.checked += 1
+                // The renewed record beside the token only when it is that token's record and
+                // verifies; else the token itself starts a new one.
+                var record: Data?
+                if let renewed = FileManager.default.contents(atPath: anchor.recordFile),
+                   let first = (try? EvidenceRecord(der: [UInt8](renewed)))?.chains.first?.first?.token,
+                   first == (try? EvidenceRecord.token(ofResponse: token)),
+                   (try? EvidenceRecordVerifier.verify(record: renewed, digest: digest, trust: trust)) != nil {
+                    record = renewed
+                }
+                if record == nil {
+                    guard let made = try? EvidenceRecordRenewal.record(fromResponse: token) else {
+                        summary.skipped.append("anchor \(anchor.name): not a time-stamp reply"); continue
+                    }
+                    do throws(TimestampError) { _ = try EvidenceRecordVerifier.verify(record: made, digest: digest, trust: trust) } catch {
+                        summary.skipped.append("anchor \(anchor.name): \(error.message)"); continue
+                    }
+                    record = made
+                }
+                guard let record else { continue }
+                let expiry = EvidenceRecordRenewal.expiry(of: record)
                 if force || expiry.map({ $0 <= horizon }) ?? false {
-                    due.append(Due(proof: proof, item: item, record: record, expiry: expiry))
+                    anchorsDue.append(Due(proof: nil, digest: digest, record: record, expiry: expiry, anchor: anchor))
                 }
             }
-            return (checked, due)
         }
-        summary.checked = checked
+        var due = proofsDue + anchorsDue
+        summary.checked += checked
         summary.due = due.count
         guard !due.isEmpty else { return summary }
 
@@ -74,31 +124,45 @@ public struct RecordRenewal: Sendable {
         guard let root = tree.root else { return summary }
         let (reply, url) = try await tsa.timestamp(root)
         let newExpiry = TSACertificates.signerNotAfter(response: reply.response)
-        let oldest = due.compactMap(\.expiry).min()
-        if !force, let oldest, let newExpiry, newExpiry <= oldest {
-            summary.note = "the TSA's signing certificate expires \(Timestamp.string(newExpiry)), no later than the records' "
-                + "(\(Timestamp.string(oldest))): renewing with it gains nothing; \(due.count) record(s) wait for a TSA certificate that outlives theirs"
-            logger.warning("\(name): time-stamp renewal waits", metadata: ["reason": "\(summary.note ?? "")"])
-            return summary
+        if !force, let newExpiry {
+            // Only records the new time-stamp outlives: renewing the others would shorten them.
+            let waiting = due.filter { d in d.expiry.map { newExpiry <= $0 } ?? false }
+            if !waiting.isEmpty {
+                let oldest = waiting.compactMap(\.expiry).min() ?? newExpiry
+                summary.note = "the TSA's signing certificate expires \(Timestamp.string(newExpiry)), no later than "
+                    + "\(waiting.count) record(s)' own (from \(Timestamp.string(oldest))): renewing those with it gains nothing; "
+                    + "they wait for a TSA certificate that outlives theirs"
+                logger.warning("\(name): time-stamp renewal waits", metadata: ["reason": "\(summary.note ?? "")"])
+            }
+            due.removeAll { d in d.expiry.map { newExpiry <= $0 } ?? false }
+            guard !due.isEmpty else { return summary }
         }
-        let renewed = try EvidenceRecordRenewal.renew(due.map(\.record), response: reply.response, tree: tree, trust: tsa.trust,
-                                                      digests: due.map(\.item.sha256))
+        let renewed = try EvidenceRecordRenewal.renew(due.map(\.record), response: reply.response, tree: tree, trust: trust,
+                                                      digests: due.map(\.digest))
+        let chosen = due
         let saved = try await onIOThread {
             var saved = 0
-            for (d, record) in zip(due, renewed) {
+            for (d, record) in zip(chosen, renewed) {
+                if let anchor = d.anchor {
+                    try AtomicFile.write(record, to: anchor.recordFile, mode: 0o444)
+                    saved += 1
+                    continue
+                }
+                guard var proof = d.proof, let read = proof.receipt else { continue }
                 let receipt = try store.put(record).digest
-                var proof = d.proof
                 proof.kind = .rfc4998
                 proof.receipt = receipt
                 proof.link = proof.link ?? url
                 proof.updatedAt = Date()
-                // The item's state does not change: it was proven and stays proven.
-                _ = try catalog.saveProof(proof) { _, _ in nil }
-                saved += 1
+                // The item's state does not change: it was proven and stays proven. Saved only over
+                // the receipt read (another node or `evidence renew` may have renewed it meanwhile).
+                let kept = try catalog.saveProof(proof, ifCurrent: .confirmed, remoteID: d.proof?.remoteID ?? "", receipt: read) { _, _ in nil }
+                if kept != nil { saved += 1 }
             }
             return saved
         }
         summary.renewed = saved
+        summary.anchors = anchorsDue.count
         summary.renewedUntil = newExpiry
         logger.info("\(name): renewed \(saved) time-stamp proof(s)", metadata: ["until": "\(newExpiry.map(Timestamp.string) ?? "-")", "tsa": "\(Redact.url(url))"])
         return summary

@@ -84,7 +84,8 @@ public struct Pipeline: Sendable {
         } else {
             anchorService = nil
         }
-        renewalService = RenewalService(renewal: RecordRenewal(home: home, notaries: notaries, logger: logger), notaries: notaries, logger: logger)
+        renewalService = RenewalService(renewal: RecordRenewal(home: home, notaries: notaries, anchorTSA: config.custody?.anchorTSA, logger: logger),
+                                        notaries: notaries, logger: logger)
     }
 
     /// Runs until SIGTERM/SIGINT, then drains and returns. `alongside` (e.g. the metrics
