@@ -44,6 +44,24 @@ public enum TSACertificates {
     /// The signer certificate embedded in a DER `TimeStampResp`, as PEM; nil when the token
     /// carries none (the request did not set certReq) or the bytes are not a reply.
     public static func signerPEM(response: Data) -> Data? {
+        withSigner(of: response) { pem($0) }
+    }
+
+    /// When the certificate that signed the token in a DER `TimeStampResp` expires (its
+    /// notAfter); nil when the token carries none. After that date the token verifies only
+    /// as of an earlier one: what time-stamp renewal (RFC 4998 §5.2) is for.
+    public static func signerNotAfter(response: Data) -> Date? {
+        withSigner(of: response) { cert -> Date? in
+            guard let notAfter = X509_get0_notAfter(cert) else { return nil }
+            var parts = tm()
+            guard ASN1_TIME_to_tm(notAfter, &parts) == 1 else { return nil }
+            return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        }
+    }
+
+    /// `body` with the certificate that signed the token in a DER `TimeStampResp` (it belongs to
+    /// the token: valid only inside `body`); nil when there is none or the bytes are not a reply.
+    private static func withSigner<T>(of response: Data, _ body: (OpaquePointer) -> T?) -> T? {
         ERR_clear_error()
         defer { ERR_clear_error() }
         let bytes = [UInt8](response)
@@ -56,29 +74,7 @@ public enum TSACertificates {
         guard let token = TS_RESP_get_token(resp), let signers = PKCS7_get0_signers(token, nil, 0) else { return nil }
         defer { evidence_sk_X509_free(signers) }  // the certificates belong to the token
         guard evidence_sk_X509_num(signers) > 0, let cert = evidence_sk_X509_value(signers, 0) else { return nil }
-        return pem(cert)
-    }
-
-    /// When the certificate that signed the token in a DER `TimeStampResp` expires (its
-    /// notAfter); nil when the token carries none. After that date the token verifies only
-    /// as of an earlier one: what time-stamp renewal (RFC 4998 §5.2) is for.
-    public static func signerNotAfter(response: Data) -> Date? {
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        let bytes = [UInt8](response)
-        let resp: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
-            var cursor: UnsafePointer<UInt8>? = buf.baseAddress
-            return d2i_TS_RESP(nil, &cursor, buf.count)
-        }
-        guard let resp else { return nil }
-        defer { TS_RESP_free(resp) }
-        guard let token = TS_RESP_get_token(resp), let signers = PKCS7_get0_signers(token, nil, 0) else { return nil }
-        defer { evidence_sk_X509_free(signers) }
-        guard evidence_sk_X509_num(signers) > 0, let cert = evidence_sk_X509_value(signers, 0),
-              let notAfter = X509_get0_notAfter(cert) else { return nil }
-        var parts = tm()
-        guard ASN1_TIME_to_tm(notAfter, &parts) == 1 else { return nil }
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        return body(cert)
     }
 
     /// The SHA-256 fingerprint of the DER certificate(s) in `pem`.
