@@ -68,8 +68,13 @@ struct LogCommand: AsyncParsableCommand {
 
         func run() throws {
             let config = try? global.loadConfig()
+            let trust = config.flatMap(LogCommand.anchorTrust)
+            if at != nil && trust == nil {
+                // Without the [custody] TSA's anchors no signature is checked, so no date could matter.
+                throw CLIError.config("--at needs the config's [custody] anchor_tsa with its ca_file or tsa_cert_sha256 (--config FILE)")
+            }
             let home = try global.openHome(mustExist: true)
-            let (chain, anchors) = try home.verifyCustody(trust: config.flatMap(LogCommand.anchorTrust), moreAnchors: anchorFolders,
+            let (chain, anchors) = try home.verifyCustody(trust: trust, moreAnchors: anchorFolders,
                                                           anchorEvery: at == nil ? config?.custody?.anchorEvery : nil, at: at?.date)
             if global.json {
                 Output.json(Report(ok: chain.ok, events: chain.events, headHash: chain.headHash, anchors: anchors.anchors,

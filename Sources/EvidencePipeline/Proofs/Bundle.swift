@@ -311,9 +311,10 @@ public enum BundleWriter {
                     // Renewed: the first token is checked as of the time-stamp that renewed it.
                     let firstAt = times.count > 1 ? " -attime \(Int(times[1].timeIntervalSince1970))" : ""
                     s += """
-                       b. The token is over the root of the batch's hash tree, not over the file. Recompute the
-                          root from the file with the record's path (`proofs/\(n).root.py` is a short script
-                          made from `proofs/\(n).ers`; read it, it uses only Python's hashlib):
+                       b. The token is over the root of the batch's hash tree (for a record without a tree, over
+                          the file's own SHA-256). Recompute it from the file with the record's path
+                          (`proofs/\(n).root.py` is a short script made from `proofs/\(n).ers`; read it, it uses
+                          only Python's hashlib):
 
                               python3 proofs/\(n).root.py 'original/\(m.item.fileName)'
 
