@@ -15,6 +15,9 @@ public final class JobSignal: Sendable {
     }
     private let state = Mutex(State())
 
+    /// Waiters parked now (tests wait for one to park before they notify).
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     public init() {}
 
     /// Moves on at every wake-up.

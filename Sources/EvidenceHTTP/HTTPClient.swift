@@ -11,6 +11,8 @@ public final class HTTPClient: Sendable {
     public let configuration: HTTPClientConfiguration
     public let logger: Logger
     private let pool: TransferPool
+    /// Requests waiting for a transfer slot (for tests).
+    var queuedTransfers: Int { pool.queuedCount }
 
     public init(configuration: HTTPClientConfiguration = .init(), logger: Logger) {
         _ = CurlGlobal.initialized

@@ -20,6 +20,9 @@ final class TransferPool: Sendable {
     }
     private let state = Mutex(State())
 
+    /// Jobs waiting for a thread (tests wait for a request to be queued before they cancel it).
+    var queuedCount: Int { state.withLock { $0.jobs.count } }
+
     let limit: Int
     let idleTimeout: TimeInterval
     private let name: String

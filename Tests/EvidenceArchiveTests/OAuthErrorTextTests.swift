@@ -1,4 +1,5 @@
 import EvidenceArchive
+import EvidenceTesting
 import Foundation
 import Hummingbird
 import Testing
@@ -23,7 +24,7 @@ struct OAuthErrorTextTests {
                               onServerRunning: { await port.set($0.localAddress?.port ?? 0) })
         let server = Task { try await app.runService(gracefulShutdownSignals: []) }
         defer { server.cancel() }
-        while await port.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await pollUntil(timeout: 30) { await port.value != 0 }, "the echo server never listened")
         let dir = NSTemporaryDirectory() + "oauth-echo-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let session = OAuthSession(account: "sf", tokenURL: "http://127.0.0.1:\(await port.value)/token", clientID: "client-1",

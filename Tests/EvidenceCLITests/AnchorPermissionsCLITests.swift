@@ -7,7 +7,7 @@ import Testing
 /// Issue 28 point 4, from outside: the service user could rewrite its own config, CA file and
 /// rules. `doctor` and `run`, run as an unprivileged user (setpriv, as systemd's User= would),
 /// now refuse a set-up that user can write, and accept one that is root's and read-only to it.
-@Suite("Trust anchors writable by the service user", .serialized, .enabled(if: geteuid() == 0, "needs root to switch to uid 65534"), .ownThread)
+@Suite("Trust anchors writable by the service user", .enabled(if: geteuid() == 0, "needs root to switch to uid 65534"), .ownThread)
 struct AnchorPermissionsCLITests {
     static let nobody: UInt32 = 65534
 

@@ -199,7 +199,7 @@ struct Forger {
         """
 }
 
-@Suite("Attacks: forged bundles and foreign TSAs, built with openssl alone", .serialized, .ownThread)
+@Suite("Attacks: forged bundles and foreign TSAs, built with openssl alone", .ownThread)
 struct AttackCLITests {
     let notarization = NotarizationCLITests()
 

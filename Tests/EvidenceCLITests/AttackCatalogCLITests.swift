@@ -8,7 +8,7 @@ import Testing
 /// `[custody]` anchors), done with the `sqlite3` command-line tool alone — whose shell starts
 /// with foreign keys off — and `rm`: rows deleted or changed, no custody event touched.
 /// `log verify`, `fsck` and `doctor` must each fail (exit 1) and name the event and the row.
-@Suite("Attacks on the catalog with sqlite3: what was deleted or changed without its event", .serialized, .ownThread)
+@Suite("Attacks on the catalog with sqlite3: what was deleted or changed without its event", .ownThread)
 struct AttackCatalogCLITests {
     let notarization = NotarizationCLITests()
 

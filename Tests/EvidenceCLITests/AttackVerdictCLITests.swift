@@ -8,7 +8,7 @@ import Testing
 /// `evidence verify` into "verified". Each was accepted (exit 0) before the verdict required a
 /// time-stamp verified against an outside anchor and the bundle's files to hold together byte
 /// for byte. None of these forgeries uses our code.
-@Suite("Attacks: bundles that must not verify, and what the verdict says", .serialized, .ownThread)
+@Suite("Attacks: bundles that must not verify, and what the verdict says", .ownThread)
 struct AttackVerdictCLITests {
     let notarization = NotarizationCLITests()
 

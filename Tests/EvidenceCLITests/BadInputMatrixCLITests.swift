@@ -8,7 +8,7 @@ import Testing
 /// The bad-input matrix, end to end through the `evidence` binary: every odd file, name, disk,
 /// lock and server answer gets a clear error naming the file (or field) and is quarantined,
 /// refused or retried — never a crash, a hang or a silent skip.
-@Suite("Bad-input matrix: evidence ingest and evidence run, real processes", .serialized, .ownThread)
+@Suite("Bad-input matrix: evidence ingest and evidence run, real processes", .ownThread)
 struct BadInputMatrixCLITests {
     // MARK: Helpers
 

@@ -6,7 +6,7 @@ import Testing
 
 /// `[custody]` anchors: the custody head time-stamped by the sandbox's RFC 3161 TSA (real
 /// `openssl ts` underneath), then the catalog attacked with the sqlite3 CLI.
-@Suite("Custody anchors: the chain head time-stamped by a TSA", .serialized, .ownThread)
+@Suite("Custody anchors: the chain head time-stamped by a TSA", .ownThread)
 struct CustodyAnchorCLITests {
     func sqlite(_ db: String, _ sql: String) -> CLI.Result { CLI.exec(["sqlite3", db, sql]) }
 

@@ -7,7 +7,7 @@ import Testing
 /// Cases, tags and disclosure packages against a real sandbox (QED emulation, a TSA backed by
 /// `openssl ts`): the package is checked with `sha256sum -c`, `openssl ts -verify`, `qpdf
 /// --check` and `pdftotext`, then tampered with.
-@Suite("Cases and disclosure packages: real processes", .serialized, .ownThread)
+@Suite("Cases and disclosure packages: real processes", .ownThread)
 struct DisclosureCLITests {
     let n = NotarizationCLITests()
 

@@ -6,7 +6,7 @@ import Testing
 
 /// `evidence doctor` over a real set-up (sandbox notaries and a Dropbox account): all ✓ when
 /// healthy; each broken part ✗ with its fix and exit 1; --offline skips the network.
-@Suite("evidence doctor", .serialized, .ownThread)
+@Suite("evidence doctor", .ownThread)
 struct DoctorCLITests {
     let notarization = NotarizationCLITests()
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Files that change after they were taken, and empty files, under `evidence run` as a real
 /// process with the sandbox's QED and a local archive.
-@Suite("Growing, replaced and empty files under evidence run", .serialized, .ownThread)
+@Suite("Growing, replaced and empty files under evidence run", .ownThread)
 struct GrowingFileCLITests {
     let notarization = NotarizationCLITests()
 

@@ -7,7 +7,7 @@ import Testing
 /// `evidence accounts login/logout` in a real terminal (tmux) against the sandbox's emulated
 /// authorization servers: the operator opens the printed address (here: curl), pastes the code
 /// shown; passwords are typed with echo off. Wrong and expired codes are refused, nothing saved.
-@Suite("accounts login and logout in a terminal", .serialized, .ownThread)
+@Suite("accounts login and logout in a terminal", .ownThread)
 struct LoginCLITests {
     struct Setup {
         let scratch = Scratch()

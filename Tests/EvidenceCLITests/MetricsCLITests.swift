@@ -8,7 +8,7 @@ import EvidenceTesting
 /// `openssl ts` TSA) and archives to the sandbox's ownCloud; the scrape is compared with
 /// `evidence status --json`, `evidence show --json`, the sandbox's own counters, and checked
 /// by Prometheus' `promtool`.
-@Suite("Metrics: evidence run with [metrics], real processes", .serialized, .ownThread)
+@Suite("Metrics: evidence run with [metrics], real processes", .ownThread)
 struct MetricsCLITests {
     /// The provider suite's sandbox and harness (rules with two notaries, an archive and a share).
     let providers = ProviderCLITests()

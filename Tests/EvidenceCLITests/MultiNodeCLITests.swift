@@ -8,7 +8,7 @@ import Testing
 /// Several `evidence run` nodes on one PostgreSQL catalog and one home on a shared filesystem
 /// (here: the same folder), each watching its own drop folder, every node running any job.
 /// Real processes, a real PostgreSQL server, the sandbox's QED and TSA.
-@Suite("Several nodes on one PostgreSQL catalog, real processes", .serialized, .ownThread)
+@Suite("Several nodes on one PostgreSQL catalog, real processes", .ownThread)
 struct MultiNodeCLITests {
     final class Node {
         let name: String

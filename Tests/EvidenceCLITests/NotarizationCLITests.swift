@@ -6,7 +6,7 @@ import Testing
 
 /// `evidence run` against a real `evidence-sandbox` process: QED emulation and a TSA backed by
 /// the real `openssl ts`. Bundles are checked with `sha256sum -c` and `openssl ts -verify`.
-@Suite("Notarization: evidence run + sandbox, real processes", .serialized, .ownThread)
+@Suite("Notarization: evidence run + sandbox, real processes", .ownThread)
 struct NotarizationCLITests {
     static let sandboxBinary = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("evidence-sandbox")
 
@@ -238,7 +238,14 @@ struct NotarizationCLITests {
     @Test("SIGKILL while items wait in a time-stamp window, restart: each item gets one record, each window one token")
     func killMidWindow() async throws {
         try await withSandbox { sandbox in
-            let h = try harness(sandbox, notaries: ["tsa"], configExtra: "batch = \"8s\"")
+            let h = try harness(sandbox, notaries: ["tsa"], configExtra: "batch = \"3s\"")
+            // The TSA answers garbage until the restart: however slowly a loaded machine ingests
+            // the five files, no window is stamped before the kill, which then falls while the
+            // items wait in their windows (before a window's end or between its failed attempts).
+            let tsa = { (count: Int) in
+                CLI.exec(["curl", "-sf", "-X", "POST", "\(sandbox.baseURL.absoluteString)/_sandbox/misbehave?path=/tsa&mode=garbage&count=\(count)"])
+            }
+            #expect(tsa(1_000).status == 0)
             try h.start()
             for i in 0..<5 { h.write("w\(i).bin", randomBytes(2_000 + i)) }
             func tsaProof(_ id: Int) -> [String: Any]? {
@@ -248,6 +255,8 @@ struct NotarizationCLITests {
             #expect(waitUntil(timeout: 30) { (1...5).allSatisfy { tsaProof($0)?["state"] as? String == "pending" } }, "log: \(h.log)")
             let windows = Set((1...5).compactMap { tsaProof($0)?["remoteID"] as? String })
             #expect(h.stop(SIGKILL) == -9)
+            #expect(counters(sandbox)["timestamps"] as? Int ?? 0 == 0, "\(counters(sandbox))")
+            #expect(tsa(0).status == 0)
             try h.start(scanned: false)
             #expect(waitUntil(timeout: 60) { (1...5).allSatisfy { state(h, String($0)) == "done" } }, "log: \(h.log)")
             // One token per window the items were in (two if the drop straddled a window's end), none twice.

@@ -7,7 +7,7 @@ import Testing
 /// A wrong password is not a network blip: `evidence run` against the sandbox's ownCloud with
 /// a refused password pauses the account (one request, then none), shows one alert, and
 /// resumes when the password file changes, on SIGHUP, or by `evidence accounts resume`.
-@Suite("Refused credentials pause the account", .serialized, .ownThread)
+@Suite("Refused credentials pause the account", .ownThread)
 struct PausedCredentialsCLITests {
     let providers = ProviderCLITests()
 

@@ -8,7 +8,7 @@ import Testing
 /// `evidence run` + `evidence-sandbox` as real processes, archiving to each emulated provider:
 /// every item confirmed, certified, archived (verified by the provider's own hash), linked; a
 /// SIGKILL in the middle of a chunked upload resumes it; injected faults leave no duplicates.
-@Suite("Archive to the sandbox's providers: evidence run end to end", .serialized, .ownThread)
+@Suite("Archive to the sandbox's providers: evidence run end to end", .ownThread)
 struct ProviderCLITests {
     enum Provider: String, CaseIterable, Sendable {
         case dropbox, box, sharefile, owncloud

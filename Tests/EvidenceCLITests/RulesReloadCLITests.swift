@@ -6,7 +6,7 @@ import Testing
 /// SIGHUP re-reads the rules of a running `evidence run` (a real process): a new rule file is
 /// watched, a broken one keeps its previous version (and the log names the file), a changed
 /// `include` takes effect, all without a restart and without losing what was taken.
-@Suite("SIGHUP reloads the rules", .serialized, .ownThread)
+@Suite("SIGHUP reloads the rules", .ownThread)
 struct RulesReloadCLITests {
     func ruleOf(_ h: RunHarness, _ name: String) -> String? {
         for i in 1...20 {

@@ -4,7 +4,7 @@ import Testing
 import EvidenceSandbox
 import EvidenceTesting
 
-@Suite("evidence run: real inotify, real processes", .serialized, .ownThread)
+@Suite("evidence run: real inotify, real processes", .ownThread)
 struct RunCLITests {
     @Test("a slow writer (chunks over 3 s) is ingested once, complete")
     func slowWriter() throws {

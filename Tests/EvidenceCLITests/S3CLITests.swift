@@ -9,7 +9,7 @@ import Testing
 /// `[store] kind = "s3"` end to end: `evidence run` as real processes, a real S3 server (moto)
 /// checked by boto3, the sandbox's QED and TSA, a local archive, and for several nodes a real
 /// PostgreSQL catalog.
-@Suite("S3 store: evidence run against a real S3 server", .serialized, .ownThread)
+@Suite("S3 store: evidence run against a real S3 server", .ownThread)
 struct S3CLITests {
     static func storeTable(_ s3: S3Server, bucket: String, lock: Bool) -> String {
         """

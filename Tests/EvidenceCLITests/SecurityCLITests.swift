@@ -9,7 +9,7 @@ import Testing
 /// and the CLI, searched for every secret they were given (and the forms a secret travels in:
 /// HTTP Basic, URL-encoded, the tokens the sandbox issued); credential files others can read
 /// refused; the custody log edited behind evidence's back with the `sqlite3` CLI.
-@Suite("Security: no secret leaks, private credential files, read-only store, custody log edits caught", .serialized, .ownThread)
+@Suite("Security: no secret leaks, private credential files, read-only store, custody log edits caught", .ownThread)
 struct SecurityCLITests {
     let providers = ProviderCLITests()
     let metrics = MetricsCLITests()

@@ -8,7 +8,7 @@ import EvidenceTesting
 /// `evidence serve` as a real process over a home that `evidence run` filled against the
 /// sandbox (QED + a real `openssl ts` TSA): HTTP with curl, downloads checked with standard
 /// tools, and the item page rendered by headless Chromium.
-@Suite("evidence serve: the auditor portal, real processes", .serialized, .ownThread)
+@Suite("evidence serve: the auditor portal, real processes", .ownThread)
 struct ServeCLITests {
     /// The notarization suite's sandbox and harness helpers, reused as they are.
     let notarization = NotarizationCLITests()

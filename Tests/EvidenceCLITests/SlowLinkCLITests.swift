@@ -6,7 +6,7 @@ import Testing
 /// File bodies over a slow link: no whole-transfer cap, only the stall limit. The link is a
 /// network namespace of the test's own whose loopback `tc` shapes to 8 Mbit/s; `rclone serve
 /// webdav` and `evidence run` both run inside it (`ip netns exec`).
-@Suite("Slow links: file bodies end on a stall, never on a total", .serialized, .enabled(if: ShapedLink.available), .ownThread)
+@Suite("Slow links: file bodies end on a stall, never on a total", .enabled(if: ShapedLink.available), .ownThread)
 struct SlowLinkCLITests {
     let archive = ArchiveCLITests()
 

@@ -13,7 +13,7 @@ import Testing
 /// `make test` runs short versions. `make soak` (scripts/soak.sh) runs the long ones through
 /// the environment — `EVIDENCE_SOAK_FILES`, `EVIDENCE_SOAK_KILLS`, `EVIDENCE_SOAK_FAULT_FILES`,
 /// `EVIDENCE_SOAK_PROVIDER` — and collects one table row per scenario in `EVIDENCE_SOAK_REPORT`.
-@Suite("Soak: crash loop and fault soak, real processes", .serialized, .ownThread)
+@Suite("Soak: crash loop and fault soak, real processes", .ownThread)
 struct SoakCLITests {
     static let env = ProcessInfo.processInfo.environment
     static func setting(_ name: String, _ fallback: Int) -> Int { env[name].flatMap(Int.init) ?? fallback }

@@ -1,4 +1,4 @@
-import EvidenceCatalog
+@testable import EvidenceCatalog
 import EvidenceCore
 import EvidenceTesting
 import Foundation
@@ -32,11 +32,9 @@ struct JobWakeTests {
     func notifyWakesAndTimeoutEnds() async {
         let signal = JobSignal()
         let seen = signal.generation
-        // From a thread of its own, as the PostgreSQL listener does.
-        // fixed wait: JobSignal does not show whether a waiter is parked, so the notify comes
-        // 0.1 s later to land on one most of the time (one that comes first is kept all the
-        // same, as wakeBeforeWaitIsKept shows).
-        Thread.detachNewThread { usleep(100_000); signal.notify() }
+        // From a thread of its own, as the PostgreSQL listener does, once the waiter is parked
+        // (a notify that comes first is kept all the same, as wakeBeforeWaitIsKept shows).
+        Thread.detachNewThread { _ = waitUntil(timeout: 30) { signal.waiterCount == 1 }; signal.notify() }
         let woken = await timed { await signal.wait(after: seen, upTo: 60) }
         #expect(woken < 30)
         let idle = await timed { await signal.wait(after: signal.generation, upTo: 0.3) }
@@ -55,13 +53,11 @@ struct JobWakeTests {
 
         let seen = signal.generation
         #expect(try here.claimJob(kinds: [.verify], owner: "here", lease: 60, now: Date()) == nil)
-        Task.detached {
-            // fixed wait: nothing shows the worker parked in its wait, so the other node queues
-            // 0.2 s later to wake it there most of the time (a NOTIFY before the wait is kept too).
-            try? await Task.sleep(for: .milliseconds(200))
-            _ = try? there.enqueue(JobSpec(.verify(rule: "cam")), itemID: nil, dedupeKey: "wake-1")
-        }
-        let took = await timed { await signal.wait(after: seen, upTo: 60) }
+        // The other node queues once this node's worker is parked in its wait.
+        let waiter = Task { await timed { await signal.wait(after: seen, upTo: 60) } }
+        #expect(await waitUntil(timeout: 30) { signal.waiterCount == 1 })
+        _ = try there.enqueue(JobSpec(.verify(rule: "cam")), itemID: nil, dedupeKey: "wake-1")
+        let took = await waiter.value
         #expect(took < 30, "woken after \(took) s: the NOTIFY did not arrive")
         #expect(try here.claimJob(kinds: [.verify], owner: "here", lease: 60, now: Date()) != nil)
     }

@@ -1,4 +1,4 @@
-import EvidenceHTTP
+@testable import EvidenceHTTP
 import Foundation
 import Testing
 import EvidenceTesting
@@ -80,10 +80,8 @@ extension Loopback {
             let blocker = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/hang"))) } }
             #expect(await waitUntil(timeout: 5) { server.hits("/hang") == 1 })
             let queued = Task { await httpError { try await client.send(HTTPRequest(url: server.url("/queued"))) } }
-            // fixed wait: nothing outside HTTPClient shows a request waiting for a transfer slot
-            // (it never reaches the server), so the cancel comes 0.1 s later to find it queued most
-            // of the time; one that comes first cancels it before it is queued, which passes too.
-            try await Task.sleep(for: .milliseconds(100))
+            // The request waits for the one transfer slot (it never reaches the server).
+            #expect(await waitUntil(timeout: 5) { client.queuedTransfers == 1 })
 
             let (error, elapsed) = await timed {
                 queued.cancel()

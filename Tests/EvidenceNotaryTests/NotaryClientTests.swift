@@ -114,7 +114,7 @@ struct NotaryClientTests {
         }
     }
 
-    @Test("TSA: a reply that is not application/timestamp-reply is refused, naming the content type")
+    @Test("TSA: a reply that is not application/timestamp-reply is refused, naming the content type, and asked again later")
     func tsaWrongType() async throws {
         let http = self.http
         try await withServer { url in
@@ -124,6 +124,7 @@ struct NotaryClientTests {
                 _ = try await tsa.timestamp(SHA256Digest(hex: String(repeating: "7a", count: 32))!)
             }
             #expect(error?.message.contains("not application/timestamp-reply") == true, "\(error?.message ?? "")")
+            #expect(error?.retryable == true)
         }
     }
 }

@@ -13,7 +13,7 @@ import Testing
 /// rclone's WebDAV backend with `vendor = owncloud` / `nextcloud`. Each test starts its own
 /// `evidence-sandbox`, runs the client against it, and checks what the emulation stored, byte
 /// for byte, and that the emulation refused none of the client's requests.
-@Suite("Independent clients against the ownCloud/Nextcloud emulation", .serialized, .ownThread)
+@Suite("Independent clients against the ownCloud/Nextcloud emulation", .ownThread)
 struct PeerClientTests {
     func owncloudcmd() async throws {
         try await desktopSync(tool: "owncloudcmd", flavour: "owncloud")

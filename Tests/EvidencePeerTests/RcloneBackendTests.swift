@@ -19,7 +19,7 @@ import Testing
 /// rclone is given a token as JSON whose access token has expired and whose refresh token is
 /// the emulation's: its first call refreshes at the provider's token URL (no browser) and
 /// saves the new token in the config file the test wrote, as it would for a real account.
-@Suite("rclone's dropbox, box and sharefile backends against the emulations, by the providers' host names", .serialized,
+@Suite("rclone's dropbox, box and sharefile backends against the emulations, by the providers' host names",
        .enabled(if: ProviderNamespace.available, "`ip netns add` is refused here (needs root and network namespaces)"), .ownThread)
 struct RcloneBackendTests {
     @Test("rclone dropbox: mkdir, copy (batched 1 MiB chunks and unbatched), lsjson --hash is our content_hash, link, cat, overwrite, copyto, deletefile")

@@ -13,7 +13,9 @@ import Testing
 struct JobRunnerClockTests {
     final class Clock: Sendable {
         let time = Mutex(Date())
-        func now() -> Date { time.withLock { $0 } }
+        /// How often the runner read the clock: each idle turn reads it to claim a due job.
+        let reads = Mutex(0)
+        func now() -> Date { reads.withLock { $0 += 1 }; return time.withLock { $0 } }
         func advance(_ seconds: Double) { time.withLock { $0 = $0.addingTimeInterval(seconds) } }
     }
 
@@ -39,8 +41,12 @@ struct JobRunnerClockTests {
         let task = Task { try await runner.run() }
         defer { task.cancel() }
         #expect(await waitUntil(timeout: 20) { handler.attempts.withLock { $0 } == 1 })
-        // Nothing more happens while the clock stands still (a few polls' worth of real time).
-        #expect(await !waitUntil(timeout: 0.3) { handler.attempts.withLock { $0 } > 1 }, "ran before its retry time")
+        // Nothing more happens while the clock stands still: once the failure is recorded, the
+        // runner looks for a due job again and again (each look reads the clock) and runs none.
+        #expect(await waitUntil(timeout: 20) { (try? catalog.jobCounts()["queued"]) == 1 })
+        let looked = clock.reads.withLock { $0 }
+        #expect(await waitUntil(timeout: 20) { clock.reads.withLock { $0 } >= looked + 10 }, "the runner stopped looking")
+        #expect(handler.attempts.withLock { $0 } == 1, "ran before its retry time")
         clock.advance(3601)
         #expect(await waitUntil(timeout: 20) { (try? catalog.jobCounts()["done"]) == 1 }, "not run once the clock passed its retry time")
         #expect(handler.attempts.withLock { $0 } == 2)

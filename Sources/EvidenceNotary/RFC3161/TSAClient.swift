@@ -53,9 +53,13 @@ public struct TSAClient: Sendable {
             throw NotaryError("\(name) \(Redact.url(url))", error)
         }
         let type = response.header("content-type") ?? ""
+        // Another content type is what a proxy's error or login page, or a TSA being redeployed,
+        // answers: retried with back-off and named in the job, as QED's garbage is, so a window
+        // whose TSA misbehaves for a while does not fail every item in it for good. A wrong URL
+        // shows as the same error in `evidence status` until it is fixed.
         guard type.lowercased().hasPrefix("application/timestamp-reply") else {
             throw NotaryError("\(name) \(Redact.url(url)): answered content type \"\(type.prefix(60))\", not application/timestamp-reply",
-                              retryable: false)
+                              retryable: true)
         }
         do {
             return try TimestampVerifier.verify(response: response.body, for: request, trust: trust)

@@ -61,9 +61,12 @@ public func offPool<T>(_ body: () throws -> T) async throws -> T {
 /// command run in-process), while the cooperative pool stays free for the async work the test
 /// and its in-process commands need. With two pool threads, two tests blocked on them once
 /// stalled every other test of the CLI pass for minutes. At most `OwnThreadTrait.parallel`
-/// such tests run at once (`EVIDENCE_TEST_PARALLEL`, default 2): all of them at once put the
-/// load at 36 on two cores, and a 1,000-file burst was a sixth done after its 90 s; with 4 it
-/// was 922 of 1,000 after 180 s on a loaded machine.
+/// such tests run at once (`EVIDENCE_TEST_PARALLEL`, default 2; `scripts/test.sh` gives the cli
+/// pass 4, whose tests mostly wait on their processes): all of them at once put the load at 36
+/// on two cores, and a 1,000-file burst was a sixth done after its 90 s; with 4 it was 922 of
+/// 1,000 after 180 s on a loaded machine, so the long pass keeps 2. Suites are not
+/// `.serialized` unless their tests share something: every test has its own home, sandbox,
+/// ports, PostgreSQL database and bucket, and the slots alone bound the load.
 public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
