@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test: builds the tests once, then runs them in four `swift test` processes, one after
+# make test: builds the tests once, then runs the test binary in four processes (passes), one after
 # another. Swift's cooperative pool has one thread per core (two here), and Swift Testing runs
 # synchronous tests on it: a test that waits for openssl, qpdf or its own CPU-bound loop holds
 # a thread, and with two of them held every async test beside it stalls. Time-bounded tests
@@ -51,6 +51,19 @@ if [ -n "$warnings" ]; then
   exit 1
 fi
 
+# The test binary itself, not `swift test --skip-build`: SwiftPM plans the whole package again
+# before each pass (5 s each here), and the binary runs the same Swift Testing entry point.
+bin=$("$swift" build --show-bin-path "$@" 2>/dev/null)
+testBinary=$(ls -d "$bin"/*PackageTests.xctest 2>/dev/null | head -1)
+runTests() {
+  if [ -n "$testBinary" ]; then
+    NO_COLOR=1 "$testBinary" --testing-library swift-testing "$@"
+  else
+    "$swift" test --skip-build --disable-xctest "$@" "${swiftArgs[@]}"
+  fi
+}
+swiftArgs=("$@")
+
 failed=()
 summary=()
 # The long suites, by name: the cli pass skips them, the long pass runs only them.
@@ -72,7 +85,7 @@ for pass in "${passes[@]}"; do
   [ "$name" = long ] && slots=${EVIDENCE_TEST_PARALLEL:-2}
   echo "== make test: pass $name (log: $logs/$name.txt)"
   start=$(date +%s)
-  EVIDENCE_TEST_PARALLEL=$slots "$swift" test --skip-build --disable-xctest "${filters[@]}" "$@" 2>&1 | tee "$logs/$name.txt"
+  EVIDENCE_TEST_PARALLEL=$slots runTests "${filters[@]}" 2>&1 | tee "$logs/$name.txt"
   rc=${PIPESTATUS[0]}
   result=$(grep "Test run with" "$logs/$name.txt" | tail -1)
   summary+=("$name: ${result:-no result line (exit $rc)} [$(( $(date +%s) - start )) s]")

@@ -12,7 +12,7 @@ import Testing
 /// none of the cooperative pool's threads. One at a time: moto's `If-None-Match: *` is a check
 /// then a write, not one step, and with this suite's tests side by side on the one server six
 /// nodes opening a bucket together once got two store ids (real S3 makes the write atomic).
-@Suite(.serialized) struct S3StoreTests {
+@Suite struct S3StoreTests {
     let server: S3Server
     let dir: TempDirectory
 
