@@ -96,8 +96,12 @@ public final class ChildProcess: Sendable {
     public let pid: pid_t
     /// The executable as it was named (for messages).
     public let executable: String
-    /// Write end of the child's standard input when it was `.pipe`; the caller closes it.
+    /// Write end of the child's standard input when it was `.pipe`: written by `send`, closed
+    /// by `closeStdin` (never with `close` directly: a second close would close whatever
+    /// descriptor of this process has taken the number since, a database's, say).
     public let stdinPipe: Int32?
+    /// Whether `stdinPipe` is still open; held while writing, so a close never lands mid-write.
+    private let stdinOpen = Mutex(true)
     /// Read end of the child's standard output when it was `.pipe`; the caller closes it.
     public let stdoutPipe: Int32?
     /// Read end of the child's standard error when it was `.pipe`; the caller closes it.
@@ -252,13 +256,24 @@ public final class ChildProcess: Sendable {
     @discardableResult
     public func send(_ text: String) -> Bool {
         guard let fd = stdinPipe else { return false }
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; return false }
-            bytes = bytes.dropFirst(n)
+        return stdinOpen.withLock { open in
+            guard open else { return false }
+            var bytes = Array(text.utf8)[...]
+            while !bytes.isEmpty {
+                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                if n < 0 { if errno == EINTR { continue }; return false }
+                bytes = bytes.dropFirst(n)
+            }
+            return true
         }
-        return true
+    }
+
+    /// Closes the child's standard input (it reads end of file), once: later calls do nothing.
+    public func closeStdin() {
+        guard let fd = stdinPipe else { return }
+        stdinOpen.withLock { open in
+            if open { _ = Glibc.close(fd); open = false }
+        }
     }
 
     /// Sends `signal` to the child, unless it has already been reaped (its pid may be reused).

@@ -44,7 +44,7 @@ struct BadInputMatrixCLITests {
         func stop() {
             // SIGKILL: a child that ignores SIGTERM (socat) must not outlive the test.
             process.signal(SIGKILL)
-            if let fd = process.stdinPipe { close(fd) }
+            process.closeStdin()
             process.wait()
         }
         deinit { stop() }
