@@ -93,6 +93,25 @@ struct ShareFileWireTests {
         }
     }
 
+    @Test("an upload id that expired mid-upload (200 with error 605 'Unrecognized Upload ID') is dropped: the next try asks for a new one and completes")
+    func expiredUploadID() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            let size = (3 << 20) + 7
+            let local = s.file("x.bin", bytes: size)
+            let md5 = try hex(local, .md5)
+            s.server.providerControl.arm(.shareFileUploadExpired, count: 1)
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.upload(local: local, size: Int64(size), hash: md5, to: "x.bin", progress: nil)
+            }
+            #expect(error?.retryable == true && error?.message.contains("605") == true, "\(error?.message ?? "")")
+            // Before, the saved upload was resumed on every try, and answered 605 for ever.
+            let stored = try await p.upload(local: local, size: Int64(size), hash: md5, to: "x.bin", progress: nil)
+            #expect(stored.hash == md5 && stored.size == Int64(size))
+            #expect(s.uploads() == ["sharefile:/x.bin": 1], "\(s.uploads())")
+        }
+    }
+
     @Test("a threaded upload is finished as the SDK finishes it (respformat=json), and the answer names the stored file")
     func finishFormat() async throws {
         try await withInProcessSandbox { s in

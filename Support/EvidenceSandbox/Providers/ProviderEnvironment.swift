@@ -64,6 +64,10 @@ public final class ProviderControl: @unchecked Sendable {
         case shareFileChunkErrorText = "sharefile-chunk-error-text"
         /// ShareFile: the next chunk or finish answers HTTP 200 with `{"error":true,…}` JSON.
         case shareFileChunkErrorJSON = "sharefile-chunk-error-json"
+        /// ShareFile: the upload id of the next threaded chunk has expired (as ShareFile's do
+        /// after a while): the upload and its chunks are gone, and that chunk and any later use
+        /// of the id answer HTTP 200 `{"error":true,"errorMessage":"Unrecognized Upload ID","errorCode":605}`.
+        case shareFileUploadExpired = "sharefile-upload-expired"
         /// ShareFile: the tenant is in the EU: token answers carry `apicp: sf-api.eu`, `appcp: sharefile.eu`.
         case shareFileEUTenant = "sharefile-eu-tenant"
         /// ShareFile: list answers (`Shares`, `Items(id)/Children`) hold at most 1 entry a page,

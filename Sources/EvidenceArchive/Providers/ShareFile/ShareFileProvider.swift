@@ -204,6 +204,13 @@ public struct ShareFileProvider: ArchiveProvider {
                     try resume.save(s, key: key)
                     continue
                 }
+                if Self.uploadIDExpired(j) {
+                    // Asking again with the same id would get the same answer for ever: the
+                    // next attempt asks for a new upload and sends the file from its start.
+                    resume.remove(key: key)
+                    throw ArchiveError(.transient, "\(account): \(what): ShareFile no longer knows the upload (error \(j.errorCode?.value ?? "?"): "
+                                       + "\(j.errorMessage ?? "")); starting it again")
+                }
                 throw ArchiveError(.transient, "\(account): \(what): ShareFile answered error \(j.errorCode?.value ?? "?"): \(j.errorMessage ?? "")")
             }
             s.offset = at + length
@@ -216,6 +223,13 @@ public struct ShareFileProvider: ArchiveProvider {
                                               http: http, account: account, doing: "finishing \(path)", retry: .throttleOnly)
         resume.remove(key: key)
         return try finished(r, path: path, size: size)
+    }
+
+    /// An answer saying the upload id is unknown: ShareFile's code 605 ("Unrecognized Upload
+    /// ID", once an upload has expired), or 404/410 given as the code of a 200.
+    static func uploadIDExpired(_ j: ShareFileAPI.UploadAnswer) -> Bool {
+        if let code = j.errorCode?.value, ["605", "404", "410"].contains(code) { return true }
+        return (j.errorMessage ?? "").lowercased().contains("unrecognized upload id")
     }
 
     /// The upload server's failure in a 200: a body `ERROR:…` (the SDK's documented form), as

@@ -101,11 +101,17 @@ extension ShareFileEmulator {
     func chunk(_ id: String, _ request: Request) async throws -> Response {
         guard let upload = store.read({ $0.uploads[id] }) else {
             await BoxShareFileSupport.drain(request)
-            return uploadError("Invalid or expired upload id \(id)", code: 404)
+            return expiredUpload()
         }
         if let failed = armedUploadFailure() {
             await BoxShareFileSupport.drain(request)
             return failed
+        }
+        if upload.threaded, env.control.take(.shareFileUploadExpired) {
+            await BoxShareFileSupport.drain(request)
+            try store.update { state in state.uploads[id] = nil }
+            try? FileManager.default.removeItem(atPath: partialPath(id))
+            return expiredUpload()
         }
         let q = request.uri.queryParameters
         let tmp = tmpPath()
@@ -147,7 +153,7 @@ extension ShareFileEmulator {
         }
         let index = q.get("index").flatMap { Int($0) } ?? upload.chunks
         let result: Response? = try store.update { state in
-            guard var u = state.uploads[id] else { return self.uploadError("Invalid or expired upload id \(id)", code: 404) }
+            guard var u = state.uploads[id] else { return self.expiredUpload() }
             try self.write(tmp, to: self.partialPath(id), at: offset)
             if u.pieces == nil, u.received > 0 {
                 // Saved before chunks were kept: what it holds is the prefix.
@@ -193,7 +199,7 @@ extension ShareFileEmulator {
         let now = env.clock().timeIntervalSince1970
         let fileId = Self.itemId(prefix: "fi", env.random)
         let outcome: StoreOutcome = try store.update { state in
-            guard state.uploads[upload.id] != nil else { return .failure("Invalid or expired upload id \(upload.id)", 404) }
+            guard state.uploads[upload.id] != nil else { return .failure("Unrecognized Upload ID", 605) }
             guard let parent = state.items[upload.parentId], parent.isFolder else {
                 return .failure("The target folder no longer exists", 404)
             }
@@ -220,6 +226,12 @@ extension ShareFileEmulator {
         return outcome
     }
 
+    /// An upload id the upload server does not know (never issued, finished, or expired): as
+    /// ShareFile answers it, in a 200.
+    func expiredUpload() -> Response {
+        uploadError("Unrecognized Upload ID", code: 605)
+    }
+
     /// The quirks `sharefile-chunk-error-text` / `-json`: this chunk or finish fails in a 200.
     func armedUploadFailure() -> Response? {
         if env.control.take(.shareFileChunkErrorText) {
@@ -237,7 +249,7 @@ extension ShareFileEmulator {
     func finish(_ id: String, _ request: Request) async throws -> Response {
         await BoxShareFileSupport.drain(request)
         guard let upload = store.read({ $0.uploads[id] }) else {
-            return uploadError("Invalid or expired upload id \(id)", code: 404)
+            return expiredUpload()
         }
         if let failed = armedUploadFailure() { return failed }
         let json = (request.uri.queryParameters.get("respformat")?.lowercased() ?? "json") == "json"
