@@ -46,6 +46,23 @@ struct BoxWireTests {
         }
     }
 
+    @Test("a download answered 202 Accepted + Retry-After (not ready yet) is waited out, then read; before, it was refused as 'expected a redirect'")
+    func downloadNotReady() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.box()
+            let local = s.file("r.bin", bytes: 30_000)
+            let sha1 = try hex(local, .sha1)
+            _ = try await p.upload(local: local, size: 30_000, hash: sha1, to: "r.bin", progress: nil)
+            s.server.providerControl.arm(.boxDownloadNotReady, count: 2)
+            let back = s.dir + "/r.back"
+            let started = ContinuousClock.now
+            try await p.download("r.bin", to: back)
+            #expect(!s.server.providerControl.isArmed(.boxDownloadNotReady), "both 202s were met")
+            #expect(ContinuousClock.now - started >= .seconds(1.9), "Retry-After: 1 waited each time")
+            #expect(try hex(back, .sha1) == sha1)
+        }
+    }
+
     @Test("a part whose answer was lost is not sent as a conflict: the parts are listed again and the upload goes on")
     func resentPart() async throws {
         try await withInProcessSandbox { s in

@@ -57,6 +57,9 @@ public final class ProviderControl: @unchecked Sendable {
         /// (uploads, sessions) or `operation_blocked_temporary` (commits) with `Retry-After: 1`:
         /// "try again later", not a name taken.
         case boxTemporaryConflict = "box-409-temporary"
+        /// Box: the next content download (`GET /files/{id}/content`) answers 202 Accepted with
+        /// `Retry-After: 1` and no body (Box is still preparing the file), not a redirect.
+        case boxDownloadNotReady = "box-download-202"
         /// Box and Dropbox: the account is a free one, whatever the emulation's default plan
         /// would allow (Box: no company links, no expiry, no password; Dropbox: no link settings).
         case freePlan = "free-plan"

@@ -340,7 +340,14 @@ public struct BoxProvider: ArchiveProvider {
 
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
         guard let e = try await fileEntry(path) else { throw ArchiveError(.notFound, "\(account): \(path) is not there") }
-        let r = try await call("GET", "\(api)/files/\(e.id)/content", doing: "reading back \(path)")
+        // 202 Accepted + Retry-After: Box is still preparing the file (just uploaded, or being
+        // processed); the HTTP client's retry loop waits it out, as it does a 429.
+        let notReady: @Sendable (HTTPResponse) -> Bool = { $0.status == 202 }
+        let r = try await call("GET", "\(api)/files/\(e.id)/content", doing: "reading back \(path)", busy: notReady)
+        if notReady(r) {
+            throw ArchiveError(.transient, "\(account): reading back \(path): Box kept answering that the file is not ready (202); will try again",
+                               retryAfter: r.header("retry-after").flatMap { RetryAfter.seconds($0) })
+        }
         try await followDownload(r, http: caller.http, account: account, path: path, to: local)
     }
 

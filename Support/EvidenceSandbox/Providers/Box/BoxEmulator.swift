@@ -562,6 +562,9 @@ public final class BoxEmulator: Sendable {
 
     func contentRedirect(_ id: String, _ request: Request) -> Response {
         guard store.read({ state in state.items[id].map { !$0.isFolder } ?? false }) else { return notFound() }
+        if env.control.take(.boxDownloadNotReady) {
+            return Response(status: .accepted, headers: [.retryAfter: "1", .contentLength: "0"])
+        }
         let token = env.random.slug(length: 40)
         memory.addDownload(token, fileId: id, expiresAt: env.clock().timeIntervalSince1970 + Self.downloadLifetime)
         return Response(status: .found, headers: [.location: PublicHosts.url(request, sandboxPath: "/box/dl/" + token),
