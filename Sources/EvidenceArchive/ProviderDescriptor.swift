@@ -247,7 +247,7 @@ public enum ProviderRegistry {
 
     static let sharefile = ProviderDescriptor(
         kind: .sharefile, title: "ShareFile", requiredKeys: ["subdomain", "client_id"], requiredSecrets: ["client_secret"],
-        optionalKeys: ["username"], optionalSecrets: ["password", "refresh_token"],
+        optionalKeys: ["username", "root_folder_id"], optionalSecrets: ["password", "refresh_token"],
         choices: [:], together: [], usesHTTP: true, usesOAuth: true, hashKind: .md5, login: .passwordGrant, signsInWithKey: nil,
         target: { $0["base_url"] ?? "\($0["subdomain"] ?? "?").sf-api.com" },
         example: ["[archives.sharefile]", "kind = \"sharefile\"", "subdomain = \"…\"", "client_id = \"…\"", "client_secret_file = \"/etc/evidence/sharefile.secret\"",
@@ -255,6 +255,11 @@ public enum ProviderRegistry {
         build: { setup throws(ProviderSetupError) in
             let s = setup.settings
             let subdomain = try s.required("subdomain", kind: .sharefile)
+            let root = s["root_folder_id"]
+            if let root, !ShareFileProvider.isItemID(root) {
+                throw ProviderSetupError(key: "root_folder_id", message: "\"\(root)\" is not a ShareFile item id "
+                                         + "(letters, digits and '-', e.g. fo1a2b3c-…, as the folder's web address shows it)")
+            }
             let grant: OAuthSession.Grant
             if let user = s["username"] {
                 let password = try s.secret("password", required: "a ShareFile account with username needs its password")
@@ -267,7 +272,7 @@ public enum ProviderRegistry {
                                        clientSecret: try s.secret("client_secret", required: "a ShareFile account needs its client secret"),
                                        grant: grant, tokenFile: setup.tokenFile, http: setup.http)
             return BuiltProvider(provider: ShareFileProvider(account: s.account, session: session, http: setup.http, baseURL: s["base_url"],
-                                                             subdomain: subdomain, resumeDirectory: setup.resumeDirectory,
+                                                             subdomain: subdomain, rootFolderID: root, resumeDirectory: setup.resumeDirectory,
                                                              chunkSize: setup.chunkSize ?? defaultChunk),
                                  session: session)
         })

@@ -40,6 +40,20 @@ struct ProviderRegistryTests {
         #expect(error?.key == key)
     }
 
+    @Test("ShareFile's root_folder_id is an allowed key, and one that is not an item id is refused naming the key")
+    func shareFileRootFolder() throws {
+        let d = ProviderRegistry.descriptor(.sharefile)
+        #expect(d.allowedKeys.contains("root_folder_id"))
+        let http = HTTPClient(configuration: HTTPClientConfiguration(), logger: Logger(label: "registry-tests"))
+        let good = settings(d, extra: ["root_folder_id": "fo1a2b3c-4d5e"])
+        _ = try d.build(ProviderSetup(settings: good, http: http, tokenFile: "/t", resumeDirectory: "/u", chunkSize: nil))
+        let bad = settings(d, extra: ["root_folder_id": "../Items(home)"])
+        let error = #expect(throws: ProviderSetupError.self) {
+            _ = try d.build(ProviderSetup(settings: bad, http: http, tokenFile: "/t", resumeDirectory: "/u", chunkSize: nil))
+        }
+        #expect(error?.key == "root_folder_id" && error?.message.contains("is not a ShareFile item id") == true)
+    }
+
     @Test("login styles: Box with client credentials and a local folder need none; ShareFile asks a password; Dropbox asks an offline token")
     func loginStyles() {
         let box = ProviderRegistry.descriptor(.box)

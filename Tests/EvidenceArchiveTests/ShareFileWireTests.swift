@@ -1,4 +1,4 @@
-import EvidenceArchive
+@testable import EvidenceArchive
 import EvidenceHTTP
 import EvidenceStore
 import EvidenceSandbox
@@ -109,6 +109,33 @@ struct ShareFileWireTests {
             let stored = try await p.upload(local: local, size: Int64(size), hash: md5, to: "x.bin", progress: nil)
             #expect(stored.hash == md5 && stored.size == Int64(size))
             #expect(s.uploads() == ["sharefile:/x.bin": 1], "\(s.uploads())")
+        }
+    }
+
+    @Test("a client user without a home folder: a clear error naming root_folder_id; with it, folders and files live below that folder")
+    func rootFolderID() async throws {
+        try await withInProcessSandbox { s in
+            // A folder another user shared with this one (made here while the home still answers).
+            try await s.shareFile().makeFolders("shared/cases")
+            let shared = try #require(try await s.shareFile().folderID("shared", create: false))
+            s.server.providerControl.arm(.shareFileClientUser, count: nil)
+            let homeless = s.shareFile()
+            let error = await #expect(throws: ArchiveError.self) { _ = try await homeless.whoami() }
+            #expect(error?.message.contains("root_folder_id") == true, "\(error?.message ?? "")")
+            let p = ShareFileProvider(account: "sf", session: s.shareFileSession(), http: s.http, baseURL: "\(s.url)/sharefile/sf/v3",
+                                      rootFolderID: shared, resumeDirectory: nil)
+            #expect(try await p.whoami().contains(shared))
+            try await p.makeFolders("cases/a")
+            let local = s.file("r.bin", bytes: 2_000)
+            let stored = try await p.upload(local: local, size: 2_000, hash: try hex(local, .md5), to: "cases/a/r.bin", progress: nil)
+            #expect(stored.hash == (try hex(local, .md5)))
+            #expect(try await p.stat("cases/a/r.bin")?.size == 2_000)
+            #expect(s.uploads() == ["sharefile:/shared/cases/a/r.bin": 1], "\(s.uploads())")
+            // An id that is not a folder this user sees is named as such.
+            let wrong = ShareFileProvider(account: "sf", session: s.shareFileSession(), http: s.http, baseURL: "\(s.url)/sharefile/sf/v3",
+                                          rootFolderID: "fo-nowhere", resumeDirectory: nil)
+            let missing = await #expect(throws: ArchiveError.self) { _ = try await wrong.whoami() }
+            #expect(missing?.message.contains("root_folder_id fo-nowhere is not a folder") == true, "\(missing?.message ?? "")")
         }
     }
 

@@ -71,6 +71,9 @@ public final class ProviderControl: @unchecked Sendable {
         /// after a while): the upload and its chunks are gone, and that chunk and any later use
         /// of the id answer HTTP 200 `{"error":true,"errorMessage":"Unrecognized Upload ID","errorCode":605}`.
         case shareFileUploadExpired = "sharefile-upload-expired"
+        /// ShareFile: the user is a client user without "My Files & Folders": the home folder
+        /// (`GET Items`, `Items(home)`) answers 404; folders shared with the user still work.
+        case shareFileClientUser = "sharefile-client-user"
         /// ShareFile: the tenant is in the EU: token answers carry `apicp: sf-api.eu`, `appcp: sharefile.eu`.
         case shareFileEUTenant = "sharefile-eu-tenant"
         /// ShareFile: list answers (`Shares`, `Items(id)/Children`) hold at most 1 entry a page,

@@ -23,6 +23,9 @@ public struct ShareFileProvider: ArchiveProvider {
     let configuredAPI: String?
     /// The configured subdomain, for a token answer without `subdomain`/`apicp`.
     let subdomain: String?
+    /// `root_folder_id`: the folder our paths start from, for accounts without a home folder
+    /// ("My Files & Folders": client users, who see only folders shared with them); nil = home.
+    let configuredRoot: String?
     let caller: AuthorizedHTTP
     let resume: ResumeStore
     let chunkSize: Int64
@@ -34,10 +37,11 @@ public struct ShareFileProvider: ArchiveProvider {
     public static func defaultTokenURL(subdomain: String) -> String { "https://\(subdomain).sharefile.com/oauth/token" }
 
     public init(account: String, session: OAuthSession, http: HTTPClient, baseURL: String?, subdomain: String? = nil,
-                resumeDirectory: String?, chunkSize: Int64 = 32 << 20) {
+                rootFolderID: String? = nil, resumeDirectory: String?, chunkSize: Int64 = 32 << 20) {
         self.account = account
         configuredAPI = baseURL.map(DropboxProvider.trim)
         self.subdomain = subdomain
+        configuredRoot = rootFolderID
         caller = AuthorizedHTTP(account: account, http: http, session: session)
         resume = ResumeStore(directory: resumeDirectory, account: account)
         self.chunkSize = max(1 << 20, chunkSize)
@@ -93,7 +97,19 @@ public struct ShareFileProvider: ArchiveProvider {
 
     /// The home folder (`GET Items`): our root.
     func home(_ api: String) async throws(ArchiveError) -> String {
+        if let root = configuredRoot {
+            let what = "reading root_folder_id \(root)"
+            let r = try await call("GET", "\(api)/Items(\(root))", doing: what)
+            if r.status == 404 { throw ArchiveError(.notFound, "\(account): root_folder_id \(root) is not a folder this account can see") }
+            guard r.isSuccess, let item = r.decoded(Item.self) else { throw failure(r, doing: what) }
+            guard item.isFolder else { throw ArchiveError(.permanent, "\(account): root_folder_id \(root) is a file, not a folder") }
+            return item.id
+        }
         let r = try await call("GET", "\(api)/Items", doing: "reading the home folder")
+        if r.status == 404 {
+            throw ArchiveError(.notFound, "\(account): this ShareFile user has no home folder (\"My Files & Folders\": a client user?); "
+                               + "set root_folder_id in [archives.\(account)] to the id of a folder shared with it")
+        }
         guard r.isSuccess, let home = r.decoded(Item.self) else { throw failure(r, doing: "reading the home folder") }
         return home.id
     }
@@ -123,9 +139,13 @@ public struct ShareFileProvider: ArchiveProvider {
 
     public func whoami() async throws(ArchiveError) -> String {
         let api = try await apiBase()
-        let r = try await call("GET", "\(api)/Items", doing: "reading the home folder")
-        guard r.isSuccess, r.decoded(Item.self) != nil else { throw failure(r, doing: "reading the home folder") }
-        return "ShareFile home folder at \(Redact.url(api))"
+        let id = try await rootFolderID()
+        return configuredRoot == nil ? "ShareFile home folder at \(Redact.url(api))" : "ShareFile folder \(id) at \(Redact.url(api))"
+    }
+
+    /// ShareFile's item ids: letters, digits and `-` (`fo…` folders, `fi…` files), 1–64 long.
+    public static func isItemID(_ s: String) -> Bool {
+        !s.isEmpty && s.count <= 64 && s.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || $0 == "-" }
     }
 
     public func makeFolders(_ path: String) async throws(ArchiveError) {

@@ -264,6 +264,7 @@ public final class ShareFileEmulator: Sendable {
         let api = apiBase(request)
         switch (method, segments.count) {
         case (.get, 1) where segments[0] == "Items":
+            if env.control.isArmed(.shareFileClientUser) { return odataError(.notFound, "NotFound", "Item not found: home") }
             return itemResponse(store.read { $0.homeId }, api)
         case (.get, 2) where segments[0] == "Items" && segments[1] == "ByPath":
             return byPath(request.uri.queryParameters.get("path") ?? "/", from: nil, api)
@@ -282,6 +283,10 @@ public final class ShareFileEmulator: Sendable {
         guard let first = segments.first, let rawId = Self.entityId(first, collection: "Items") else {
             await BoxShareFileSupport.drain(request)
             return odataError(.notFound, "NotFound", "Resource not found: \(raw)")
+        }
+        if rawId.lowercased() == "home", env.control.isArmed(.shareFileClientUser) {
+            await BoxShareFileSupport.drain(request)
+            return odataError(.notFound, "NotFound", "Item not found: home")
         }
         let id = rawId.lowercased() == "home" ? store.read { $0.homeId } : rawId
         switch (method, segments.count > 1 ? segments[1] : "") {
