@@ -139,6 +139,19 @@ struct ShareFileWireTests {
         }
     }
 
+    @Test("a storage zone that reports an empty Hash gives no digest (so the copy is read back), not one that never matches")
+    func emptyHash() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            let local = s.file("h.bin", bytes: 5_000)
+            s.server.providerControl.arm(.shareFileEmptyHash, count: 1)
+            let stored = try await p.upload(local: local, size: 5_000, hash: try hex(local, .md5), to: "h.bin", progress: nil)
+            #expect(stored.hash == nil, "\(String(describing: stored.hash))")
+            #expect(try await p.stat("h.bin")?.hash == nil)
+            #expect(!s.server.providerControl.isArmed(.shareFileEmptyHash))
+        }
+    }
+
     @Test("a threaded upload is finished as the SDK finishes it (respformat=json), and the answer names the stored file")
     func finishFormat() async throws {
         try await withInProcessSandbox { s in

@@ -74,6 +74,9 @@ public final class ProviderControl: @unchecked Sendable {
         /// ShareFile: the user is a client user without "My Files & Folders": the home folder
         /// (`GET Items`, `Items(home)`) answers 404; folders shared with the user still work.
         case shareFileClientUser = "sharefile-client-user"
+        /// ShareFile: the next file stored lands in a storage zone that computes no hash: its
+        /// `Hash` (and the upload answer's `md5`) is the empty string.
+        case shareFileEmptyHash = "sharefile-empty-hash"
         /// ShareFile: the tenant is in the EU: token answers carry `apicp: sf-api.eu`, `appcp: sharefile.eu`.
         case shareFileEUTenant = "sharefile-eu-tenant"
         /// ShareFile: list answers (`Shares`, `Items(id)/Children`) hold at most 1 entry a page,

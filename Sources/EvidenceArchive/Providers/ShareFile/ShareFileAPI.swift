@@ -89,8 +89,18 @@ package enum ShareFileAPI {
             id = try c.decode(String.self, forKey: .Id)
             kind = try c.decodeIfPresent(ItemKind.self, forKey: .type) ?? .other("")
             size = try c.decodeIfPresent(LenientInt64.self, forKey: .FileSizeBytes)?.value
-            md5 = try c.decodeIfPresent(String.self, forKey: .Hash)?.lowercased()
+            md5 = ShareFileAPI.md5(try c.decodeIfPresent(String.self, forKey: .Hash))
         }
+    }
+
+    /// A `Hash`/`md5` as a digest: 32 hex digits, lowercased; nil for anything else. Some storage
+    /// zones store files without computing one and answer `""`: no digest, so the copy is read
+    /// back and re-hashed, where comparing `""` with ours would call every copy corrupt and
+    /// upload it again for ever.
+    static func md5(_ text: String?) -> String? {
+        guard let t = text?.trimmingCharacters(in: .whitespaces).lowercased(), t.count == 32,
+              t.allSatisfy({ $0.isHexDigit }) else { return nil }
+        return t
     }
 
     /// `UploadSpecification`.

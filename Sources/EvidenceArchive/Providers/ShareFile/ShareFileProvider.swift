@@ -276,7 +276,7 @@ public struct ShareFileProvider: ArchiveProvider {
                                + (corrupted ? " (corrupted in transit; will upload again)" : ""))
         }
         let v = j.value?.elements.first
-        return RemoteFile(path: path, size: v?.size?.value ?? size, hash: v?.md5?.lowercased(), id: v?.id)
+        return RemoteFile(path: path, size: v?.size?.value ?? size, hash: ShareFileAPI.md5(v?.md5), id: v?.id)
     }
 
     public func download(_ path: String, to local: String) async throws(ArchiveError) {

@@ -198,6 +198,7 @@ extension ShareFileEmulator {
     func storeUpload(_ upload: ShareFileUpload, from path: String, size: Int64, md5: String) throws -> StoreOutcome {
         let now = env.clock().timeIntervalSince1970
         let fileId = Self.itemId(prefix: "fi", env.random)
+        let md5 = env.control.take(.shareFileEmptyHash) ? "" : md5
         let outcome: StoreOutcome = try store.update { state in
             guard state.uploads[upload.id] != nil else { return .failure("Unrecognized Upload ID", 605) }
             guard let parent = state.items[upload.parentId], parent.isFolder else {
