@@ -270,7 +270,9 @@ public enum ProviderRegistry {
             let session = OAuthSession(account: s.account, tokenURL: s["auth_url"] ?? ShareFileProvider.defaultTokenURL(subdomain: subdomain),
                                        clientID: try s.required("client_id", kind: .sharefile),
                                        clientSecret: try s.secret("client_secret", required: "a ShareFile account needs its client secret"),
-                                       grant: grant, tokenFile: setup.tokenFile, http: setup.http)
+                                       grant: grant, tokenFile: setup.tokenFile, http: setup.http,
+                                       // A configured auth_url is kept; else the answer's control plane is followed.
+                                       tokenURLFromAnswer: s["auth_url"] == nil ? ShareFileProvider.tokenURL(fromAnswer:) : nil)
             return BuiltProvider(provider: ShareFileProvider(account: s.account, session: session, http: setup.http, baseURL: s["base_url"],
                                                              subdomain: subdomain, rootFolderID: root, resumeDirectory: setup.resumeDirectory,
                                                              chunkSize: setup.chunkSize ?? defaultChunk),

@@ -45,6 +45,32 @@ struct ShareFileWireTests {
         }
     }
 
+    @Test("later token requests go to the control plane the token answer names ({subdomain}.{appcp}, an EU tenant: sharefile.eu), as the SDK's do")
+    func tokenHostFromAnswer() async throws {
+        #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "acme", "appcp": "sharefile.eu"]) == "https://acme.sharefile.eu/oauth/token")
+        #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "acme"]) == nil)
+        for hostile in ["evil.example/x?", "a b", "sharefile.eu@evil.example", ""] {
+            #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "acme", "appcp": hostile]) == nil, "\(hostile)")
+        }
+        #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "ac/me", "appcp": "sharefile.eu"]) == nil)
+        try await withInProcessSandbox { s in
+            s.server.providerControl.arm(.shareFileEUTenant, count: nil)
+            // The named endpoint, mapped onto the sandbox (whose host names do not resolve here):
+            // a path the sandbox does not serve, so the refresh's refusal names where it went.
+            let named = "\(s.url)/sharefile/named-by-answer/token"
+            let session = OAuthSession(account: "sf", tokenURL: "\(s.url)/sharefile/oauth/token", clientID: "sandbox-sharefile-client",
+                                       clientSecret: "sandbox-sharefile-secret",
+                                       grant: .password(username: "sandbox@example.org", password: "sandbox-password"),
+                                       tokenFile: s.dir + "/sf-eu.json", http: s.http,
+                                       tokenURLFromAnswer: { extra in
+                                           ShareFileProvider.tokenURL(fromAnswer: extra) == "https://sandbox.sharefile.eu/oauth/token" ? named : nil
+                                       })
+            let first = try await session.accessToken()   // the configured endpoint
+            let error = await #expect(throws: ArchiveError.self) { _ = try await session.rejected(first) }
+            #expect(error?.message.contains("/sharefile/named-by-answer/token") == true, "\(error?.message ?? "")")
+        }
+    }
+
     @Test("a share asked without expiry never expires (ShareFile's own default is 30 days)")
     func shareNeverExpires() async throws {
         try await withInProcessSandbox { s in

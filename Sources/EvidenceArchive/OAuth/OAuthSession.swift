@@ -20,6 +20,10 @@ public actor OAuthSession {
 
     public nonisolated let account: String
     let tokenURL: String
+    /// The token endpoint a token answer names for later requests (ShareFile: the answer's
+    /// `subdomain` and `appcp`, so an EU tenant's refreshes go to `{subdomain}.sharefile.eu` as
+    /// the ShareFile SDK sends them); nil, or nil for this answer, keeps `tokenURL`.
+    let tokenURLFromAnswer: (@Sendable ([String: String]) -> String?)?
     let clientID: String
     let clientSecret: String?
     let grant: Grant
@@ -35,8 +39,10 @@ public actor OAuthSession {
     public private(set) var refreshCount = 0
 
     public init(account: String, tokenURL: String, clientID: String, clientSecret: String?, grant: Grant,
-                tokenFile: String, http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
+                tokenFile: String, http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() },
+                tokenURLFromAnswer: (@Sendable ([String: String]) -> String?)? = nil) {
         self.account = account; self.tokenURL = tokenURL; self.clientID = clientID; self.clientSecret = clientSecret
+        self.tokenURLFromAnswer = tokenURLFromAnswer
         self.grant = grant; self.tokenFile = tokenFile; self.http = http; self.now = now
     }
 
@@ -207,8 +213,14 @@ public actor OAuthSession {
         tokenRequest(refreshForm(token))
     }
 
+    /// Where the next token request goes: the endpoint the last answer named, else `tokenURL`.
+    private var endpoint: String {
+        guard let extra = record?.extra, let named = tokenURLFromAnswer?(extra) else { return tokenURL }
+        return named
+    }
+
     private func tokenRequest(_ form: [(String, String)]) -> HTTPRequest {
-        HTTPRequest(method: "POST", url: tokenURL,
+        HTTPRequest(method: "POST", url: endpoint,
                     headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
                     body: .data(Data(FormEncoding.encode(form).utf8)))
     }
@@ -281,7 +293,7 @@ public actor OAuthSession {
             // A refused grant or client is refused credentials, whatever status carried it
             // (RFC 6749 answers 400): the account pauses until they are fixed.
             let refused = code == "invalid_grant" || code == "invalid_client" || response.status == 401 || response.status == 403
-            var error = ArchiveError(kind, "\(account): token endpoint \(Redact.url(tokenURL)) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)",
+            var error = ArchiveError(kind, "\(account): token endpoint \(Redact.url(endpoint)) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)",
                                      httpStatus: response.status)
             error.grantRefused = refused
             return .failure(error)
@@ -289,11 +301,11 @@ public actor OAuthSession {
         guard let json else {
             // A 200 that is not JSON at all (a proxy's or captive portal's page, a cut body) says
             // nothing about the credentials: try again later rather than give up on the item.
-            return .failure(ArchiveError(.transient, "\(account): token endpoint \(Redact.url(tokenURL)) answered HTTP \(response.status) "
+            return .failure(ArchiveError(.transient, "\(account): token endpoint \(Redact.url(endpoint)) answered HTTP \(response.status) "
                                          + "with \(response.header("content-type") ?? "no content type"), \(response.body.count) bytes, not JSON"))
         }
         guard let access = json.access_token, !access.isEmpty else {
-            return .failure(ArchiveError(.permanent, "\(account): token endpoint \(Redact.url(tokenURL)) answered without access_token"))
+            return .failure(ArchiveError(.permanent, "\(account): token endpoint \(Redact.url(endpoint)) answered without access_token"))
         }
         let lifetime = json.expires_in ?? 3600
         var next = record ?? TokenRecord()

@@ -36,6 +36,14 @@ public struct ShareFileProvider: ArchiveProvider {
     public static func defaultAPI(subdomain: String) -> String { "https://\(subdomain).sf-api.com/sf/v3" }
     public static func defaultTokenURL(subdomain: String) -> String { "https://\(subdomain).sharefile.com/oauth/token" }
 
+    /// The token endpoint a token answer names: `https://{subdomain}.{appcp}/oauth/token`
+    /// (`acme.sharefile.eu` for a tenant in the EU), as the ShareFile SDK refreshes; nil when
+    /// the answer names no valid host.
+    @Sendable public static func tokenURL(fromAnswer extra: [String: String]) -> String? {
+        guard let sub = extra["subdomain"], let cp = extra["appcp"], isHostLabel(sub), isHostName(cp) else { return nil }
+        return "https://\(sub).\(cp)/oauth/token"
+    }
+
     public init(account: String, session: OAuthSession, http: HTTPClient, baseURL: String?, subdomain: String? = nil,
                 rootFolderID: String? = nil, resumeDirectory: String?, chunkSize: Int64 = 32 << 20) {
         self.account = account
