@@ -129,6 +129,21 @@ struct OwnCloudProviderTests {
         }
     }
 
+    @Test("a server-enforced default expiry is recorded from the OCS answer, not as 'never'")
+    func enforcedExpiry() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            let local = h.dir.file("s.bin", bytes: 100)
+            _ = try await p.upload(local: local, size: 100, hash: try hex(local, .sha1), to: "s.bin", progress: nil)
+            let arm = try await Self.quickClient().execute(HTTPRequest(
+                method: "POST", url: h.sandbox!.baseURL.absoluteString + "/_sandbox/quirk?quirk=owncloud-enforced-expiry&count=always"))
+            #expect(arm.status == 200)
+            let link = try await p.share("s.bin", ShareRequest(access: .open))
+            let expires = try #require(link.expires, "recorded as never expiring")
+            #expect(expires > Date().addingTimeInterval(6 * 86_400) && expires < Date().addingTimeInterval(9 * 86_400), "\(expires)")
+        }
+    }
+
     @Test("ownCloud computes checksums from the bytes: stat reports its SHA-1, whoami names it")
     func owncloudChecksumsTrusted() async throws {
         try await withProvider(.owncloud) { h in

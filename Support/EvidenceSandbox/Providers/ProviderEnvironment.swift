@@ -77,6 +77,9 @@ public final class ProviderControl: @unchecked Sendable {
         /// ShareFile: the next file stored lands in a storage zone that computes no hash: its
         /// `Hash` (and the upload answer's `md5`) is the empty string.
         case shareFileEmptyHash = "sharefile-empty-hash"
+        /// ownCloud/Nextcloud: the administrator enforces a default expiry on public links: one
+        /// made without `expireDate` expires in 7 days, which the OCS answer's `expiration` says.
+        case ownCloudEnforcedExpiry = "owncloud-enforced-expiry"
         /// ShareFile: the tenant is in the EU: token answers carry `apicp: sf-api.eu`, `appcp: sharefile.eu`.
         case shareFileEUTenant = "sharefile-eu-tenant"
         /// ShareFile: list answers (`Shares`, `Items(id)/Children`) hold at most 1 entry a page,

@@ -290,12 +290,15 @@ public struct OwnCloudProvider: ArchiveProvider {
         guard let reply = OwnCloudAPI.parseOCS(r.body) else {
             throw ArchiveError(.permanent, "\(account): sharing \(path): the answer is not an OCS reply")
         }
-        guard reply.statusCode == 100, let url = reply.data(as: OwnCloudAPI.Share.self)?.url else {
+        guard reply.statusCode == 100, let made = reply.data(as: OwnCloudAPI.Share.self), let url = made.url else {
             // v1 says HTTP 200 and puts the failure in ocs.meta.
             throw ArchiveError(reply.statusCode == 996 ? .transient : .permanent,
                                "\(account): sharing \(path): OCS status \(reply.statusCode): \(reply.message)")
         }
-        return ShareLink(url: url, expires: request.expires, passwordProtected: request.password != nil, fallback: nil)
+        // What the server made, not what was asked: an administrator's enforced default expiry
+        // is in the answer's `expiration` (a link asked without one is not "never").
+        return ShareLink(url: url, expires: made.expires ?? request.expires,
+                         passwordProtected: made.hasPassword || request.password != nil, fallback: nil)
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {

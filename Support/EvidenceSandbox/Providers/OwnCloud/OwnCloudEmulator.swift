@@ -868,6 +868,9 @@ public final class OwnCloudEmulator: Sendable {
             guard date >= OwnCloudWire.civilDate(env.clock()) else { return fail(404, "Expiration date is in the past") }
             expiration = date
         }
+        if expiration == nil, env.control.isArmed(.ownCloudEnforcedExpiry) {
+            expiration = OwnCloudWire.civilDate(env.clock().addingTimeInterval(7 * 86_400))
+        }
         let password = !(fields["password"] ?? "").isEmpty
         let share = try await store.createShare(fileID: entry.fileID, permissions: permissions & 1 == 0 ? 1 : permissions, password: password,
                                                 expiration: expiration, name: fields["name"] ?? "", now: now())
