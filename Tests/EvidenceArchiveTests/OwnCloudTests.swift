@@ -129,6 +129,21 @@ struct OwnCloudProviderTests {
         }
     }
 
+    @Test("a file where a folder must go (MKCOL answers 405) is a permanent error naming the path, not a loop of 409s")
+    func fileInTheWay() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            let local = h.dir.file("cam", bytes: 10)
+            _ = try await p.upload(local: local, size: 10, hash: try hex(local, .sha1), to: "cam", progress: nil)
+            let error = await #expect(throws: ArchiveError.self) { try await p.makeFolders("cam/2026") }
+            #expect(error?.kind == .permanent && error?.message.contains("creating folder cam: a file of that name is in the way") == true,
+                    "\(String(describing: error?.kind)) \(error?.message ?? "")")
+            try await p.makeFolders("other/2026")
+            // A fresh client (nothing remembered) meets 405 for the existing folders: still fine.
+            try await Self.provider(h).makeFolders("other/2026")
+        }
+    }
+
     @Test("a server-enforced default expiry is recorded from the OCS answer, not as 'never'")
     func enforcedExpiry() async throws {
         try await withProvider(.owncloud) { h in

@@ -128,7 +128,17 @@ public struct OwnCloudProvider: ArchiveProvider {
                 do throws(ArchiveError) {
                     let r = try await call(request("MKCOL", url(level, folder: true)), doing: "creating folder \(level)")
                     switch r.status {
-                    case 201, 405: return .success(())   // 405: it exists (ownCloud and Apache say so with 405)
+                    case 201: return .success(())
+                    case 405:
+                        // Something exists there (ownCloud, Sabre and Apache say so with 405): a
+                        // folder, or a file in the way, under which every PUT would meet 409.
+                        do throws(ArchiveError) {
+                            guard try await stat(level) != nil else { return .success(()) }
+                            return .failure(ArchiveError(.permanent, "\(account): creating folder \(level): a file of that name is in the way; "
+                                                         + "move or rename it on the server (nothing was replaced)"))
+                        } catch where error.kind == .conflict {
+                            return .success(())   // stat: "is a folder, not a file"
+                        }
                     default: return .failure(ArchiveError.status(r, account: account, doing: "creating folder \(level)"))
                     }
                 } catch {
