@@ -129,6 +129,34 @@ struct OwnCloudProviderTests {
         }
     }
 
+    @Test("chunks left by an attempt with another chunk_size are deleted before resuming, so the assembly sums up")
+    func staleChunks() async throws {
+        try await withProvider(.owncloud) { h in
+            let size = (5 << 20) + 3
+            let local = h.dir.file("v.bin", bytes: size)
+            let sha1 = try hex(local, .sha1)
+            // A first attempt in 1 MiB chunks, stopped after two chunks arrived.
+            let first = Self.provider(h)
+            let attempt = Task {
+                try await first.upload(local: local, size: Int64(size), hash: sha1, to: "v.bin", progress: { at in
+                    if at == 2 << 20 { while !Task.isCancelled { usleep(1_000) } }
+                })
+            }
+            try await Task.sleep(for: .milliseconds(1))
+            #expect(await waitUntil(timeout: 30) { (try? Self.requests(h).filter { $0.method == "PUT" }.count) ?? 0 >= 2 })
+            attempt.cancel()
+            _ = await attempt.result
+            // The next attempt cuts the file in 2 MiB chunks: the one left at 1 MiB is not its own.
+            let second = OwnCloudProvider(account: "oc", url: h.sandbox!.baseURL.absoluteString + "/owncloud", user: "sandbox",
+                                          password: "sandbox-app-password", baseURL: nil, http: Self.quickClient(), chunkSize: 2 << 20)
+            let stored = try await second.upload(local: local, size: Int64(size), hash: sha1, to: "v.bin", progress: nil)
+            #expect(stored.size == Int64(size))
+            #expect(try await second.stat("v.bin")?.hash == sha1)
+            let deletes = try Self.requests(h).filter { $0.method == "DELETE" && $0.path.hasSuffix("/00000000000001048576") }
+            #expect(deletes.count == 1, "\(deletes)")
+        }
+    }
+
     @Test("a file where a folder must go (MKCOL answers 405) is a permanent error naming the path, not a loop of 409s")
     func fileInTheWay() async throws {
         try await withProvider(.owncloud) { h in

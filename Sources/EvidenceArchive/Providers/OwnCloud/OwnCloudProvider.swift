@@ -213,9 +213,21 @@ public struct OwnCloudProvider: ArchiveProvider {
         guard made.status == 201 || made.status == 405 else { throw ArchiveError.status(made, account: account, doing: "starting the chunked upload of \(path)") }
         var have: [Int64: Int64] = [:]
         if made.status == 405 {
+            // Resuming: keep the chunks that are ours as this attempt cuts the file; delete any
+            // other (left at another offset when chunk_size changed between attempts, or by an
+            // older client), as the desktop clients do, or the assembly would not sum up.
             let listing = try await call(request("PROPFIND", transfer + "/", headers: [("Depth", "1")]), doing: "listing chunks of \(path)")
             for entry in (listing.status == 207 ? OwnCloudAPI.parseListing(listing.body) : nil) ?? [] {
-                if let offset = Int64(entry.name), entry.size > 0 { have[offset] = entry.size }
+                guard !entry.name.isEmpty, entry.name != ".file" else { continue }
+                if let offset = Int64(entry.name), offset >= 0, offset < size, offset % chunkSize == 0,
+                   entry.size == min(chunkSize, size - offset) {
+                    have[offset] = entry.size
+                    continue
+                }
+                let stale = try await call(request("DELETE", "\(transfer)/\(entry.name)"), doing: "deleting a stale chunk of \(path)")
+                guard stale.isSuccess || stale.status == 404 else {
+                    throw ArchiveError.status(stale, account: account, doing: "deleting a stale chunk of \(path)")
+                }
             }
         }
         var offset: Int64 = 0
@@ -258,6 +270,12 @@ public struct OwnCloudProvider: ArchiveProvider {
         case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("hecksum"):
             _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
             throw ArchiveError(.transient, "\(account): assembling \(path): the server's checksum of the chunks differs from ours (corrupted in transit); will upload again")
+        case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("do not sum up"):
+            // Chunks we did not account for (another client's, or lost track of): start the
+            // transfer again from an empty folder rather than fail for good.
+            _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+            throw ArchiveError(.transient, "\(account): assembling \(path): the chunks on the server do not sum up to the file; "
+                               + "starting the chunked upload again")
         default: throw ArchiveError.status(r, account: account, doing: "assembling \(path)")
         }
     }
