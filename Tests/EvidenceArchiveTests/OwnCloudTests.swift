@@ -157,6 +157,27 @@ struct OwnCloudProviderTests {
         }
     }
 
+    @Test("Nextcloud: an assembly that finished but answered 412 is not a conflict (no second copy under the alternate name): retried, and the copy there is ours")
+    func assembled412() async throws {
+        try await withProvider(.owncloud, sandboxArguments: ["--owncloud-flavour", "nextcloud"]) { h in
+            let p = Self.provider(h)
+            let size = (2 << 20) + 9
+            let local = h.dir.file("n.bin", bytes: size)
+            let sha1 = try hex(local, .sha1)
+            let arm = try await Self.quickClient().execute(HTTPRequest(
+                method: "POST", url: h.sandbox!.baseURL.absoluteString + "/_sandbox/quirk?quirk=owncloud-assembled-412&count=1"))
+            #expect(arm.status == 200)
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "n.bin", progress: nil)
+            }
+            #expect(error?.kind == .transient, "\(String(describing: error?.kind)) \(error?.message ?? "")")
+            // What the archive job does next: the file there is read back; it is ours.
+            let back = h.dir.path + "/n.back"
+            try await p.download("n.bin", to: back)
+            #expect(try hex(back, .sha1) == sha1)
+        }
+    }
+
     @Test("a file where a folder must go (MKCOL answers 405) is a permanent error naming the path, not a loop of 409s")
     func fileInTheWay() async throws {
         try await withProvider(.owncloud) { h in

@@ -80,6 +80,10 @@ public final class ProviderControl: @unchecked Sendable {
         /// ownCloud/Nextcloud: the administrator enforces a default expiry on public links: one
         /// made without `expireDate` expires in 7 days, which the OCS answer's `expiration` says.
         case ownCloudEnforcedExpiry = "owncloud-enforced-expiry"
+        /// ownCloud/Nextcloud: the next chunk assembly (`MOVE …/.file`) completes, but its answer is
+        /// 412 `Overwrite` (as when the client's earlier MOVE, given up on during a silent assembly,
+        /// finished while this one was on its way).
+        case ownCloudAssembled412 = "owncloud-assembled-412"
         /// ShareFile: the tenant is in the EU: token answers carry `apicp: sf-api.eu`, `appcp: sharefile.eu`.
         case shareFileEUTenant = "sharefile-eu-tenant"
         /// ShareFile: list answers (`Shares`, `Items(id)/Children`) hold at most 1 entry a page,

@@ -788,7 +788,13 @@ public final class OwnCloudEmulator: Sendable {
         }
         let response = try await commit(request, temp: temp, at: target, size: sum, digests: digests, mtime: mtime(request),
                                         ifNoneMatchStar: !overwrite)
-        if response.status == .created || response.status == .noContent { _ = try await store.deleteUpload(id) }
+        if response.status == .created || response.status == .noContent {
+            _ = try await store.deleteUpload(id)
+            if env.control.take(.ownCloudAssembled412) {
+                return OwnCloudWire.preconditionFailed("The destination node already exists, and the overwrite header is set to false",
+                                                       header: "Overwrite")
+            }
+        }
         return response
     }
 
