@@ -32,6 +32,19 @@ struct OwnCloudProviderTests {
                          password: "sandbox-app-password", baseURL: nil, http: http, chunkSize: 1 << 20)
     }
 
+    /// Arms one of the sandbox's quirks (`/_sandbox/quirk`) for the next `count` times.
+    static func arm(_ h: Harness, _ quirk: String, count: String = "1") async throws {
+        let r = try await quickClient().execute(HTTPRequest(
+            method: "POST", url: h.sandbox!.baseURL.absoluteString + "/_sandbox/quirk?quirk=\(quirk)&count=\(count)"))
+        #expect(r.status == 200, "arming \(quirk)")
+    }
+
+    /// A small file of `bytes` uploaded to `name` by `p`.
+    static func put(_ p: OwnCloudProvider, _ h: Harness, _ name: String, bytes: Int) async throws {
+        let local = h.dir.file(name, bytes: bytes)
+        _ = try await p.upload(local: local, size: Int64(bytes), hash: try hex(local, .sha1), to: name, progress: nil)
+    }
+
     @Test("a chunked upload is assembled with Overwrite: F, not If-None-Match: * (which Sabre judges against .file)")
     func chunkedAssemblyGuard() async throws {
         try await withProvider(.owncloud) { h in
@@ -164,9 +177,7 @@ struct OwnCloudProviderTests {
             let size = (2 << 20) + 9
             let local = h.dir.file("n.bin", bytes: size)
             let sha1 = try hex(local, .sha1)
-            let arm = try await Self.quickClient().execute(HTTPRequest(
-                method: "POST", url: h.sandbox!.baseURL.absoluteString + "/_sandbox/quirk?quirk=owncloud-assembled-412&count=1"))
-            #expect(arm.status == 200)
+            try await Self.arm(h, "owncloud-assembled-412")
             let error = await #expect(throws: ArchiveError.self) {
                 _ = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "n.bin", progress: nil)
             }
@@ -182,8 +193,7 @@ struct OwnCloudProviderTests {
     func fileInTheWay() async throws {
         try await withProvider(.owncloud) { h in
             let p = Self.provider(h)
-            let local = h.dir.file("cam", bytes: 10)
-            _ = try await p.upload(local: local, size: 10, hash: try hex(local, .sha1), to: "cam", progress: nil)
+            try await Self.put(p, h, "cam", bytes: 10)
             let error = await #expect(throws: ArchiveError.self) { try await p.makeFolders("cam/2026") }
             #expect(error?.kind == .permanent && error?.message.contains("creating folder cam: a file of that name is in the way") == true,
                     "\(String(describing: error?.kind)) \(error?.message ?? "")")
@@ -197,11 +207,8 @@ struct OwnCloudProviderTests {
     func enforcedExpiry() async throws {
         try await withProvider(.owncloud) { h in
             let p = Self.provider(h)
-            let local = h.dir.file("s.bin", bytes: 100)
-            _ = try await p.upload(local: local, size: 100, hash: try hex(local, .sha1), to: "s.bin", progress: nil)
-            let arm = try await Self.quickClient().execute(HTTPRequest(
-                method: "POST", url: h.sandbox!.baseURL.absoluteString + "/_sandbox/quirk?quirk=owncloud-enforced-expiry&count=always"))
-            #expect(arm.status == 200)
+            try await Self.put(p, h, "s.bin", bytes: 100)
+            try await Self.arm(h, "owncloud-enforced-expiry", count: "always")
             let link = try await p.share("s.bin", ShareRequest(access: .open))
             let expires = try #require(link.expires, "recorded as never expiring")
             #expect(expires > Date().addingTimeInterval(6 * 86_400) && expires < Date().addingTimeInterval(9 * 86_400), "\(expires)")
