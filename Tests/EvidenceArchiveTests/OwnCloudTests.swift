@@ -45,6 +45,20 @@ struct OwnCloudProviderTests {
         _ = try await p.upload(local: local, size: Int64(bytes), hash: try hex(local, .sha1), to: name, progress: nil)
     }
 
+    /// A chunked upload in 1 MiB chunks stopped (its task cancelled) once `chunks` chunks arrived:
+    /// what a killed process leaves on the server.
+    static func stoppedUpload(_ h: Harness, _ local: String, size: Int, sha1: String, to path: String, chunks: Int) async {
+        let first = provider(h)
+        let attempt = Task {
+            try await first.upload(local: local, size: Int64(size), hash: sha1, to: path, progress: { at in
+                if at == Int64(chunks) << 20 { while !Task.isCancelled { usleep(1_000) } }
+            })
+        }
+        #expect(await waitUntil(timeout: 30) { (try? requests(h).filter { $0.method == "PUT" }.count) ?? 0 >= chunks })
+        attempt.cancel()
+        _ = await attempt.result
+    }
+
     @Test("a chunked upload is assembled with Overwrite: F, not If-None-Match: * (which Sabre judges against .file)")
     func chunkedAssemblyGuard() async throws {
         try await withProvider(.owncloud) { h in
@@ -149,16 +163,7 @@ struct OwnCloudProviderTests {
             let local = h.dir.file("v.bin", bytes: size)
             let sha1 = try hex(local, .sha1)
             // A first attempt in 1 MiB chunks, stopped after two chunks arrived.
-            let first = Self.provider(h)
-            let attempt = Task {
-                try await first.upload(local: local, size: Int64(size), hash: sha1, to: "v.bin", progress: { at in
-                    if at == 2 << 20 { while !Task.isCancelled { usleep(1_000) } }
-                })
-            }
-            try await Task.sleep(for: .milliseconds(1))
-            #expect(await waitUntil(timeout: 30) { (try? Self.requests(h).filter { $0.method == "PUT" }.count) ?? 0 >= 2 })
-            attempt.cancel()
-            _ = await attempt.result
+            await Self.stoppedUpload(h, local, size: size, sha1: sha1, to: "v.bin", chunks: 2)
             // The next attempt cuts the file in 2 MiB chunks: the one left at 1 MiB is not its own.
             let second = OwnCloudProvider(account: "oc", url: h.sandbox!.baseURL.absoluteString + "/owncloud", user: "sandbox",
                                           password: "sandbox-app-password", baseURL: nil, http: Self.quickClient(), chunkSize: 2 << 20)
@@ -200,6 +205,42 @@ struct OwnCloudProviderTests {
             try await p.makeFolders("other/2026")
             // A fresh client (nothing remembered) meets 405 for the existing folders: still fine.
             try await Self.provider(h).makeFolders("other/2026")
+        }
+    }
+
+    @Test("a link the server made more open than asked (no password) is deleted and refused, never recorded as protected")
+    func linkMoreOpenThanAsked() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            try await Self.put(p, h, "p.bin", bytes: 100)
+            try await Self.arm(h, "owncloud-link-drops-password")
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.share("p.bin", ShareRequest(access: .open, password: "Link-Pass-1"))
+            }
+            #expect(error?.kind == .permanent && error?.message.contains("more open than asked (no password)") == true, "\(error?.message ?? "")")
+            // The open link was deleted: asking again makes a protected one, not the open one.
+            let link = try await p.share("p.bin", ShareRequest(access: .open, password: "Link-Pass-1"))
+            #expect(link.passwordProtected)
+        }
+    }
+
+    @Test("a name in a resumed transfer folder that is not a chunk of ours is never put in a URL: the folder is discarded and made again")
+    func foreignNameInTransfer() async throws {
+        try await withProvider(.owncloud) { h in
+            let size = (3 << 20) + 1
+            let local = h.dir.file("f.bin", bytes: size)
+            let sha1 = try hex(local, .sha1)
+            await Self.stoppedUpload(h, local, size: size, sha1: sha1, to: "f.bin", chunks: 1)
+            let folder = try #require(try Self.requests(h).first { $0.method == "MKCOL" && $0.path.contains("/uploads/") }?.path)
+            let auth = "Basic " + Data("sandbox:sandbox-app-password".utf8).base64EncodedString()
+            let put = try await Self.quickClient().execute(HTTPRequest(method: "PUT", url: h.sandbox!.baseURL.absoluteString + folder + "/notes.txt",
+                                                                      headers: [("Authorization", auth)], body: .data(Data("x".utf8))))
+            #expect(put.isSuccess, "\(put.status)")
+            let stored = try await Self.provider(h).upload(local: local, size: Int64(size), hash: sha1, to: "f.bin", progress: nil)
+            #expect(stored.size == Int64(size))
+            let deletes = try Self.requests(h).filter { $0.method == "DELETE" }
+            #expect(deletes.contains { $0.path == folder || $0.path == folder + "/" }, "\(deletes)")
+            #expect(!deletes.contains { $0.path.hasSuffix("notes.txt") }, "\(deletes)")
         }
     }
 

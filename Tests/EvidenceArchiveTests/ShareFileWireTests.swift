@@ -4,6 +4,7 @@ import EvidenceStore
 import EvidenceSandbox
 import EvidenceTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// ShareFile as the real service and its SDK speak: `FileSize` in Upload2, paths relative to
@@ -45,29 +46,39 @@ struct ShareFileWireTests {
         }
     }
 
-    @Test("later token requests go to the control plane the token answer names ({subdomain}.{appcp}, an EU tenant: sharefile.eu), as the SDK's do")
+    @Test("refreshes go to the control plane the token answer names ({subdomain}.{appcp}: an EU tenant's to sharefile.eu, as the SDK's do); a password only to the configured endpoint")
     func tokenHostFromAnswer() async throws {
         #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "acme", "appcp": "sharefile.eu"]) == "https://acme.sharefile.eu/oauth/token")
         #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "acme"]) == nil)
-        for hostile in ["evil.example/x?", "a b", "sharefile.eu@evil.example", ""] {
+        // Only ShareFile's own control planes: an answer (or a token file) naming another host
+        // never receives the refresh token and client secret.
+        for hostile in ["evil.example", "sharefile.eu.evil.example", "evil.example/x?", "sharefile.eu@evil.example", "a b", ""] {
             #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "acme", "appcp": hostile]) == nil, "\(hostile)")
         }
-        #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": "ac/me", "appcp": "sharefile.eu"]) == nil)
+        for label in ["ac/me", "127", ""] {
+            #expect(ShareFileProvider.tokenURL(fromAnswer: ["subdomain": label, "appcp": "sharefile.eu"]) == nil, "\(label)")
+        }
         try await withInProcessSandbox { s in
             s.server.providerControl.arm(.shareFileEUTenant, count: nil)
-            // The named endpoint, mapped onto the sandbox (whose host names do not resolve here):
-            // a path the sandbox does not serve, so the refresh's refusal names where it went.
+            // The named endpoint, mapped onto a path the sandbox does not serve (its host names do
+            // not resolve here): the refresh sent there is refused, and the password the session
+            // then falls back to goes to the configured endpoint, which answers.
             let named = "\(s.url)/sharefile/named-by-answer/token"
+            let asked = Mutex(0)
             let session = OAuthSession(account: "sf", tokenURL: "\(s.url)/sharefile/oauth/token", clientID: "sandbox-sharefile-client",
                                        clientSecret: "sandbox-sharefile-secret",
                                        grant: .password(username: "sandbox@example.org", password: "sandbox-password"),
                                        tokenFile: s.dir + "/sf-eu.json", http: s.http,
                                        tokenURLFromAnswer: { extra in
-                                           ShareFileProvider.tokenURL(fromAnswer: extra) == "https://sandbox.sharefile.eu/oauth/token" ? named : nil
+                                           guard ShareFileProvider.tokenURL(fromAnswer: extra) == "https://sandbox.sharefile.eu/oauth/token" else { return nil }
+                                           asked.withLock { $0 += 1 }
+                                           return named
                                        })
-            let first = try await session.accessToken()   // the configured endpoint
-            let error = await #expect(throws: ArchiveError.self) { _ = try await session.rejected(first) }
-            #expect(error?.message.contains("/sharefile/named-by-answer/token") == true, "\(error?.message ?? "")")
+            let first = try await session.accessToken()   // a password grant: the configured endpoint
+            #expect(asked.withLock { $0 } == 0, "the password grant did not ask where the answer points")
+            let second = try await session.rejected(first)
+            #expect(asked.withLock { $0 } >= 1, "the refresh went where the answer points")
+            #expect(second != first, "the password fallback reached the configured endpoint")
         }
     }
 

@@ -20,9 +20,10 @@ public actor OAuthSession {
 
     public nonisolated let account: String
     let tokenURL: String
-    /// The token endpoint a token answer names for later requests (ShareFile: the answer's
+    /// The token endpoint a token answer names for later refreshes (ShareFile: the answer's
     /// `subdomain` and `appcp`, so an EU tenant's refreshes go to `{subdomain}.sharefile.eu` as
-    /// the ShareFile SDK sends them); nil, or nil for this answer, keeps `tokenURL`.
+    /// the ShareFile SDK sends them); nil, or nil for this answer, keeps `tokenURL`. Every other
+    /// grant (a password above all) goes to `tokenURL`, the endpoint the operator configured.
     let tokenURLFromAnswer: (@Sendable ([String: String]) -> String?)?
     let clientID: String
     let clientSecret: String?
@@ -213,14 +214,20 @@ public actor OAuthSession {
         tokenRequest(refreshForm(token))
     }
 
-    /// Where the next token request goes: the endpoint the last answer named, else `tokenURL`.
-    private var endpoint: String {
+    /// Where a refresh goes: the endpoint the last answer named, else `tokenURL`.
+    private var refreshEndpoint: String {
         guard let extra = record?.extra, let named = tokenURLFromAnswer?(extra) else { return tokenURL }
         return named
     }
 
+    /// Where a token request with `form` goes: a refresh may follow the answer; anything else
+    /// (password, client credentials, a login's code) only to the configured `tokenURL`.
+    private func endpoint(for form: [(String, String)]) -> String {
+        form.first { $0.0 == "grant_type" }?.1 == "refresh_token" ? refreshEndpoint : tokenURL
+    }
+
     private func tokenRequest(_ form: [(String, String)]) -> HTTPRequest {
-        HTTPRequest(method: "POST", url: endpoint,
+        HTTPRequest(method: "POST", url: endpoint(for: form),
                     headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
                     body: .data(Data(FormEncoding.encode(form).utf8)))
     }
@@ -293,7 +300,7 @@ public actor OAuthSession {
             // A refused grant or client is refused credentials, whatever status carried it
             // (RFC 6749 answers 400): the account pauses until they are fixed.
             let refused = code == "invalid_grant" || code == "invalid_client" || response.status == 401 || response.status == 403
-            var error = ArchiveError(kind, "\(account): token endpoint \(Redact.url(endpoint)) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)",
+            var error = ArchiveError(kind, "\(account): token endpoint \(Redact.url(endpoint(for: form))) answered \(code)\(detail.isEmpty ? "" : ": \(detail)")\(hint)",
                                      httpStatus: response.status)
             error.grantRefused = refused
             return .failure(error)
@@ -301,11 +308,11 @@ public actor OAuthSession {
         guard let json else {
             // A 200 that is not JSON at all (a proxy's or captive portal's page, a cut body) says
             // nothing about the credentials: try again later rather than give up on the item.
-            return .failure(ArchiveError(.transient, "\(account): token endpoint \(Redact.url(endpoint)) answered HTTP \(response.status) "
+            return .failure(ArchiveError(.transient, "\(account): token endpoint \(Redact.url(endpoint(for: form))) answered HTTP \(response.status) "
                                          + "with \(response.header("content-type") ?? "no content type"), \(response.body.count) bytes, not JSON"))
         }
         guard let access = json.access_token, !access.isEmpty else {
-            return .failure(ArchiveError(.permanent, "\(account): token endpoint \(Redact.url(endpoint)) answered without access_token"))
+            return .failure(ArchiveError(.permanent, "\(account): token endpoint \(Redact.url(endpoint(for: form))) answered without access_token"))
         }
         let lifetime = json.expires_in ?? 3600
         var next = record ?? TokenRecord()

@@ -84,6 +84,9 @@ public final class ProviderControl: @unchecked Sendable {
         /// 412 `Overwrite` (as when the client's earlier MOVE, given up on during a silent assembly,
         /// finished while this one was on its way).
         case ownCloudAssembled412 = "owncloud-assembled-412"
+        /// ownCloud/Nextcloud: the next public link is made without the password asked for (as a
+        /// server whose password policy silently drops it): the OCS answer shows none.
+        case ownCloudLinkWithoutPassword = "owncloud-link-drops-password"
         /// ShareFile: the tenant is in the EU: token answers carry `apicp: sf-api.eu`, `appcp: sharefile.eu`.
         case shareFileEUTenant = "sharefile-eu-tenant"
         /// ShareFile: list answers (`Shares`, `Items(id)/Children`) hold at most 1 entry a page,

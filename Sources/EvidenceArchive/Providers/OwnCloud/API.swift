@@ -161,6 +161,7 @@ package enum OwnCloudAPI {
 
     /// A public link (share type 3) as the share API describes it.
     struct Share: Decodable {
+        var id: LenientString?
         var share_type: LenientInt64?
         var url: String?
         /// A link's password appears here (hashed) when it has one.

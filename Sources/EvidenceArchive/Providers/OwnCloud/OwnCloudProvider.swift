@@ -132,13 +132,16 @@ public struct OwnCloudProvider: ArchiveProvider {
                     case 405:
                         // Something exists there (ownCloud, Sabre and Apache say so with 405): a
                         // folder, or a file in the way, under which every PUT would meet 409.
-                        do throws(ArchiveError) {
-                            guard try await stat(level) != nil else { return .success(()) }
-                            return .failure(ArchiveError(.permanent, "\(account): creating folder \(level): a file of that name is in the way; "
-                                                         + "move or rename it on the server (nothing was replaced)"))
-                        } catch where error.kind == .conflict {
-                            return .success(())   // stat: "is a folder, not a file"
+                        let look = try await call(request("PROPFIND", url(level), headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
+                                                          body: .data(Data(OwnCloudAPI.propfindBody.utf8))), doing: "looking at \(level)")
+                        // Apache answers a folder asked without its slash with a redirect to it.
+                        if (300..<400).contains(look.status) || look.status == 404 { return .success(()) }
+                        guard look.status == 207, let e = OwnCloudAPI.parsePropfind(look.body) else {
+                            return .failure(ArchiveError.status(look, account: account, doing: "looking at \(level)"))
                         }
+                        if e.isCollection { return .success(()) }
+                        return .failure(ArchiveError(.permanent, "\(account): creating folder \(level): a file of that name is in the way; "
+                                                     + "move or rename it on the server (nothing was replaced)"))
                     default: return .failure(ArchiveError.status(r, account: account, doing: "creating folder \(level)"))
                     }
                 } catch {
@@ -216,11 +219,19 @@ public struct OwnCloudProvider: ArchiveProvider {
             // Resuming: keep the chunks that are ours as this attempt cuts the file; delete any
             // other (left at another offset when chunk_size changed between attempts, or by an
             // older client), as the desktop clients do, or the assembly would not sum up.
+            // Only names of ours (digits: a zero-padded offset) are touched one by one; anything
+            // else listed, which a hostile server could name `..%2F..`, is never put in a URL:
+            // then the whole transfer folder, whose URL we built, is discarded and made again.
             let listing = try await call(request("PROPFIND", transfer + "/", headers: [("Depth", "1")]), doing: "listing chunks of \(path)")
+            let own = (transfer as NSString).lastPathComponent
+            var foreign = false
             for entry in (listing.status == 207 ? OwnCloudAPI.parseListing(listing.body) : nil) ?? [] {
-                guard !entry.name.isEmpty, entry.name != ".file" else { continue }
-                if let offset = Int64(entry.name), offset >= 0, offset < size, offset % chunkSize == 0,
-                   entry.size == min(chunkSize, size - offset) {
+                guard !entry.name.isEmpty, entry.name != own, entry.name != ".file" else { continue }
+                guard entry.name.count <= 20, entry.name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let offset = Int64(entry.name) else {
+                    foreign = true
+                    continue
+                }
+                if offset < size, offset % chunkSize == 0, entry.size == min(chunkSize, size - offset) {
                     have[offset] = entry.size
                     continue
                 }
@@ -228,6 +239,13 @@ public struct OwnCloudProvider: ArchiveProvider {
                 guard stale.isSuccess || stale.status == 404 else {
                     throw ArchiveError.status(stale, account: account, doing: "deleting a stale chunk of \(path)")
                 }
+            }
+            if foreign {
+                have = [:]
+                let gone = try await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+                guard gone.isSuccess || gone.status == 404 else { throw ArchiveError.status(gone, account: account, doing: "discarding the chunks of \(path)") }
+                let again = try await call(request("MKCOL", transfer), doing: "starting the chunked upload of \(path)")
+                guard again.status == 201 else { throw ArchiveError.status(again, account: account, doing: "starting the chunked upload of \(path)") }
             }
         }
         var offset: Int64 = 0
@@ -331,9 +349,15 @@ public struct OwnCloudProvider: ArchiveProvider {
                                "\(account): sharing \(path): OCS status \(reply.statusCode): \(reply.message)")
         }
         // What the server made, not what was asked: an administrator's enforced default expiry
-        // is in the answer's `expiration` (a link asked without one is not "never").
-        return ShareLink(url: url, expires: made.expires ?? request.expires,
-                         passwordProtected: made.hasPassword || request.password != nil, fallback: nil)
+        // is in the answer's `expiration` (a link asked without one is not "never"). A link
+        // the answer shows as more open than asked (no password, no or a later expiry) is
+        // deleted and refused, never recorded as the stricter one asked for.
+        guard made.satisfies(request) else {
+            if let id = made.id?.value, !id.isEmpty, id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { _ = try? await call(self.request("DELETE", "\(api)/\(id)?format=json", headers: ocsHeaders), doing: "deleting the link of \(path)") }
+            throw ArchiveError(.permanent, "\(account): sharing \(path): the server made a link more open than asked "
+                               + "(\(request.password != nil && !made.hasPassword ? "no password" : "expiry \(made.expiration ?? "none")")); it was deleted")
+        }
+        return ShareLink(url: url, expires: made.expires, passwordProtected: made.hasPassword, fallback: nil)
     }
 
     public func delete(_ path: String) async throws(ArchiveError) {

@@ -36,12 +36,19 @@ public struct ShareFileProvider: ArchiveProvider {
     public static func defaultAPI(subdomain: String) -> String { "https://\(subdomain).sf-api.com/sf/v3" }
     public static func defaultTokenURL(subdomain: String) -> String { "https://\(subdomain).sharefile.com/oauth/token" }
 
+    /// ShareFile's application control planes (ShareFile-NET's `applicationControlPlane`): the
+    /// only domains a token answer may move refresh requests to.
+    static let controlPlanes: Set<String> = ["sharefile.com", "sharefile.eu", "securevdr.com"]
+
     /// The token endpoint a token answer names: `https://{subdomain}.{appcp}/oauth/token`
-    /// (`acme.sharefile.eu` for a tenant in the EU), as the ShareFile SDK refreshes; nil when
-    /// the answer names no valid host.
+    /// (`acme.sharefile.eu` for a tenant in the EU), as the ShareFile SDK refreshes; nil unless
+    /// `appcp` is one of ShareFile's control planes and `subdomain` one DNS label with a letter.
+    /// Only refresh requests go there (`OAuthSession`): a password is sent to the configured
+    /// endpoint alone.
     @Sendable public static func tokenURL(fromAnswer extra: [String: String]) -> String? {
-        guard let sub = extra["subdomain"], let cp = extra["appcp"], isHostLabel(sub), isHostName(cp) else { return nil }
-        return "https://\(sub).\(cp)/oauth/token"
+        guard let sub = extra["subdomain"], let cp = extra["appcp"]?.lowercased(), isHostLabel(sub), sub.contains(where: \.isLetter),
+              controlPlanes.contains(cp) else { return nil }
+        return "https://\(sub.lowercased()).\(cp)/oauth/token"
     }
 
     public init(account: String, session: OAuthSession, http: HTTPClient, baseURL: String?, subdomain: String? = nil,

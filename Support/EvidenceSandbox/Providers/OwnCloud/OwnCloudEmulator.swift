@@ -877,7 +877,7 @@ public final class OwnCloudEmulator: Sendable {
         if expiration == nil, env.control.isArmed(.ownCloudEnforcedExpiry) {
             expiration = OwnCloudWire.civilDate(env.clock().addingTimeInterval(7 * 86_400))
         }
-        let password = !(fields["password"] ?? "").isEmpty
+        let password = !(fields["password"] ?? "").isEmpty && !env.control.take(.ownCloudLinkWithoutPassword)
         let share = try await store.createShare(fileID: entry.fileID, permissions: permissions & 1 == 0 ? 1 : permissions, password: password,
                                                 expiration: expiration, name: fields["name"] ?? "", now: now())
         return ok(await shareJSON(share, host: host) ?? .null)
