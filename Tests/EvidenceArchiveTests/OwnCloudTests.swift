@@ -27,9 +27,9 @@ struct OwnCloudProviderTests {
                    logger: Logger(label: "owncloud-tests"))
     }
 
-    static func provider(_ h: Harness, http: HTTPClient = quickClient()) -> OwnCloudProvider {
+    static func provider(_ h: Harness, http: HTTPClient = quickClient(), chunkSize: Int64 = 1 << 20) -> OwnCloudProvider {
         OwnCloudProvider(account: "oc", url: h.sandbox!.baseURL.absoluteString + "/owncloud", user: "sandbox",
-                         password: "sandbox-app-password", baseURL: nil, http: http, chunkSize: 1 << 20)
+                         password: "sandbox-app-password", baseURL: nil, http: http, chunkSize: chunkSize)
     }
 
     /// Arms one of the sandbox's quirks (`/_sandbox/quirk`) for the next `count` times.
@@ -45,9 +45,12 @@ struct OwnCloudProviderTests {
         _ = try await p.upload(local: local, size: Int64(bytes), hash: try hex(local, .sha1), to: name, progress: nil)
     }
 
-    /// A chunked upload in 1 MiB chunks stopped (its task cancelled) once `chunks` chunks arrived:
-    /// what a killed process leaves on the server.
-    static func stoppedUpload(_ h: Harness, _ local: String, size: Int, sha1: String, to path: String, chunks: Int) async {
+    /// A file of `size` random bytes whose chunked upload to `path` in 1 MiB chunks was stopped
+    /// (its task cancelled) once `chunks` chunks arrived: what a killed process leaves on the
+    /// server. Returns the local file and its SHA-1.
+    static func stoppedUpload(_ h: Harness, _ path: String, size: Int, chunks: Int) async throws -> (local: String, sha1: String) {
+        let local = h.dir.file(path, bytes: size)
+        let sha1 = try hex(local, .sha1)
         let first = provider(h)
         let attempt = Task {
             try await first.upload(local: local, size: Int64(size), hash: sha1, to: path, progress: { at in
@@ -57,6 +60,7 @@ struct OwnCloudProviderTests {
         #expect(await waitUntil(timeout: 30) { (try? requests(h).filter { $0.method == "PUT" }.count) ?? 0 >= chunks })
         attempt.cancel()
         _ = await attempt.result
+        return (local, sha1)
     }
 
     @Test("a chunked upload is assembled with Overwrite: F, not If-None-Match: * (which Sabre judges against .file)")
@@ -160,13 +164,10 @@ struct OwnCloudProviderTests {
     func staleChunks() async throws {
         try await withProvider(.owncloud) { h in
             let size = (5 << 20) + 3
-            let local = h.dir.file("v.bin", bytes: size)
-            let sha1 = try hex(local, .sha1)
             // A first attempt in 1 MiB chunks, stopped after two chunks arrived.
-            await Self.stoppedUpload(h, local, size: size, sha1: sha1, to: "v.bin", chunks: 2)
+            let (local, sha1) = try await Self.stoppedUpload(h, "v.bin", size: size, chunks: 2)
             // The next attempt cuts the file in 2 MiB chunks: the one left at 1 MiB is not its own.
-            let second = OwnCloudProvider(account: "oc", url: h.sandbox!.baseURL.absoluteString + "/owncloud", user: "sandbox",
-                                          password: "sandbox-app-password", baseURL: nil, http: Self.quickClient(), chunkSize: 2 << 20)
+            let second = Self.provider(h, chunkSize: 2 << 20)
             let stored = try await second.upload(local: local, size: Int64(size), hash: sha1, to: "v.bin", progress: nil)
             #expect(stored.size == Int64(size))
             #expect(try await second.stat("v.bin")?.hash == sha1)
@@ -228,9 +229,7 @@ struct OwnCloudProviderTests {
     func foreignNameInTransfer() async throws {
         try await withProvider(.owncloud) { h in
             let size = (3 << 20) + 1
-            let local = h.dir.file("f.bin", bytes: size)
-            let sha1 = try hex(local, .sha1)
-            await Self.stoppedUpload(h, local, size: size, sha1: sha1, to: "f.bin", chunks: 1)
+            let (local, sha1) = try await Self.stoppedUpload(h, "f.bin", size: size, chunks: 1)
             let folder = try #require(try Self.requests(h).first { $0.method == "MKCOL" && $0.path.contains("/uploads/") }?.path)
             let auth = "Basic " + Data("sandbox:sandbox-app-password".utf8).base64EncodedString()
             let put = try await Self.quickClient().execute(HTTPRequest(method: "PUT", url: h.sandbox!.baseURL.absoluteString + folder + "/notes.txt",

@@ -77,9 +77,26 @@ public struct OwnCloudProvider: ArchiveProvider {
         }
     }
 
+    /// A `PROPFIND` of `target` alone (Depth 0) for size, type, checksums and file id.
+    func propfind(_ target: String) -> HTTPRequest {
+        request("PROPFIND", target, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
+                body: .data(Data(OwnCloudAPI.propfindBody.utf8)))
+    }
+
+    /// Deletes a chunked upload's transfer folder (`transfer`, a URL we built) with every chunk in it.
+    func discard(_ transfer: String, of path: String) async throws(ArchiveError) {
+        let gone = try await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+        guard gone.isSuccess || gone.status == 404 else { throw ArchiveError.status(gone, account: account, doing: "discarding the chunks of \(path)") }
+    }
+
+    /// ASCII digits only, at least one: the only names (chunk offsets, share ids) taken from a
+    /// server's answer into a URL.
+    static func isDigits(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
     public func whoami() async throws(ArchiveError) -> String {
-        let r = try await call(request("PROPFIND", davRoot, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
-                                       body: .data(Data(OwnCloudAPI.propfindBody.utf8))), doing: "reading the root folder")
+        let r = try await call(propfind(davRoot), doing: "reading the root folder")
         guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "reading the root folder \(Redact.url(davRoot))") }
         let product = try await product()
         return "WebDAV folder \(Redact.url(davRoot)) (\(product.description))"
@@ -132,8 +149,7 @@ public struct OwnCloudProvider: ArchiveProvider {
                     case 405:
                         // Something exists there (ownCloud, Sabre and Apache say so with 405): a
                         // folder, or a file in the way, under which every PUT would meet 409.
-                        let look = try await call(request("PROPFIND", url(level), headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
-                                                          body: .data(Data(OwnCloudAPI.propfindBody.utf8))), doing: "looking at \(level)")
+                        let look = try await call(propfind(url(level)), doing: "looking at \(level)")
                         // Apache answers a folder asked without its slash with a redirect to it.
                         if (300..<400).contains(look.status) || look.status == 404 { return .success(()) }
                         guard look.status == 207, let e = OwnCloudAPI.parsePropfind(look.body) else {
@@ -153,8 +169,7 @@ public struct OwnCloudProvider: ArchiveProvider {
     }
 
     public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
-        let r = try await call(request("PROPFIND", url(path), headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")],
-                                       body: .data(Data(OwnCloudAPI.propfindBody.utf8))), doing: "stat \(path)")
+        let r = try await call(propfind(url(path)), doing: "stat \(path)")
         if r.status == 404 { return nil }
         guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "stat \(path)") }
         guard let e = OwnCloudAPI.parsePropfind(r.body) else {
@@ -227,7 +242,7 @@ public struct OwnCloudProvider: ArchiveProvider {
             var foreign = false
             for entry in (listing.status == 207 ? OwnCloudAPI.parseListing(listing.body) : nil) ?? [] {
                 guard !entry.name.isEmpty, entry.name != own, entry.name != ".file" else { continue }
-                guard entry.name.count <= 20, entry.name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let offset = Int64(entry.name) else {
+                guard entry.name.count <= 20, Self.isDigits(entry.name), let offset = Int64(entry.name) else {
                     foreign = true
                     continue
                 }
@@ -242,8 +257,7 @@ public struct OwnCloudProvider: ArchiveProvider {
             }
             if foreign {
                 have = [:]
-                let gone = try await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
-                guard gone.isSuccess || gone.status == 404 else { throw ArchiveError.status(gone, account: account, doing: "discarding the chunks of \(path)") }
+                try await discard(transfer, of: path)
                 let again = try await call(request("MKCOL", transfer), doing: "starting the chunked upload of \(path)")
                 guard again.status == 201 else { throw ArchiveError.status(again, account: account, doing: "starting the chunked upload of \(path)") }
             }
@@ -279,7 +293,7 @@ public struct OwnCloudProvider: ArchiveProvider {
         case 412:
             // Something is at the destination now (it was not when we looked): ours if the
             // server's own digest says so (an earlier assembly whose answer was lost), else a conflict.
-            _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+            try? await discard(transfer, of: path)
             if let there = try await stat(path), there.size == size {
                 if let h = there.hash { if h == sha1 { return there } } else {
                     // A server that computes no digest (Nextcloud, plain WebDAV) cannot say here
@@ -293,12 +307,12 @@ public struct OwnCloudProvider: ArchiveProvider {
             throw ArchiveError(.conflict, "\(account): \(path) already exists")
         case 409: throw await folderGone(path)
         case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("hecksum"):
-            _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+            try? await discard(transfer, of: path)
             throw ArchiveError(.transient, "\(account): assembling \(path): the server's checksum of the chunks differs from ours (corrupted in transit); will upload again")
         case 400 where String(decoding: r.body.prefix(2000), as: UTF8.self).contains("do not sum up"):
             // Chunks we did not account for (another client's, or lost track of): start the
             // transfer again from an empty folder rather than fail for good.
-            _ = try? await call(request("DELETE", transfer), doing: "discarding the chunks of \(path)")
+            try? await discard(transfer, of: path)
             throw ArchiveError(.transient, "\(account): assembling \(path): the chunks on the server do not sum up to the file; "
                                + "starting the chunked upload again")
         default: throw ArchiveError.status(r, account: account, doing: "assembling \(path)")
@@ -353,7 +367,9 @@ public struct OwnCloudProvider: ArchiveProvider {
         // the answer shows as more open than asked (no password, no or a later expiry) is
         // deleted and refused, never recorded as the stricter one asked for.
         guard made.satisfies(request) else {
-            if let id = made.id?.value, !id.isEmpty, id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { _ = try? await call(self.request("DELETE", "\(api)/\(id)?format=json", headers: ocsHeaders), doing: "deleting the link of \(path)") }
+            if let id = made.id?.value, Self.isDigits(id) {
+                _ = try? await call(self.request("DELETE", "\(api)/\(id)?format=json", headers: ocsHeaders), doing: "deleting the link of \(path)")
+            }
             throw ArchiveError(.permanent, "\(account): sharing \(path): the server made a link more open than asked "
                                + "(\(request.password != nil && !made.hasPassword ? "no password" : "expiry \(made.expiration ?? "none")")); it was deleted")
         }
