@@ -6,8 +6,10 @@
 #   BENCH_SIZE_MB (1024)   size of the big file        BENCH_RSS_MB (4096)  size for the RSS run
 #   BENCH_FILES (1000)     small files, BENCH_FILE_KB (100) each            BENCH_RUNS (3)
 #   BENCH_STAT (best)      best or median of the runs
-#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3,tsa
+#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3,tsa,link
 #   BENCH_TSA_FILES (2000) files dropped at once for the batched time-stamp row (tsa)
+#   BENCH_LINK_RATE (20mbit), BENCH_LINK_MB (32): the shaped-link row (link; needs root): one
+#                          file through a network namespace whose loopback tc shapes to the rate
 #                          (run needs small: the burst's reference is the small-file one)
 set -euo pipefail
 bin=${1:?usage: bench.sh path/to/evidence}
@@ -232,6 +234,55 @@ if want tsa; then
   tsa_per_10k=$(echo "$tsa_requests * 10000 / $tsa_files" | bc -l)
 fi
 
+# 6c. a slow uplink (issue: a 2 GB body-cam video over a station's 20 Mbit/s): one file of
+# BENCH_LINK_MB through a network namespace of this script's own whose loopback `tc ... tbf`
+# shapes to BENCH_LINK_RATE (MTU 1500 first: with lo's 64 KiB MTU a segment larger than the
+# bucket is dropped and the link stalls for reasons of the bench). `rclone serve webdav` and
+# both clients run inside it: `evidence accounts put` (one PUT to base_url) vs `rclone copy`, and
+# `accounts put --read-back` (the PUT, then the GET that verifies it, as the archive verifies a
+# plain WebDAV server: the bytes cross the link twice). The link is the bound, so no warm-up run.
+link_rate=${BENCH_LINK_RATE:-20mbit}
+link_mb=${BENCH_LINK_MB:-32}
+link_row="-"
+if want link && { [ "$(id -u)" -ne 0 ] || ! command -v tc >/dev/null; }; then
+  echo "bench: the link row needs root and tc (ip netns add): skipped" >&2
+elif want link; then
+  ns="evbench$$"
+  ip netns add "$ns"
+  trap 'ip netns del "$ns" 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+  ip netns exec "$ns" ip link set lo mtu 1500 up
+  ip netns exec "$ns" tc qdisc add dev lo root tbf rate "$link_rate" burst 32kb latency 400ms
+  link_file="$work/link.bin"; head -c $((link_mb * 1024 * 1024)) /dev/urandom > "$link_file"
+  ldav="$work/link-dav"; mkdir -p "$ldav"
+  ip netns exec "$ns" rclone serve webdav "$ldav" --addr 127.0.0.1:8080 --user bench --pass bench-pass --config /dev/null 2>"$work/link-dav.log" &
+  ldavpid=$!
+  for _ in $(seq 100); do ip netns exec "$ns" curl -s -o /dev/null -u bench:bench-pass http://127.0.0.1:8080/ && break; sleep 0.1; done
+  (umask 077; printf 'bench-pass' > "$work/link.pass")
+  printf '[archives.dav]\nkind = "owncloud"\nurl = "http://127.0.0.1:8080"\nbase_url = "http://127.0.0.1:8080/"\nuser = "bench"\npassword_file = "%s"\n' "$work/link.pass" > "$work/link.toml"
+  lobscured=$(rclone obscure bench-pass)
+  link_a() { ip netns exec "$ns" "$bin" --config "$work/link.toml" --home "$work/link-home" accounts put dav "$link_file" --to "$1" --quiet; }
+  link_b() { ip netns exec "$ns" rclone copy "$link_file" ":webdav:$1" --webdav-url http://127.0.0.1:8080/ --webdav-user bench --webdav-pass "$lobscured" --config /dev/null; }
+  link_c() { ip netns exec "$ns" "$bin" --config "$work/link.toml" --home "$work/link-home" accounts put dav "$link_file" --to "$1" --read-back --quiet; }
+  : > "$work/link.a"; : > "$work/link.b"; : > "$work/link.c"
+  for _ in $(seq "$runs"); do
+    for which in a b c; do
+      dest="l$RANDOM$RANDOM"
+      t0=$(now); "link_$which" "$dest" >/dev/null 2>&1 || echo "bench: link_$which failed" >&2; t1=$(now)
+      cmp -s "$link_file" "$ldav/$dest/link.bin" || echo "bench: the link upload ($which) into $dest did not arrive whole" >&2
+      rm -rf "${ldav:?}/$dest"
+      echo "$t1 - $t0" | bc -l >> "$work/link.$which"
+    done
+  done
+  t_link_ev=$(pick < "$work/link.a"); t_link_rc=$(pick < "$work/link.b"); t_link_rb=$(pick < "$work/link.c")
+  kill -TERM "$ldavpid" 2>/dev/null; wait "$ldavpid" 2>/dev/null || true
+  ip netns del "$ns"
+  rm -f "$link_file"
+  link_mbit_ev=$(echo "$link_mb * 8 * 1.048576 / $t_link_ev" | bc -l)
+  link_mbit_rb=$(echo "$link_mb * 8 * 1.048576 / $t_link_rb" | bc -l)
+  link_mbit_rc=$(echo "$link_mb * 8 * 1.048576 / $t_link_rc" | bc -l)
+  link_row=$(printf "%8.1fMb/s %8.1fMb/s %10s" "$link_mbit_ev" "$link_mbit_rc" "$(fmt "$(echo "$t_link_rc / $t_link_ev" | bc -l)")")
+fi
+
 # 7. the S3 store ([store] kind = "s3") against moto_server on loopback: ingest of small files
 # and of one big file (spool while hashing, HEAD, PUT or multipart with x-amz-checksum-sha256)
 # vs boto3's upload_file of the same files to the same server (timed inside python, without
@@ -317,5 +368,7 @@ if want upload; then printf "%-52s %11ss %11ss %10s %10s\n" "upload ${nfiles} x 
 if want tsa; then printf "%-52s %12s %12s %10s %10s\n" "TSA requests, ${tsa_files} files at once (batch 2s vs 0s)" "$tsa_requests" "$tsa_files" "$(fmt "$(echo "$tsa_requests / $tsa_files" | bc -l)")" "1/window"; fi
 if want tsa; then printf "%-52s %12.1f %12s %10s %10s\n" "TSA requests per 10,000 files (batched)" "$tsa_per_10k" "10000" "-" "-"; fi
 if want tsa; then printf "%-52s %11ss %12s %10s %10s\n" "drop of ${tsa_files} files to all confirmed (batched)" "$(fmt "$t_tsa")" "-" "-" "-"; fi
+if want link; then printf "%-52s %s %10s\n" "upload ${link_mb} MiB over a ${link_rate} link vs rclone copy" "$link_row" ">= 1.0"; fi
+if want link && [ "$link_row" != "-" ]; then printf "%-52s %8.1fMb/s %8.1fMb/s %10s %10s\n" "  the same with --read-back (the bytes cross twice)" "$link_mbit_rb" "$link_mbit_rc" "$(fmt "$(echo "$t_link_rc / $t_link_rb" | bc -l)")" "-"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_mb:-0} MiB vs boto3 upload_file (speed)" "$s3_row_big" ">= 1.0"; fi
