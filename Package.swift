@@ -203,7 +203,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceSandboxTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceSandbox", "EvidenceCore", "evidence-sandbox"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidenceArchiveTests", dependencies: ["EvidenceBlocking", "EvidenceTesting", "EvidenceArchive", "EvidenceHTTP", "EvidenceStore", "EvidenceCore", "EvidenceSandbox", "evidence-sandbox",
+        .testTarget(name: "EvidenceArchiveTests", dependencies: ["EvidenceBlocking", "EvidenceTesting", "EvidenceProcess", "EvidenceArchive", "EvidenceHTTP", "EvidenceStore", "EvidenceCore", "EvidenceSandbox", "evidence-sandbox",
                                                                  .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidencePortalTests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidencePortal", "EvidenceCore", "EvidenceStore", "EvidenceCatalog", "EvidenceConfig", "EvidencePipeline",

@@ -21,6 +21,10 @@ public struct HTTPRequest: Sendable {
     /// `"<path>.part-<random>"`, fsynced and renamed onto `path` only when the answer is 2xx and
     /// complete; on any other outcome the temporary file is removed and `path` is left untouched.
     public var downloadTo: String?
+    /// For a request the server answers only after working on it for a while, sending nothing
+    /// meanwhile (a chunked upload's assembly): bounded by this total, in seconds, instead of the
+    /// configured total and the stall limit, which a silent server would trip.
+    public var silentFor: Double?
 
     public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [],
                 body: HTTPBody = .none, downloadTo: String? = nil) {

@@ -141,8 +141,13 @@ final class Transfer {
         long(CURLOPT_FOLLOWLOCATION, 0)
         long(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         long(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(config.connectTimeout))
-        long(CURLOPT_TIMEOUT_MS, request.isBulk ? 0 : Self.milliseconds(config.totalTimeout))
-        long(CURLOPT_LOW_SPEED_LIMIT, max(0, config.lowSpeedLimit))
+        if let silent = request.silentFor {
+            long(CURLOPT_TIMEOUT_MS, Self.milliseconds(silent))
+            long(CURLOPT_LOW_SPEED_LIMIT, 0)
+        } else {
+            long(CURLOPT_TIMEOUT_MS, request.isBulk ? 0 : Self.milliseconds(config.totalTimeout))
+            long(CURLOPT_LOW_SPEED_LIMIT, max(0, config.lowSpeedLimit))
+        }
         long(CURLOPT_LOW_SPEED_TIME, max(0, Int(config.lowSpeedTime.rounded(.up))))
         long(CURLOPT_TCP_KEEPALIVE, 1)
         long(CURLOPT_BUFFERSIZE, 64 << 10)

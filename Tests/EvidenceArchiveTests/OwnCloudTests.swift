@@ -1,5 +1,7 @@
 import EvidenceArchive
+import EvidenceCore
 import EvidenceHTTP
+import EvidenceProcess
 import EvidenceStore
 import EvidenceSandbox
 import EvidenceTesting
@@ -192,6 +194,97 @@ struct OwnCloudProviderTests {
             let back = h.dir.path + "/n.back"
             try await p.download("n.bin", to: back)
             #expect(try hex(back, .sha1) == sha1)
+        }
+    }
+
+    @Test("an assembly the server keeps silent for longer than the stall limit is waited for (3 min per GB, at least the total), not cut")
+    func slowAssembly() async throws {
+        try await withProvider(.owncloud) { h in
+            // A stall limit of 1 s and a total of 20 s: the assembly below says nothing for 3 s.
+            let http = HTTPClient(configuration: HTTPClientConfiguration(totalTimeout: 20, lowSpeedTime: 1,
+                                                                         retry: RetryPolicy(maxAttempts: 2, base: 0.02, cap: 0.1)),
+                                  logger: Logger(label: "owncloud-tests"))
+            let p = Self.provider(h, http: http)
+            let size = (2 << 20) + 5
+            let local = h.dir.file("slow.bin", bytes: size)
+            let sha1 = try hex(local, .sha1)
+            try await Self.arm(h, "owncloud-slow-assembly")
+            let stored = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "slow.bin", progress: nil)
+            #expect(stored.size == Int64(size))
+            #expect(try await p.stat("slow.bin")?.hash == sha1)
+            let moves = try Self.requests(h).filter { $0.method == "MOVE" }
+            #expect(moves.map(\.status) == [201], "one MOVE, answered: \(moves)")
+            #expect(OwnCloudProvider.assemblyTimeout(size: 2 << 30, total: 300) > 380)
+            #expect(OwnCloudProvider.assemblyTimeout(size: 100 << 30, total: 300) == 1800)
+            #expect(OwnCloudProvider.assemblyTimeout(size: 1 << 20, total: 300) == 300)
+        }
+    }
+
+    @Test("Nextcloud: an assembly answering 423 Locked is waited out, and the 404 that follows (the assembly finished, the upload folder gone) is our file, not a failure; no chunk is sent again")
+    func assemblyLocked() async throws {
+        try await withProvider(.owncloud, sandboxArguments: ["--owncloud-flavour", "nextcloud"]) { h in
+            let p = OwnCloudProvider(account: "oc", url: h.sandbox!.baseURL.absoluteString + "/owncloud", user: "sandbox",
+                                     password: "sandbox-app-password", baseURL: nil, http: Self.quickClient(),
+                                     chunkSize: 1 << 20, lockedPause: 0.05)
+            let size = (3 << 20) + 1
+            let local = h.dir.file("l.bin", bytes: size)
+            let sha1 = try hex(local, .sha1)
+            try await Self.arm(h, "owncloud-assembly-423")
+            let stored = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "l.bin", progress: nil)
+            #expect(stored.size == Int64(size))
+            let log = try Self.requests(h)
+            #expect(log.filter { $0.method == "MOVE" }.map(\.status) == [423, 404], "\(log.filter { $0.method == "MOVE" })")
+            #expect(log.filter { $0.method == "PUT" }.count == 4, "each chunk once")
+            #expect(!log.contains { $0.path.contains("-") && $0.method == "PUT" && $0.path.contains("/files/") }, "nothing under an alternate name")
+            let back = h.dir.path + "/l.back"
+            try await p.download("l.bin", to: back)
+            #expect(try hex(back, .sha1) == sha1)
+        }
+    }
+
+    @Test("an assembly answering 404 (the upload folder gone) while another file of our size is at the destination is a transient failure, never taken for ours")
+    func uploadFolderGoneWithoutOurFile() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            let size = (2 << 20) + 1
+            let local = h.dir.file("g.bin", bytes: size)
+            let other = h.dir.file("other.bin", bytes: size)
+            let sha1 = try hex(local, .sha1)
+            let base = h.sandbox!.baseURL.absoluteString + "/owncloud/remote.php/dav"
+            let transfer = "evidence-" + String(SHA256Hasher.hash(Data("g.bin\n\(sha1)\n\(size)".utf8)).hex.prefix(32))
+            // Just before the MOVE (progress at the full size): the upload folder is removed and
+            // someone else's file of the same size is put at the destination.
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "g.bin", progress: { at in
+                    guard at == Int64(size) else { return }
+                    for argv in [["-X", "DELETE", "\(base)/uploads/sandbox/\(transfer)"], ["-T", other, "\(base)/files/sandbox/g.bin"]] {
+                        _ = try? ChildProcess.run("curl", ["-sS", "-u", "sandbox:sandbox-app-password"] + argv, timeout: 20)
+                    }
+                })
+            }
+            #expect(error?.kind == .transient && error?.message.contains("the upload folder is gone") == true,
+                    "\(String(describing: error?.kind)) \(error?.message ?? "")")
+            #expect(try Self.requests(h).filter { $0.method == "MOVE" }.map(\.status) == [404])
+            #expect(try await p.stat("g.bin")?.hash == (try hex(other, .sha1)), "the other file is left alone")
+        }
+    }
+
+    @Test("Infinite Scale (no remote.php/dav/uploads: its MKCOL answers 404): large files go up whole, and the endpoint is not asked again")
+    func noChunkingEndpoint() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            try await Self.arm(h, "owncloud-no-uploads", count: "always")
+            for name in ["a.bin", "b.bin"] {
+                let size = (3 << 20) + 7
+                let local = h.dir.file(name, bytes: size)
+                let sha1 = try hex(local, .sha1)
+                let stored = try await p.upload(local: local, size: Int64(size), hash: sha1, to: name, progress: nil)
+                #expect(stored.size == Int64(size))
+                #expect(try await p.stat(name)?.hash == sha1)
+            }
+            let log = try Self.requests(h)
+            #expect(log.filter { $0.path.contains("/dav/uploads/") }.map { "\($0.method) \($0.status)" } == ["MKCOL 404"], "\(log)")
+            #expect(log.filter { $0.method == "PUT" && $0.path.contains("/dav/files/") }.count == 2, "each file in one PUT")
         }
     }
 

@@ -14,7 +14,7 @@ import Hummingbird
 ///   ahead (authorization codes and access tokens issued before may expire).
 /// - `POST /_sandbox/quirk?quirk=QUIRK&count=N|always` → arms one of the providers' rarer
 ///   answers (`ProviderControl.Quirk`: `dropbox-409-too-many-writes`, `box-parts-mismatch`,
-///   `box-small-part-pages`, `box-part-answer-lost`, `box-download-202`, `free-plan`, `sharefile-chunk-error-text`, `sharefile-chunk-error-json`, `sharefile-upload-expired`, `sharefile-client-user`, `sharefile-empty-hash`, `owncloud-enforced-expiry`, `owncloud-assembled-412`, `owncloud-link-drops-password`,
+///   `box-small-part-pages`, `box-part-answer-lost`, `box-download-202`, `free-plan`, `sharefile-chunk-error-text`, `sharefile-chunk-error-json`, `sharefile-upload-expired`, `sharefile-client-user`, `sharefile-empty-hash`, `owncloud-enforced-expiry`, `owncloud-assembled-412`, `owncloud-slow-assembly`, `owncloud-assembly-423`, `owncloud-no-uploads`, `owncloud-link-drops-password`,
 ///   `sharefile-small-pages`, `sharefile-eu-tenant`) for the next N times it applies; count 0 disarms.
 /// - `POST /_sandbox/misbehave?path=PREFIX&mode=MODE&count=N` → the next N requests (default 1)
 ///   whose path starts with PREFIX are answered 200 with MODE instead of reaching the emulation:

@@ -84,6 +84,16 @@ public final class ProviderControl: @unchecked Sendable {
         /// 412 `Overwrite` (as when the client's earlier MOVE, given up on during a silent assembly,
         /// finished while this one was on its way).
         case ownCloudAssembled412 = "owncloud-assembled-412"
+        /// ownCloud/Nextcloud: the next chunk assembly keeps its answer for 3 s, sending nothing
+        /// (a large file assembled on slow storage), then answers as usual.
+        case ownCloudSlowAssembly = "owncloud-slow-assembly"
+        /// ownCloud/Nextcloud: the next chunk assembly answers 423 Locked (as to a MOVE that came
+        /// while an earlier one of the same upload still assembled) and completes after that
+        /// answer: the upload folder is then gone, so the MOVE sent again answers 404.
+        case ownCloudAssemblyLocked = "owncloud-assembly-423"
+        /// ownCloud Infinite Scale: no chunked-upload endpoint (it has TUS): every request under
+        /// `remote.php/dav/uploads/` answers 404 "File not found in root", as oCIS's ocdav does.
+        case ownCloudNoUploads = "owncloud-no-uploads"
         /// ownCloud/Nextcloud: the next public link is made without the password asked for (as a
         /// server whose password policy silently drops it): the OCS answer shows none.
         case ownCloudLinkWithoutPassword = "owncloud-link-drops-password"

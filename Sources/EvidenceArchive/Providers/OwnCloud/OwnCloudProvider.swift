@@ -24,13 +24,16 @@ public struct OwnCloudProvider: ArchiveProvider {
     /// `{url}/remote.php/dav/uploads/{user}/` for chunked uploads; nil on a plain WebDAV server.
     let uploadsRoot: String?
     let chunkSize: Int64
+    /// The first wait after a chunk assembly answered 423 Locked (doubled each time, as rclone does).
+    let lockedPause: Double
     /// Shared by every copy of this provider (the workers): the server's product, the folders made.
     let server = OwnCloudServerState()
 
     public init(account: String, url: String, user: String, password: String, baseURL: String?, http: HTTPClient,
-                chunkSize: Int64 = 32 << 20) {
+                chunkSize: Int64 = 32 << 20, lockedPause: Double = 5) {
         self.account = account
         self.chunkSize = max(1 << 20, chunkSize)
+        self.lockedPause = lockedPause
         let server = url.hasSuffix("/") ? String(url.dropLast()) : url
         serverURL = server
         let root = baseURL ?? "\(server)/remote.php/dav/files/\(Self.encode(user))/"
@@ -169,6 +172,12 @@ public struct OwnCloudProvider: ArchiveProvider {
     }
 
     public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
+        try await look(path)?.file
+    }
+
+    /// The file at `path` (nil: nothing there), with its modification time (seconds, when the
+    /// server says). A folder there is a conflict.
+    func look(_ path: String) async throws(ArchiveError) -> (file: RemoteFile, modified: Int?)? {
         let r = try await call(propfind(url(path)), doing: "stat \(path)")
         if r.status == 404 { return nil }
         guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "stat \(path)") }
@@ -179,7 +188,7 @@ public struct OwnCloudProvider: ArchiveProvider {
         // A checksum proves the bytes only where the server computed it (ownCloud), not where it
         // echoes what a client sent (Nextcloud): without one the caller reads the file back.
         let hash = try await product().computesChecksums ? e.checksum("SHA1") : nil
-        return RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID)
+        return (RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID), e.modified)
     }
 
     public func upload(local: String, size: Int64, hash: String, to path: String,
@@ -188,8 +197,9 @@ public struct OwnCloudProvider: ArchiveProvider {
         // the file: look first, so an existing file is a conflict everywhere.
         if try await stat(path) != nil { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
         let seconds = fileMTime(local) ?? Int(Date().timeIntervalSince1970)
-        if let uploadsRoot, size > chunkSize {
-            return try await chunked(local: local, size: size, sha1: hash, to: path, mtime: seconds, uploads: uploadsRoot, progress: progress)
+        if let uploadsRoot, size > chunkSize, await server.hasChunking,
+           let done = try await chunked(local: local, size: size, sha1: hash, to: path, mtime: seconds, uploads: uploadsRoot, progress: progress) {
+            return done
         }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/octet-stream")]
         if !hash.isEmpty { headers.append(("OC-Checksum", "SHA1:\(hash)")) }
@@ -224,10 +234,19 @@ public struct OwnCloudProvider: ArchiveProvider {
     /// `OC-Total-Length` and `OC-Checksum`. The transfer id is derived from the destination and
     /// the content, and the server's chunk listing says what already arrived: a restarted
     /// upload resumes with no local state at all.
+    ///
+    /// nil when the server has no chunked-upload endpoint (the caller PUTs the whole file):
+    /// ownCloud Infinite Scale answers the upload folder's MKCOL with 404 (it has TUS instead),
+    /// a plain WebDAV server under `url` with 409 (no parent folder) or 501. Remembered for
+    /// every later upload of the process.
     func chunked(local: String, size: Int64, sha1: String, to path: String, mtime: Int, uploads: String,
-                 progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
+                 progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile? {
         let transfer = uploads + "evidence-" + String(SHA256Hasher.hash(Data("\(path)\n\(sha1)\n\(size)".utf8)).hex.prefix(32))
         let made = try await call(request("MKCOL", transfer), doing: "starting the chunked upload of \(path)")
+        if made.status == 404 || made.status == 409 || made.status == 501 {
+            await server.rememberNoChunking()
+            return nil
+        }
         guard made.status == 201 || made.status == 405 else { throw ArchiveError.status(made, account: account, doing: "starting the chunked upload of \(path)") }
         var have: [Int64: Int64] = [:]
         if made.status == 405 {
@@ -280,16 +299,46 @@ public struct OwnCloudProvider: ArchiveProvider {
         // Overwrite: F, not If-None-Match: *: Sabre judges If-None-Match and If-Match against the
         // request URI, here the upload's `.file`, which always exists (412 every time), and
         // Overwrite against the destination (412 only when a file is already there).
-        let move = request("MOVE", transfer + "/.file", headers: [
+        var move = request("MOVE", transfer + "/.file", headers: [
             ("Destination", url(path)), ("OC-Total-Length", String(size)), ("OC-Checksum", "SHA1:\(sha1)"),
             ("X-OC-Mtime", String(mtime)), ("Overwrite", "F"),
         ])
-        let r: HTTPResponse
-        do throws(HTTPError) { r = try await http.send(move) } catch {
-            throw ArchiveError.transport(error, account: account, doing: "assembling \(path)")
+        // The server answers only once the file is assembled, silent meanwhile: no stall limit,
+        // a total of 3 minutes per GB (the desktop clients' rule), at least the configured total
+        // and at most 30 minutes.
+        move.silentFor = Self.assemblyTimeout(size: size, total: http.configuration.totalTimeout)
+        var r: HTTPResponse
+        var locked = false
+        var pause = lockedPause
+        while true {
+            do throws(HTTPError) { r = try await http.send(move) } catch {
+                throw ArchiveError.transport(error, account: account, doing: "assembling \(path)")
+            }
+            // 423: an earlier assembly of these chunks (a MOVE of ours given up on while the
+            // server worked) still holds the lock. Waited out as rclone does: 5 s, doubled.
+            guard r.status == 423 else { break }
+            locked = true
+            guard pause <= lockedPause * 16 else {
+                throw ArchiveError(.transient, "\(account): assembling \(path): still locked (423) after \(Int(lockedPause * 31)) s; will look again")
+            }
+            do { try await Task.sleep(for: .seconds(pause)) } catch {
+                throw ArchiveError(.transient, "\(account): assembling \(path): cancelled while waiting out a lock")
+            }
+            pause *= 2
         }
         switch r.status {
         case 200, 201, 204: return RemoteFile(path: path, size: size, hash: nil, id: r.header("oc-fileid"))
+        case 404:
+            // The upload folder is gone: after a 423, the assembly waited on has finished and
+            // removed it (rclone takes this 404 as success); without one, an earlier MOVE of ours
+            // whose answer was lost may have. Ours only if the file there has our size and our
+            // SHA-1 (ownCloud) or the mtime we sent (X-OC-Mtime); the caller then verifies it.
+            if let (there, modified) = try await look(path), there.size == size,
+               there.hash.map({ $0 == sha1 }) ?? (modified == mtime) {
+                return there
+            }
+            throw ArchiveError(.transient, "\(account): assembling \(path): the upload folder is gone\(locked ? " after the lock" : "") "
+                               + "and \(path) does not hold our file; uploading again")
         case 412:
             // Something is at the destination now (it was not when we looked): ours if the
             // server's own digest says so (an earlier assembly whose answer was lost), else a conflict.
@@ -388,6 +437,12 @@ public struct OwnCloudProvider: ArchiveProvider {
     func folderGone(_ path: String) async -> ArchiveError {
         await server.forgetFolders()
         return ArchiveError(.transient, "\(account): uploading \(path): its folder \(RemotePath.parent(path)) is not there (removed meanwhile?); will create it again")
+    }
+
+    /// How long a chunk assembly of `size` bytes may keep the answer: 3 minutes per GB, at
+    /// least `total`, at most 30 minutes.
+    package static func assemblyTimeout(size: Int64, total: Double) -> Double {
+        min(max(total, 180 * Double(size) / 1e9), max(total, 1800))
     }
 
     static func form(_ s: String) -> String {

@@ -59,6 +59,10 @@ actor OwnCloudServerState {
     private var product: OwnCloudProduct?
     private var made: Set<String> = []
     private var making: [String: Task<Result<Void, ArchiveError>, Never>] = [:]
+    /// False once the server showed it has no chunked-upload endpoint (Infinite Scale: TUS).
+    private(set) var hasChunking = true
+
+    func rememberNoChunking() { hasChunking = false }
 
     func knownProduct() -> OwnCloudProduct? { product }
     func remember(_ p: OwnCloudProduct) { product = p }

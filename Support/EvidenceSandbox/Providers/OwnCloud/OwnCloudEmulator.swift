@@ -59,6 +59,10 @@ import Hummingbird
 ///   several links on one path are allowed (as in ownCloud), each a new share.
 /// - `/_sandbox/corrupt-next-upload?provider=owncloud`: the next stored file (PUT or chunk
 ///   assembly) has one byte flipped after it arrived and before its checksums are computed.
+/// - `/_sandbox/quirk` (`ProviderControl.Quirk`): an enforced default link expiry, a link made
+///   without its password, an assembly answering 412 after it finished, a silent slow assembly,
+///   an assembly answering 423 Locked and finishing after it (then 404), and no uploads
+///   endpoint at all (Infinite Scale).
 public final class OwnCloudEmulator: Sendable {
     public static let user = "sandbox"
     public static let password = "sandbox-app-password"
@@ -188,7 +192,10 @@ public final class OwnCloudEmulator: Sendable {
                 .contentLength: "0",
             ])
         }
-        if path.space == "uploads" { return try await uploads(request, path: path, context: context) }
+        if path.space == "uploads" {
+            if env.control.isArmed(.ownCloudNoUploads) { return OwnCloudWire.notFound("File not found in root") }
+            return try await uploads(request, path: path, context: context)
+        }
         guard path.space == "files" else { return OwnCloudWire.notFound("File not found") }
         let target = path.filesPath
         switch method {
@@ -757,6 +764,7 @@ public final class OwnCloudEmulator: Sendable {
             return OwnCloudWire.preconditionFailed("The destination node already exists, and the overwrite header is set to false", header: "Overwrite")
         }
         if let existing, existing.folder { return OwnCloudWire.conflict("PUT is not allowed on non-files.") }
+        if env.control.take(.ownCloudSlowAssembly) { try await Task.sleep(for: .seconds(3)) }
         let names = up.chunks.keys.sorted(by: Self.chunkOrder)
         let sum = up.chunks.values.reduce(Int64(0)) { $0 + $1.size }
         if let text = request.headers[.ocTotalLength] {
@@ -793,6 +801,10 @@ public final class OwnCloudEmulator: Sendable {
             if env.control.take(.ownCloudAssembled412) {
                 return OwnCloudWire.preconditionFailed("The destination node already exists, and the overwrite header is set to false",
                                                        header: "Overwrite")
+            }
+            if env.control.take(.ownCloudAssemblyLocked) {
+                return OwnCloudWire.sabreError(HTTPResponse.Status(code: 423, reasonPhrase: "Locked"), "OCA\\DAV\\Connector\\Sabre\\Exception\\FileLocked",
+                                               "\"\(target)\" is locked")
             }
         }
         return response
