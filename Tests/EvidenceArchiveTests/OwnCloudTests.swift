@@ -178,7 +178,7 @@ struct OwnCloudProviderTests {
         }
     }
 
-    @Test("Nextcloud: an assembly that finished but answered 412 is not a conflict (no second copy under the alternate name): retried, and the copy there is ours")
+    @Test("Nextcloud: an assembly that finished but answered 412 is not a conflict (no second copy under the alternate name): our size and mtime there, so ours, for the caller to read back")
     func assembled412() async throws {
         try await withProvider(.owncloud, sandboxArguments: ["--owncloud-flavour", "nextcloud"]) { h in
             let p = Self.provider(h)
@@ -186,14 +186,37 @@ struct OwnCloudProviderTests {
             let local = h.dir.file("n.bin", bytes: size)
             let sha1 = try hex(local, .sha1)
             try await Self.arm(h, "owncloud-assembled-412")
-            let error = await #expect(throws: ArchiveError.self) {
-                _ = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "n.bin", progress: nil)
-            }
-            #expect(error?.kind == .transient, "\(String(describing: error?.kind)) \(error?.message ?? "")")
+            // Our size and the mtime we sent (X-OC-Mtime): taken as ours, for the caller to read back.
+            let stored = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "n.bin", progress: nil)
+            #expect(stored.size == Int64(size) && stored.hash == nil)
+            #expect(try Self.requests(h).filter { $0.method == "MOVE" }.map(\.status) == [412])
             // What the archive job does next: the file there is read back; it is ours.
             let back = h.dir.path + "/n.back"
             try await p.download("n.bin", to: back)
             #expect(try hex(back, .sha1) == sha1)
+        }
+    }
+
+    @Test("Nextcloud: 412 at the assembly and a file of our size but another mtime there: a transient failure (read back next time), not ours and not a conflict")
+    func assembled412OtherMtime() async throws {
+        try await withProvider(.owncloud, sandboxArguments: ["--owncloud-flavour", "nextcloud"]) { h in
+            let p = Self.provider(h)
+            let size = (2 << 20) + 9
+            let local = h.dir.file("m.bin", bytes: size)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_600_000_000)], ofItemAtPath: local)
+            let other = h.dir.file("other.bin", bytes: size)
+            let sha1 = try hex(local, .sha1)
+            let base = h.sandbox!.baseURL.absoluteString + "/owncloud/remote.php/dav"
+            // Just before the MOVE, someone else's file of our size lands at the destination.
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "m.bin", progress: { at in
+                    guard at == Int64(size) else { return }
+                    _ = try? ChildProcess.run("curl", ["-sS", "-u", "sandbox:sandbox-app-password", "-T", other, "\(base)/files/sandbox/m.bin"], timeout: 20)
+                })
+            }
+            #expect(error?.kind == .transient && error?.message.contains("will be read back") == true,
+                    "\(String(describing: error?.kind)) \(error?.message ?? "")")
+            #expect(try Self.requests(h).filter { $0.method == "MOVE" }.map(\.status) == [412])
         }
     }
 

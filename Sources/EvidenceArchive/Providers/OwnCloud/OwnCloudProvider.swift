@@ -343,12 +343,14 @@ public struct OwnCloudProvider: ArchiveProvider {
             // Something is at the destination now (it was not when we looked): ours if the
             // server's own digest says so (an earlier assembly whose answer was lost), else a conflict.
             try? await discard(transfer, of: path)
-            if let there = try await stat(path), there.size == size {
-                if let h = there.hash { if h == sha1 { return there } } else {
-                    // A server that computes no digest (Nextcloud, plain WebDAV) cannot say here
-                    // whether this is our earlier assembly, finished late: the next attempt reads it
-                    // back and adopts it when it is ours, instead of storing a second copy now
-                    // under the alternate name.
+            if let (there, modified) = try await look(path), there.size == size {
+                if let h = there.hash { if h == sha1 { return there } } else if modified == mtime {
+                    // No digest (Nextcloud, plain WebDAV), but our size and the mtime we sent:
+                    // our earlier assembly, finished late. The caller reads it back to prove it.
+                    return there
+                } else {
+                    // Our size, another mtime: the next attempt reads it back and adopts it when
+                    // it is ours, instead of storing a second copy now under the alternate name.
                     throw ArchiveError(.transient, "\(account): assembling \(path): a file of our size appeared there meanwhile "
                                        + "(our earlier assembly, finished late?); it will be read back and compared")
                 }

@@ -42,6 +42,10 @@ extension OwnCloudEmulator {
 
     func capabilities() -> JSONValue {
         let off: JSONValue = .object([("enabled", .bool(false))])
+        // Without the uploads endpoint (quirk owncloud-no-uploads) the capabilities say so as
+        // Infinite Scale's do with its TUS protocol: no big-file chunking, `dav.chunking` empty.
+        let chunking = !env.control.isArmed(.ownCloudNoUploads)
+        let ng: JSONValue = .string(chunking ? "1.0" : "")
         switch flavour {
         case .owncloud:
             let status: JSONValue = .object([
@@ -56,12 +60,12 @@ extension OwnCloudEmulator {
                                       ("status", status), ("support_url_signing", .bool(true))])),
                     ("checksums", .object([("supportedTypes", .array([.string("SHA1")])), ("preferredUploadType", .string("SHA1"))])),
                     ("files", .object([
-                        ("privateLinks", .bool(true)), ("privateLinksDetailsParam", .bool(true)), ("bigfilechunking", .bool(true)),
+                        ("privateLinks", .bool(true)), ("privateLinksDetailsParam", .bool(true)), ("bigfilechunking", .bool(chunking)),
                         ("blacklisted_files", .array([.string(".htaccess")])), ("favorites", .bool(true)),
                         ("file_locking_support", .bool(false)), ("file_locking_enable_file_action", .bool(false)),
                         ("undelete", .bool(true)), ("versioning", .bool(true)),
                     ])),
-                    ("dav", .object([("chunking", .string("1.0")), ("reports", .array([.string("search-files")])), ("trashbin", .string("1.0"))])),
+                    ("dav", .object([("chunking", ng), ("reports", .array([.string("search-files")])), ("trashbin", .string("1.0"))])),
                     ("files_sharing", .object([
                         ("api_enabled", .bool(true)),
                         ("public", .object([
@@ -90,7 +94,7 @@ extension OwnCloudEmulator {
                     ("core", .object([("pollinterval", .int(60)), ("webdav-root", .string("remote.php/webdav")),
                                       ("reference-api", .bool(true)), ("mod-rewrite-working", .bool(false))])),
                     ("files", .object([
-                        ("bigfilechunking", .bool(true)), ("blacklisted_files", .array([.string(".htaccess")])),
+                        ("bigfilechunking", .bool(chunking)), ("blacklisted_files", .array([.string(".htaccess")])),
                         ("forbidden_filenames", .array([.string(".htaccess")])), ("forbidden_filename_basenames", .array([])),
                         ("forbidden_filename_characters", .array([.string("/"), .string("\\")])),
                         ("forbidden_filename_extensions", .array([])),
@@ -98,7 +102,7 @@ extension OwnCloudEmulator {
                         ("undelete", .bool(true)), ("versioning", .bool(true)), ("version_labeling", .bool(true)),
                         ("version_deletion", .bool(true)), ("windows_compatible_filenames", .bool(false)),
                     ])),
-                    ("dav", .object([("chunking", .string("1.0")), ("public_shares_chunking", .bool(false))])),
+                    ("dav", .object([("chunking", ng), ("public_shares_chunking", .bool(false))])),
                     ("files_sharing", .object([
                         ("api_enabled", .bool(true)),
                         ("public", .object([
