@@ -112,6 +112,25 @@ struct ShareFileWireTests {
         }
     }
 
+    @Test("the share list is asked without expired shares (includeExpired=false): a year of dead links is not paged through")
+    func expiredSharesNotListed() async throws {
+        try await withInProcessSandbox { s in
+            let p = s.shareFile()
+            for name in ["a.bin", "b.bin", "c.bin", "d.bin"] {
+                let local = s.file(name, bytes: 10)
+                _ = try await p.upload(local: local, size: 10, hash: try hex(local, .md5), to: name, progress: nil)
+            }
+            for name in ["a.bin", "b.bin", "c.bin"] { _ = try await p.share(name, ShareRequest(access: .open, expires: Date().addingTimeInterval(86400))) }
+            s.server.providerControl.advanceClock(by: 2 * 86400)
+            s.server.providerControl.arm(.shareFileSmallPages, count: nil)
+            let before = try String(contentsOfFile: s.server.requestLog.path, encoding: .utf8).split(separator: "\n").count
+            _ = try await p.share("d.bin", ShareRequest(access: .open))
+            let lists = try String(contentsOfFile: s.server.requestLog.path, encoding: .utf8).split(separator: "\n").dropFirst(before)
+                .filter { $0.contains("\"method\":\"GET\"") && $0.contains("/Shares") }
+            #expect(lists.count == 1, "one page, holding none of the three expired shares: \(lists)")
+        }
+    }
+
     @Test("a chunk answered HTTP 200 'ERROR: …' or {\"error\":true} is a retryable failure, and the next try completes",
           arguments: [ProviderControl.Quirk.shareFileChunkErrorText, .shareFileChunkErrorJSON])
     func chunkErrorIn200(_ quirk: ProviderControl.Quirk) async throws {

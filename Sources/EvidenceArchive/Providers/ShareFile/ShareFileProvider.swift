@@ -307,8 +307,11 @@ public struct ShareFileProvider: ArchiveProvider {
         let what = "sharing \(path)"
         // No password on Send links: a password asked for means "sign in".
         let requireLogin = request.access != .open || request.password != nil
-        // Reuse a live Send share of this item that is at least as strict as asked.
-        var next: String? = "\(api)/Shares?$expand=Items"
+        // Reuse a live Send share of this item that is at least as strict as asked. ShareFile has
+        // no lookup of shares by item (the SDK's SharesEntity and ItemsEntity offer none, and no
+        // $filter on Items): the list is read, but without the expired shares, which the server
+        // leaves out when asked (`includeExpired=false`, the SDK's `Shares.Get(includeExpired)`).
+        var next: String? = "\(api)/Shares?includeExpired=false&$expand=Items"
         var pages = 0
         while let url = next, pages < 50 {
             pages += 1

@@ -70,7 +70,7 @@ import Hummingbird
 ///   (its `hash` check fails; the client re-posts it).
 /// - Shares: `ShareType:"Send"` only (others → 400); `Uri` is `https://sandbox.sharefile.com/d-<Id>`;
 ///   without `ExpirationDate` a share expires 30 days after it is made (`9999-12-31…` = never);
-///   `GET Shares` lists them with `Items`. Lists (`Shares`, `Items(id)/Children`) are OData feeds:
+///   `GET Shares` lists them with `Items` (`includeExpired=false`: only those not expired). Lists (`Shares`, `Items(id)/Children`) are OData feeds:
 ///   `$top`/`$skip`, `odata.nextLink` while more follow; quirk `sharefile-small-pages` makes a
 ///   page hold one entry.
 /// - Quirk `sharefile-eu-tenant`: token answers name `apicp: sf-api.eu`, `appcp: sharefile.eu`.
@@ -471,7 +471,12 @@ public final class ShareFileEmulator: Sendable {
 
     func listShares(_ request: Request, _ api: String) -> Response {
         store.read { state in
-            let shares = state.shareOrder.compactMap { state.shares[$0] }
+            var shares = state.shareOrder.compactMap { state.shares[$0] }
+            // `includeExpired=false` leaves out the shares past their ExpirationDate (the default lists them all).
+            if request.uri.queryParameters.get("includeExpired")?.lowercased() == "false" {
+                let now = env.clock().timeIntervalSince1970
+                shares = shares.filter { s in ShareFileJSON.parseDate(s.expiration).map { $0 > now } ?? true }
+            }
             return feed(shares.map { ShareFileJSON.share($0, in: state, api: api, metadata: false) },
                         metadata: "\(api)/$metadata#Shares", request, api, path: "Shares")
         }
