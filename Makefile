@@ -56,11 +56,13 @@ demo: build
 	elif [ "$(CLUSTER)" = 1 ]; then ./scripts/demo.sh "$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)/evidence" $(PROVIDER); \
 	else echo "make demo: CLUSTER is 1 (one host) or 2 (two nodes), not $(CLUSTER)"; exit 2; fi
 
-# bench.sh: one host (hash, ingest, RSS, run, WebDAV upload); bench-cluster.sh: job claims on
-# SQLite vs PostgreSQL and the whole pipeline on one and two nodes.
+# bench.sh: one host (hash, ingest, RSS, run, WebDAV upload, a shaped link); bench-cluster.sh: job
+# claims on SQLite vs PostgreSQL and the whole pipeline on one and two nodes; bench-pipeline.sh:
+# the pipeline users run (QED + TSA, certificates, archive), stage by stage, CPU per process.
 bench: release
 	@./scripts/bench.sh "$$($(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS) --show-bin-path)/evidence"
 	@./scripts/bench-cluster.sh "$$($(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS) --show-bin-path)"
+	@./scripts/bench-pipeline.sh "$$($(SWIFT) build $(RELEASEFLAGS) $(SWIFTFLAGS) --show-bin-path)"
 
 samples: deps
 	./scripts/make-samples.sh samples

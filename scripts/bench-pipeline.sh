@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# make bench, part 3: the whole pipeline as users run it, stage by stage.
+#
+# BENCH_PIPELINE_FILES (1000) × BENCH_FILE_KB (100) dropped at once into `evidence run` whose rule
+# has notary = ["qed", "tsa"] (the sandbox's QED at 0 s pending and its openssl TSA, batched
+# RFC 4998 time-stamps), both certificates (the QED PDF and ours), and an archive of every file
+# to `rclone serve webdav` at ownCloud's path (`/remote.php/dav/files/bench/`, the account
+# configured by `url` only, as an ownCloud server is): the configuration users run. No link:
+# rclone's server has no OCS share API. The QED-only rule of bench-cluster.sh runs beside it.
+# Against `rclone copy` of the same originals to the same server, alone.
+#
+# For each run it prints:
+#   - wall time from the drop until every item reached each state (ingested, confirmed,
+#     certified, archived, done), from `evidence status --json` read every 0.2 s;
+#   - CPU seconds of each process over the run (evidence run with its children, the sandbox,
+#     the WebDAV server), from /proc, and evidence's CPU per item and peak RSS;
+#   - requests per item to each sandbox service (its requests.log) and provider operations per
+#     item to the archive (evidence's own /metrics: stat, make_folders, upload, download).
+set -euo pipefail
+bindir=${1:?usage: bench-pipeline.sh BIN_DIR (holding evidence and evidence-sandbox)}
+bin="$bindir/evidence"; sandbox_bin="$bindir/evidence-sandbox"
+nfiles=${BENCH_PIPELINE_FILES:-1000}
+file_kb=${BENCH_FILE_KB:-100}
+work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/evidence-bench-pipeline.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+fmt() { printf "%.2f" "$1"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# CPU seconds (user + system, with waited-for children) of a process so far
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15 + $16 + $17) / hz }' "/proc/$1/stat"; }
+echo "evidence bench (pipeline): $(nproc) cores, ${nfiles} x ${file_kb} KB, work dir $work"
+
+"$sandbox_bin" --port 0 --state-dir "$work/sandbox" --pending-seconds 0 >"$work/sandbox.out" 2>"$work/sandbox.log" &
+sandboxpid=$!; pids+=("$sandboxpid")
+for _ in $(seq 100); do grep -q "^listening on " "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$work/sandbox.out" | head -1)
+[ -n "$url" ] || { echo "bench: evidence-sandbox did not start" >&2; exit 1; }
+curl -sf -o "$work/tsa-ca.pem" "$url/tsa/ca.pem"
+dav="$work/dav"; mkdir -p "$dav"
+dav_port=$(free_port)
+rclone serve webdav "$dav" --addr "127.0.0.1:$dav_port" --baseurl /remote.php/dav/files/bench \
+  --user bench --pass bench-pass --config /dev/null 2>"$work/dav.log" &
+davpid=$!; pids+=("$davpid")
+davroot="http://127.0.0.1:$dav_port/remote.php/dav/files/bench/"
+for _ in $(seq 100); do curl -s -o /dev/null -u bench:bench-pass "$davroot" && break; sleep 0.1; done
+(umask 077; printf 'bench-pass' > "$work/dav.pass")
+export EVIDENCE_BENCH_QED_KEY=sandbox-key
+
+src="$work/src"; mkdir -p "$src"
+for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$src/p$i.bin"; done
+
+# run NAME NOTARIES: prints "t_ingested t_confirmed t_certified t_archived t_done cpu_ev cpu_sb
+# cpu_dav rss_mb qed_req tsa_req stat mkdir upload download" for one run on a fresh home.
+run() {
+  local name=$1 notaries=$2
+  local home="$work/$name-home" rules="$work/$name-rules" drop="$work/$name-drop"
+  mkdir -p "$rules" "$drop" "$work/$name-src"
+  cp "$src"/* "$work/$name-src/"
+  local mport; mport=$(free_port)
+  printf 'path = "%s"\nsettle = "0s"\nnotary = [%s]\narchive = "dav"\nremote_path = "/%s/{sha8}-{name}"\n' \
+    "$drop" "$notaries" "$name" > "$rules/drop.toml"
+  cat > "$work/$name.toml" <<TOML
+[workers]
+jobs = 4
+[metrics]
+listen = "127.0.0.1:$mport"
+[notaries.qed]
+kind = "qed"
+base_url = "$url/v1/"
+api_key_env = "EVIDENCE_BENCH_QED_KEY"
+poll_first = "200ms"
+poll_max = "1s"
+[notaries.tsa]
+kind = "rfc3161"
+urls = ["$url/tsa"]
+ca_file = "$work/tsa-ca.pem"
+[archives.dav]
+kind = "owncloud"
+url = "http://127.0.0.1:$dav_port"
+user = "bench"
+password_file = "$work/dav.pass"
+TOML
+  local log_from; log_from=$(wc -l < "$work/sandbox/requests.log" 2>/dev/null || echo 0)
+  "$bin" --config "$work/$name.toml" --home "$home" run --rules "$rules" --log-format json 2>"$work/$name.log" >/dev/null &
+  local runpid=$!
+  for _ in $(seq 300); do grep -q "initial scan" "$work/$name.log" 2>/dev/null && break; sleep 0.1; done
+  local c_ev0 c_sb0 c_dav0; c_ev0=$(cpu "$runpid"); c_sb0=$(cpu "$sandboxpid"); c_dav0=$(cpu "$davpid")
+  local t0; t0=$(now)
+  mv "$work/$name-src"/* "$drop"/
+  # first time every item had reached each state (states counted cumulatively)
+  python3 - "$bin" "$work/$name.toml" "$home" "$nfiles" "$t0" > "$work/$name.stages" <<'PY'
+import json, subprocess, sys, time
+binary, config, home, n, t0 = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+order = ["ingested", "verified", "submitted", "confirmed", "certified", "archived", "shared", "done"]
+marks = {"ingested": None, "confirmed": None, "certified": None, "archived": None, "done": None}
+deadline = time.time() + 1200
+while time.time() < deadline:
+    try:
+        out = subprocess.run([binary, "--config", config, "--home", home, "status", "--json"], capture_output=True, timeout=60).stdout
+        states = json.loads(out)["states"]
+    except Exception:
+        time.sleep(0.2); continue
+    now = time.time() - t0
+    for mark in marks:
+        if marks[mark] is None:
+            reached = sum(states.get(s, 0) for s in order[order.index(mark):])
+            if reached >= n: marks[mark] = now
+    if marks["done"] is not None: break
+    if states.get("failed", 0) or states.get("quarantined", 0):
+        print("bench: items failed or quarantined: %s" % states, file=sys.stderr); break
+    time.sleep(0.2)
+print(" ".join("%.2f" % marks[m] if marks[m] is not None else "-" for m in marks))
+PY
+  local c_ev1 c_sb1 c_dav1 rss
+  c_ev1=$(cpu "$runpid"); c_sb1=$(cpu "$sandboxpid"); c_dav1=$(cpu "$davpid")
+  rss=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")
+  local metrics; metrics=$(curl -sf "http://127.0.0.1:$mport/metrics" || true)
+  kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true
+  op() { echo "$metrics" | awk -v op="$1" -F'[ ]' '$1 ~ /^evidence_provider_request_duration_seconds_count/ && $1 ~ "operation=\""op"\"" { s += $2 } END { print s + 0 }'; }
+  local qed tsa
+  qed=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/v1/' || true)
+  tsa=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/tsa' || true)
+  grep -q -- "-" <<< "$(cat "$work/$name.stages")" && { echo "bench: $name did not finish (log: $work/$name.log)" >&2; cat "$work/$name.stages" >&2; }
+  echo "$(cat "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download)"
+}
+
+read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_qed u_tsa u_stat u_mk u_up u_down < <(run users '"qed", "tsa"')
+read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_qed q_tsa q_stat q_mk q_up q_down < <(run qedonly '"qed"')
+
+obscured=$(rclone obscure bench-pass)
+c_dav0=$(cpu "$davpid"); t0=$(now)
+rclone copy "$src" ":webdav:rclone-ref" --webdav-url "$davroot" --webdav-user bench --webdav-pass "$obscured" \
+  --config /dev/null --transfers 4
+t_rc=$(echo "$(now) - $t0" | bc -l); c_rc_dav=$(echo "$(cpu "$davpid") - $c_dav0" | bc -l)
+[ "$(ls "$dav/rclone-ref" | wc -l)" -eq "$nfiles" ] || { echo "bench: rclone copy left $(ls "$dav/rclone-ref" | wc -l) files" >&2; exit 1; }
+
+per() { echo "$1 / $nfiles" | bc -l; }
+printf "\n%-44s %14s %14s\n" "whole pipeline, ${nfiles} x ${file_kb} KB" "QED + TSA" "QED only"
+printf "%-44s %13ss %13ss\n" "drop → all ingested" "$u_ing" "$q_ing"
+printf "%-44s %13ss %13ss\n" "drop → all confirmed (every notary)" "$u_conf" "$q_conf"
+printf "%-44s %13ss %13ss\n" "drop → all certified (both certificates)" "$u_cert" "$q_cert"
+printf "%-44s %13ss %13ss\n" "drop → all archived (verified copies)" "$u_arch" "$q_arch"
+printf "%-44s %13ss %13ss\n" "drop → all done" "$u_done" "$q_done"
+printf "%-44s %13ss %13ss\n" "CPU: evidence run (with its children)" "$(fmt "$u_cev")" "$(fmt "$q_cev")"
+printf "%-44s %12.1fms %12.1fms\n" "CPU: evidence run per item" "$(echo "$u_cev * 1000 / $nfiles" | bc -l)" "$(echo "$q_cev * 1000 / $nfiles" | bc -l)"
+printf "%-44s %13ss %13ss\n" "CPU: evidence-sandbox (QED, TSA)" "$(fmt "$u_csb")" "$(fmt "$q_csb")"
+printf "%-44s %13ss %13ss\n" "CPU: rclone serve webdav" "$(fmt "$u_cdav")" "$(fmt "$q_cdav")"
+printf "%-44s %12sMB %12sMB\n" "peak RSS of evidence run" "$u_rss" "$q_rss"
+printf "%-44s %14.2f %14.2f\n" "QED requests per item" "$(per "$u_qed")" "$(per "$q_qed")"
+printf "%-44s %14.3f %14.3f\n" "TSA requests per item" "$(per "$u_tsa")" "$(per "$q_tsa")"
+printf "%-44s %14.2f %14.2f\n" "archive stat operations per item" "$(per "$u_stat")" "$(per "$q_stat")"
+printf "%-44s %14.2f %14.2f\n" "archive make_folders operations per item" "$(per "$u_mk")" "$(per "$q_mk")"
+printf "%-44s %14.2f %14.2f\n" "archive uploads per item" "$(per "$u_up")" "$(per "$q_up")"
+printf "%-44s %14.2f %14.2f\n" "archive read-backs per item" "$(per "$u_down")" "$(per "$q_down")"
+printf "\n%-52s %10s %10s %10s %10s\n" "measure" "evidence" "rclone" "ratio" "target"
+printf "%-52s %9ss %9ss %10s %10s\n" "whole pipeline (QED + TSA) vs rclone copy alone" "$u_done" "$(fmt "$t_rc")" "$(fmt "$(echo "$u_done / $t_rc" | bc -l)")" "<= 0.25"
+printf "%-52s %9ss %9ss %10s %10s\n" "whole pipeline (QED only) vs rclone copy alone" "$q_done" "$(fmt "$t_rc")" "$(fmt "$(echo "$q_done / $t_rc" | bc -l)")" "-"
+printf "%-52s %9ss %9ss %10s %10s\n" "CPU of the WebDAV server: pipeline vs rclone copy" "$(fmt "$u_cdav")" "$(fmt "$c_rc_dav")" "$(fmt "$(echo "$u_cdav / $c_rc_dav" | bc -l)")" "-"
