@@ -134,80 +134,97 @@ public final class DropboxEmulator: Sendable {
     /// An RPC endpoint: bearer auth, JSON body, optional write-gate.
     private func rpc(_ router: Router<SandboxRequestContext>, _ path: String, write: Bool = false, emptyBodyAllowed: Bool = false,
                      _ handler: @escaping @Sendable (JSONValue) async throws -> Response) {
-        let route = DropboxWire.routeName(path)
         router.post(RouterPath("dropbox/api/2/" + path)) { request, context -> Response in
-            if let denied = await self.checkAuth(request, route: route) { return denied }
-            var request = request
-            let buffer = try await request.collectBody(upTo: SandboxRequestContext.maxJSONBody)
-            let bytes = Data(buffer.readableBytesView)
-            let media = request.headers[.contentType] ?? ""
-            let mediaOK = request.mediaType == "application/json"
-                || media.lowercased().replacingOccurrences(of: " ", with: "") == "text/plain;charset=dropbox-cors-hack"
-            let arg: JSONValue
-            if bytes.isEmpty && emptyBodyAllowed && (media.isEmpty || mediaOK) {
-                arg = .null
-            } else {
-                guard mediaOK else {
-                    return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(media)\".  Expecting one of \"application/json\", \"application/json; charset=utf-8\", \"text/plain; charset=dropbox-cors-hack\".")
-                }
-                guard let parsed = try? JSONValue.parse(bytes) else {
-                    return DropboxWire.badRequest(route, "request body: could not decode input as JSON")
-                }
-                arg = parsed
+            var sent: String?
+            let answer = try await self.rpcAnswer(request, context, path, write: write, emptyBodyAllowed: emptyBodyAllowed, sent: &sent, handler)
+            return try await self.env.control.dropboxExchanges.record(route: path, arg: sent, answer, download: false)
+        }
+    }
+
+    /// The answer to one RPC call; `sent` is set to the body as it came, once read.
+    private func rpcAnswer(_ request: Request, _ context: SandboxRequestContext, _ path: String, write: Bool, emptyBodyAllowed: Bool,
+                           sent: inout String?, _ handler: @Sendable (JSONValue) async throws -> Response) async throws -> Response {
+        let route = DropboxWire.routeName(path)
+        if let denied = await self.checkAuth(request, route: route) { return denied }
+        var request = request
+        let buffer = try await request.collectBody(upTo: SandboxRequestContext.maxJSONBody)
+        let bytes = Data(buffer.readableBytesView)
+        sent = String(decoding: bytes, as: UTF8.self)
+        let media = request.headers[.contentType] ?? ""
+        let mediaOK = request.mediaType == "application/json"
+            || media.lowercased().replacingOccurrences(of: " ", with: "") == "text/plain;charset=dropbox-cors-hack"
+        let arg: JSONValue
+        if bytes.isEmpty && emptyBodyAllowed && (media.isEmpty || mediaOK) {
+            arg = .null
+        } else {
+            guard mediaOK else {
+                return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(media)\".  Expecting one of \"application/json\", \"application/json; charset=utf-8\", \"text/plain; charset=dropbox-cors-hack\".")
             }
-            if emptyBodyAllowed {
-                guard arg == .null else { return DropboxWire.badRequest(route, "request body: expected null, got value") }
-            } else if case .object = arg {} else {
-                return DropboxWire.badRequest(route, "request body: expected object, got \(Self.jsonKind(arg))")
+            guard let parsed = try? JSONValue.parse(bytes) else {
+                return DropboxWire.badRequest(route, "request body: could not decode input as JSON")
             }
-            if write {
-                if self.env.control.take(.dropboxWriteContention) { return DropboxWire.writeContention(path) }
-                guard self.writes.tryEnter() else { return DropboxWire.tooManyWrites() }
-                defer { self.writes.leave() }
-                return try await self.guarded(route, context) { try await handler(arg) }
-            }
+            arg = parsed
+        }
+        if emptyBodyAllowed {
+            guard arg == .null else { return DropboxWire.badRequest(route, "request body: expected null, got value") }
+        } else if case .object = arg {} else {
+            return DropboxWire.badRequest(route, "request body: expected object, got \(Self.jsonKind(arg))")
+        }
+        if write {
+            if self.env.control.take(.dropboxWriteContention) { return DropboxWire.writeContention(path) }
+            guard self.writes.tryEnter() else { return DropboxWire.tooManyWrites() }
+            defer { self.writes.leave() }
             return try await self.guarded(route, context) { try await handler(arg) }
         }
+        return try await self.guarded(route, context) { try await handler(arg) }
     }
 
     /// A content-host endpoint: bearer auth, arguments in `Dropbox-API-Arg` (or `?arg=`).
     private func content(_ router: Router<SandboxRequestContext>, _ path: String, download: Bool = false,
                          _ handler: @escaping @Sendable (JSONValue, Request) async throws -> Response) {
-        let route = DropboxWire.routeName(path)
         router.post(RouterPath("dropbox/content/2/" + path)) { request, context -> Response in
-            if let denied = await self.checkAuth(request, route: route) { return denied }
-            let media = (request.headers[.contentType] ?? "").lowercased().replacingOccurrences(of: " ", with: "")
-            let corsHack = media == "text/plain;charset=dropbox-cors-hack"
-            if download {
-                guard media.isEmpty || corsHack || media.hasPrefix("text/plain") || media == "application/octet-stream" else {
-                    return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"text/plain\", \"text/plain; charset=dropbox-cors-hack\".")
-                }
-            } else {
-                guard request.mediaType == "application/octet-stream" || corsHack else {
-                    return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
-                }
-            }
-            let raw: String
-            let source: String
-            if let header = request.headers[.dropboxAPIArg] {
-                raw = header
-                source = "HTTP header \"Dropbox-API-Arg\""
-            } else if let q = request.uri.queryParameters.get("arg") {
-                raw = q
-                source = "URL parameter \"arg\""
-            } else {
-                return DropboxWire.badRequest(route, "Must provide HTTP header \"Dropbox-API-Arg\" or URL parameter \"arg\".")
-            }
-            // The header must be ASCII: non-ASCII characters travel as JSON \uXXXX escapes.
-            guard !raw.unicodeScalars.contains(where: { $0.value >= 0x7F }),
-                  let arg = try? JSONValue.parse(Data(raw.utf8)) else {
-                return DropboxWire.badRequest(route, "\(source): could not decode input as JSON")
-            }
-            guard case .object = arg else {
-                return DropboxWire.badRequest(route, "\(source): expected object, got \(Self.jsonKind(arg))")
-            }
-            return try await self.guarded(route, context) { try await handler(arg, request) }
+            let sent = request.headers[.dropboxAPIArg] ?? request.uri.queryParameters.get("arg")
+            let answer = try await self.contentAnswer(request, context, path, download: download, handler)
+            return try await self.env.control.dropboxExchanges.record(route: path, arg: sent, answer, download: download)
         }
+    }
+
+    /// The answer to one content-host call.
+    private func contentAnswer(_ request: Request, _ context: SandboxRequestContext, _ path: String, download: Bool,
+                               _ handler: @Sendable (JSONValue, Request) async throws -> Response) async throws -> Response {
+        let route = DropboxWire.routeName(path)
+        if let denied = await self.checkAuth(request, route: route) { return denied }
+        let media = (request.headers[.contentType] ?? "").lowercased().replacingOccurrences(of: " ", with: "")
+        let corsHack = media == "text/plain;charset=dropbox-cors-hack"
+        if download {
+            guard media.isEmpty || corsHack || media.hasPrefix("text/plain") || media == "application/octet-stream" else {
+                return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"text/plain\", \"text/plain; charset=dropbox-cors-hack\".")
+            }
+        } else {
+            guard request.mediaType == "application/octet-stream" || corsHack else {
+                return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
+            }
+        }
+        let raw: String
+        let source: String
+        if let header = request.headers[.dropboxAPIArg] {
+            raw = header
+            source = "HTTP header \"Dropbox-API-Arg\""
+        } else if let q = request.uri.queryParameters.get("arg") {
+            raw = q
+            source = "URL parameter \"arg\""
+        } else {
+            return DropboxWire.badRequest(route, "Must provide HTTP header \"Dropbox-API-Arg\" or URL parameter \"arg\".")
+        }
+        // The header must be ASCII: non-ASCII characters travel as JSON \uXXXX escapes.
+        guard !raw.unicodeScalars.contains(where: { $0.value >= 0x7F }),
+              let arg = try? JSONValue.parse(Data(raw.utf8)) else {
+            return DropboxWire.badRequest(route, "\(source): could not decode input as JSON")
+        }
+        guard case .object = arg else {
+            return DropboxWire.badRequest(route, "\(source): expected object, got \(Self.jsonKind(arg))")
+        }
+        return try await self.guarded(route, context) { try await handler(arg, request) }
     }
 
     /// Runs a handler, turning argument errors into Dropbox's 400 text.

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The official Dropbox Python SDK (PyPI `dropbox`) against the sandbox's emulation, by
+Dropbox's real host names (run where api.dropboxapi.com and content.dropboxapi.com lead to
+the sandbox's TLS front, as the peer tests' network namespace arranges).
+
+Usage: dropbox_sdk_run.py CA_PEM
+With the emulation's app key, secret and refresh token (the SDK refreshes first): account,
+folder, a small `files_upload`, a larger file by upload session (start, append_v2, finish,
+1 MiB pieces) and one by `finish_batch_v2`, an upload conflict, `files_list_folder` one
+entry a page (+ continue), a shared link and the second one's `shared_link_already_exists`,
+`files_download`, `files_get_metadata`, delete. Checks names, sizes and `content_hash`
+(computed here from the bytes). Exit 0 when all held, 1 with each failure on stderr.
+"""
+import hashlib
+import os
+import sys
+
+import dropbox
+from dropbox import files, sharing
+from dropbox.exceptions import ApiError
+
+BLOCK = 4 << 20
+PIECE = 1 << 20
+failures = []
+
+
+def expect(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL " + what, file=sys.stderr)
+
+
+def content_hash(data):
+    """Dropbox's content_hash: SHA-256 of the SHA-256s of 4 MiB blocks."""
+    return hashlib.sha256(b"".join(hashlib.sha256(data[i:i + BLOCK]).digest()
+                                   for i in range(0, len(data), BLOCK))).hexdigest()
+
+
+def api_error(call):
+    """The route error `call` raised (None when it succeeded)."""
+    try:
+        call()
+    except ApiError as e:
+        return e.error
+    return None
+
+
+def session_upload(dbx, data, path):
+    """start + append_v2 … + finish, PIECE bytes a call."""
+    start = dbx.files_upload_session_start(data[:PIECE])
+    cursor = files.UploadSessionCursor(session_id=start.session_id, offset=PIECE)
+    while len(data) - cursor.offset > PIECE:
+        dbx.files_upload_session_append_v2(data[cursor.offset:cursor.offset + PIECE], cursor)
+        cursor.offset += PIECE
+    return dbx.files_upload_session_finish(data[cursor.offset:], cursor, files.CommitInfo(path=path))
+
+
+def main():
+    dbx = dropbox.Dropbox(oauth2_refresh_token="sandbox-dropbox-refresh", app_key="sandbox-dropbox-key",
+                          app_secret="sandbox-dropbox-secret", ca_certs=sys.argv[1])
+    account = dbx.users_get_current_account()
+    expect(account.account_id.startswith("dbid:"), f"account id {account.account_id}")
+    dbx.files_create_folder_v2("/SDK")
+
+    small, big, batched = os.urandom(3000), os.urandom(3 * PIECE + 12345), os.urandom(PIECE + 7)
+    meta = dbx.files_upload(small, "/SDK/small.bin", mode=files.WriteMode.add)
+    expect((meta.name, meta.size, meta.content_hash) == ("small.bin", len(small), content_hash(small)), f"files_upload: {meta}")
+    meta = session_upload(dbx, big, "/SDK/big.bin")
+    expect((meta.name, meta.size, meta.content_hash) == ("big.bin", len(big), content_hash(big)), f"session finish: {meta}")
+
+    start = dbx.files_upload_session_start(batched, close=True)
+    cursor = files.UploadSessionCursor(session_id=start.session_id, offset=len(batched))
+    batch = dbx.files_upload_session_finish_batch_v2([files.UploadSessionFinishArg(cursor, files.CommitInfo(path="/SDK/batched.bin"))])
+    entry = batch.entries[0]
+    expect(entry.is_success() and entry.get_success().content_hash == content_hash(batched), f"finish_batch_v2: {batch}")
+
+    conflict = api_error(lambda: dbx.files_upload(os.urandom(10), "/SDK/small.bin", mode=files.WriteMode.add))
+    expect(conflict is not None and conflict.is_path() and conflict.get_path().reason.is_conflict(), f"upload over a file: {conflict}")
+
+    listing = dbx.files_list_folder("/sdk", limit=1)
+    entries = list(listing.entries)
+    while listing.has_more:
+        listing = dbx.files_list_folder_continue(listing.cursor)
+        entries += listing.entries
+    sizes = {e.name: e.size for e in entries if isinstance(e, files.FileMetadata)}
+    expect(sizes == {"small.bin": len(small), "big.bin": len(big), "batched.bin": len(batched)}, f"listing: {sizes}")
+    hashes = {e.name: e.content_hash for e in entries if isinstance(e, files.FileMetadata)}
+    expect(hashes["big.bin"] == content_hash(big), f"listed content_hash {hashes}")
+
+    link = dbx.sharing_create_shared_link_with_settings("/SDK/big.bin")
+    expect(link.url.startswith("https://") and link.name == "big.bin", f"shared link: {link}")
+    again = api_error(lambda: dbx.sharing_create_shared_link_with_settings("/SDK/big.bin"))
+    expect(again is not None and again.is_shared_link_already_exists(), f"second link: {again}")
+    if again is not None and again.is_shared_link_already_exists():
+        expect(again.get_shared_link_already_exists().get_metadata().url == link.url, f"the existing link: {again}")
+    listed = dbx.sharing_list_shared_links(path="/SDK/big.bin")
+    expect([x.url for x in listed.links] == [link.url], f"list_shared_links: {listed}")
+
+    meta, response = dbx.files_download("/SDK/big.bin")
+    expect(response.content == big and meta.content_hash == content_hash(big), f"download: {meta}")
+    meta = dbx.files_get_metadata("/sdk/SMALL.bin")
+    expect((meta.path_display, meta.size, meta.content_hash) == ("/SDK/small.bin", len(small), content_hash(small)),
+           f"get_metadata: {meta}")
+
+    dbx.files_delete_v2("/SDK/small.bin")
+    gone = api_error(lambda: dbx.files_get_metadata("/SDK/small.bin"))
+    expect(gone is not None and gone.is_path() and gone.get_path().is_not_found(), f"after delete: {gone}")
+    print(f"{len(failures)} failures")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
