@@ -75,7 +75,8 @@ public final class DropboxEmulator: Sendable {
     public static let appKey = "sandbox-dropbox-key"
     public static let appSecret = "sandbox-dropbox-secret"
     public static let refreshToken = "sandbox-dropbox-refresh"
-    static let accountID = "dbid:AACsandboxXq3mVd7yFqUe0tZL5R-r9pQWmk"
+    /// 40 characters, as Dropbox's are (the schema's `AccountId` allows no more).
+    static let accountID = "dbid:AACsandboxXq3mVd7yFqUe0tZL5R-r9pQWm"
     static let uid = "3235641"
     static let maxBody: Int64 = 150 * 1024 * 1024
     static let codeLifetime: TimeInterval = 600
@@ -526,6 +527,7 @@ public final class DropboxEmulator: Sendable {
                 ("resolved_visibility", DropboxWire.tag(visibility)),
                 ("requested_visibility", DropboxWire.tag("public")),
                 ("can_revoke", .bool(true)),
+                ("visibility_policies", Self.visibilityPolicies),
                 ("can_set_expiry", .bool(false)),
                 ("can_remove_expiry", .bool(false)),
                 ("allow_download", .bool(true)),
@@ -549,6 +551,16 @@ public final class DropboxEmulator: Sendable {
         }
         return .object(m)
     }
+
+    /// What a Basic account may ask of a link (`LinkPermissions.visibility_policies`, which the
+    /// schema requires): public, but not team-only (no team) nor a password (a paid plan's).
+    static let visibilityPolicies: JSONValue = .array([
+        .object([("policy", DropboxWire.tag("public")), ("resolved_policy", DropboxWire.tag("public")), ("allowed", .bool(true))]),
+        .object([("policy", DropboxWire.tag("team_only")), ("resolved_policy", DropboxWire.tag("team_only")), ("allowed", .bool(false)),
+                 ("disallowed_reason", DropboxWire.tag("user_not_on_team"))]),
+        .object([("policy", DropboxWire.tag("password")), ("resolved_policy", DropboxWire.tag("password")), ("allowed", .bool(false)),
+                 ("disallowed_reason", DropboxWire.tag("user_account_type"))]),
+    ])
 
     static func previewType(_ name: String) -> String {
         switch (name as NSString).pathExtension.lowercased() {
