@@ -78,6 +78,13 @@ struct DropboxSchemaTests {
         #expect(try await dbx.share("evidence/2026/small.bin", ShareRequest(access: .open)) == link)    // listed, reused
         let strict = try await dbx.share("evidence/2026/big.bin", ShareRequest(access: .open, expires: Date().addingTimeInterval(86400)))
         #expect(strict.fallback != nil, "a Basic account refuses the expiry (409 settings_error): \(strict)")
+        // Every other setting our client can ask for, each on a file of its own.
+        for (n, request) in [ShareRequest(access: .company, password: "not-logged"), ShareRequest(access: .collaborators),
+                             ShareRequest(access: .open, password: "not-logged")].enumerated() {
+            let one = try file("share\(n).bin", 100)
+            _ = try await dbx.upload(local: one.path, size: 100, hash: one.hash, to: "evidence/2026/share\(n).bin", progress: nil)
+            #expect(try await dbx.share("evidence/2026/share\(n).bin", request).audience == "no_one")
+        }
 
         try await control("quirk?quirk=dropbox-409-too-many-writes&count=1")           // 409 too_many_write_operations, retried
         try await dbx.delete("evidence/2026/small.bin")

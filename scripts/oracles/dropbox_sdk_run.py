@@ -8,7 +8,8 @@ With the emulation's app key, secret and refresh token (the SDK refreshes first)
 folder, a small `files_upload`, a larger file by upload session (start, append_v2, finish,
 1 MiB pieces) and one by `finish_batch_v2`, an upload conflict, `files_list_folder` one
 entry a page (+ continue), a shared link and the second one's `shared_link_already_exists`,
-`files_download`, `files_get_metadata`, delete. Checks names, sizes and `content_hash`
+`files_download`, `files_get_metadata`, delete, and the session errors a resuming client meets
+(wrong offset, damaged piece). Checks names, sizes and `content_hash`
 (computed here from the bytes). Exit 0 when all held, 1 with each failure on stderr.
 """
 import hashlib
@@ -73,6 +74,21 @@ def main():
     batch = dbx.files_upload_session_finish_batch_v2([files.UploadSessionFinishArg(cursor, files.CommitInfo(path="/SDK/batched.bin"))])
     entry = batch.entries[0]
     expect(entry.is_success() and entry.get_success().content_hash == content_hash(batched), f"finish_batch_v2: {batch}")
+
+    # The session errors a resuming client meets: a wrong offset (append, finish), a damaged piece.
+    start = dbx.files_upload_session_start(big[:PIECE])
+    wrong = files.UploadSessionCursor(session_id=start.session_id, offset=5)
+    err = api_error(lambda: dbx.files_upload_session_append_v2(big[:PIECE], wrong))
+    expect(err is not None and err.is_incorrect_offset() and err.get_incorrect_offset().correct_offset == PIECE, f"append at 5: {err}")
+    err = api_error(lambda: dbx.files_upload_session_finish(b"", wrong, files.CommitInfo(path="/SDK/never.bin")))
+    expect(err is not None and err.is_lookup_failed() and err.get_lookup_failed().is_incorrect_offset(), f"finish at 5: {err}")
+    right = files.UploadSessionCursor(session_id=start.session_id, offset=PIECE)
+    err = api_error(lambda: dbx.files_upload_session_append_v2(big[PIECE:2 * PIECE], right, content_hash=content_hash(small)))
+    expect(err is not None and err.is_content_hash_mismatch(), f"append with another piece's hash: {err}")
+    err = api_error(lambda: dbx.files_upload(small, "/SDK/other.bin", content_hash=content_hash(big)))
+    expect(err is not None and err.is_content_hash_mismatch(), f"upload with another file's hash: {err}")
+    err = api_error(lambda: dbx.files_download("/SDK"))
+    expect(err is not None and err.is_path() and err.get_path().is_not_file(), f"download of a folder: {err}")
 
     conflict = api_error(lambda: dbx.files_upload(os.urandom(10), "/SDK/small.bin", mode=files.WriteMode.add))
     expect(conflict is not None and conflict.is_path() and conflict.get_path().reason.is_conflict(), f"upload over a file: {conflict}")
