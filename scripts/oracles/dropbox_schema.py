@@ -7,7 +7,7 @@ SOURCE is the sandbox's base URL (the exchanges are read from `/_sandbox/dropbox
 or a file of those JSON lines. Each exchange's argument (RPC body or `Dropbox-API-Arg`) is
 decoded with the route's `arg_type`; a 200 answer (body, or `Dropbox-API-Result` of a
 download) with `result_type`; a 409 answer must be `{"error_summary": str, "error": …}` with
-`error` decoded by `error_type`; a 401 `error` by `auth.AuthError`, a 429 `error` by
+`error` decoded by `error_type` and `error_summary` beginning with the tags it nests; a 401 `error` by `auth.AuthError`, a 429 `error` by
 `auth.RateLimitError`. Any other status (a 400 is plain text: the emulation refused the
 call) is a failure, as are routes the SDK does not know, older calls the sandbox let go and
 texts it cut.
@@ -23,7 +23,7 @@ import sys
 import urllib.request
 from collections import Counter
 
-from dropbox import auth, stone_serializers
+from dropbox import auth, stone_base, stone_serializers
 
 
 def route_object(path):
@@ -36,6 +36,23 @@ def route_object(path):
     m = re.fullmatch(r"(.*)_v(\d+)", name)
     key = f"{m.group(1)}:{m.group(2)}" if m else name
     return getattr(module, "ROUTES", {}).get(key)
+
+
+def tag_path(value):
+    """The union tags an error nests, outermost first (`path`, `conflict`, `file`), through
+    the struct members that hold a union (`UploadWriteFailed.reason`): what Dropbox's
+    `error_summary` spells out, and what clients (ours) decide on."""
+    tags = []
+    while value is not None:
+        if isinstance(value, stone_base.Union):
+            tags.append(value._tag)
+            value = value._value
+        elif isinstance(value, stone_base.Struct):
+            value = next((getattr(value, f) for f in value._all_field_names_
+                          if isinstance(getattr(value, f), stone_base.Union)), None)
+        else:
+            break
+    return tags
 
 
 def decode(data_type, text):
@@ -62,7 +79,10 @@ def check(exchange):
             if not isinstance(body, dict) or not isinstance(body.get("error_summary"), str) or "error" not in body:
                 raise ValueError("not {\"error_summary\": str, \"error\": …}")
             kind = {401: auth.AuthError_validator, 409: route.error_type, 429: auth.RateLimitError_validator}[status]
-            stone_serializers.json_compat_obj_decode(kind, body["error"], strict=True)
+            error = stone_serializers.json_compat_obj_decode(kind, body["error"], strict=True)
+            tags = "/".join(tag_path(error))
+            if status == 409 and not body["error_summary"].startswith(tags + "/"):
+                problems.append(f"error_summary {body['error_summary']!r} does not begin with the error's tags {tags!r}")
         else:
             problems.append(f"status {status} has no schema (the call was refused)")
     except Exception as e:
@@ -70,6 +90,11 @@ def check(exchange):
     if exchange.get("truncated"):
         problems.append("the sandbox cut a text longer than it keeps")
     return problems
+
+
+def shown(text):
+    """A text to print, link passwords blanked (what a client sends is logged nowhere in full)."""
+    return re.sub(r'("link_password"\s*:\s*)"(?:[^"\\]|\\.)*"', r'\1"(not shown)"', text or "")
 
 
 def main():
@@ -99,7 +124,10 @@ def main():
         checked[exchange["route"]] += 1
         for p in problems:
             failures += 1
-            print(f"FAIL {exchange['route']} {exchange['status']}: {p}\n  arg: {exchange.get('arg')}\n  answer: {exchange['answer'][:2000]}")
+            for secret in re.findall(r'"link_password"\s*:\s*"((?:[^"\\]|\\.)*)"', exchange.get("arg") or ""):
+                p = p.replace(secret, "(not shown)")
+            print(f"FAIL {exchange['route']} {exchange['status']}: {p}\n  arg: {shown(exchange.get('arg'))}\n"
+                  f"  answer: {shown(exchange['answer'][:2000])}")
     for route, count in sorted(checked.items()):
         print(f"checked {route} {count}")
     print(f"{sum(checked.values())} exchanges, {failures} failures")

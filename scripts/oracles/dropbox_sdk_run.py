@@ -9,16 +9,20 @@ folder, a small `files_upload`, a larger file by upload session (start, append_v
 1 MiB pieces) and one by `finish_batch_v2`, an upload conflict, `files_list_folder` one
 entry a page (+ continue), a shared link and the second one's `shared_link_already_exists`,
 `files_download`, `files_get_metadata`, delete, and the session errors a resuming client meets
-(wrong offset, damaged piece). Checks names, sizes and `content_hash`
+(wrong offset, damaged piece), and a write refused (429) while another is under way. Checks names, sizes and `content_hash`
 (computed here from the bytes). Exit 0 when all held, 1 with each failure on stderr.
 """
 import hashlib
+import json
 import os
+import socket
+import ssl
 import sys
+import time
 
 import dropbox
 from dropbox import files, sharing
-from dropbox.exceptions import ApiError
+from dropbox.exceptions import ApiError, RateLimitError
 
 BLOCK = 4 << 20
 PIECE = 1 << 20
@@ -56,12 +60,40 @@ def session_upload(dbx, data, path):
     return dbx.files_upload_session_finish(data[cursor.offset:], cursor, files.CommitInfo(path=path))
 
 
+def overlapping_write(dbx, ca):
+    """A write while another is under way: Dropbox answers 429 too_many_write_operations.
+    The other is an upload whose body we hold back, sent by hand; an SDK client that does not
+    retry on rate limits asks for folders (each a new one) until one is refused."""
+    raw = ssl.create_default_context(cafile=ca).wrap_socket(socket.create_connection(("content.dropboxapi.com", 443), timeout=30),
+                                                             server_hostname="content.dropboxapi.com")
+    arg = json.dumps({"path": "/held.bin"})
+    raw.sendall((f"POST /2/files/upload HTTP/1.1\r\nHost: content.dropboxapi.com\r\nAuthorization: Bearer {dbx._oauth2_access_token}\r\n"
+                 f"Content-Type: application/octet-stream\r\nDropbox-API-Arg: {arg}\r\nContent-Length: 10\r\nConnection: close\r\n\r\n"
+                 "12345").encode())
+    impatient = dbx.clone(max_retries_on_rate_limit=0)
+    refused, deadline, n = None, time.monotonic() + 20, 0
+    while refused is None and time.monotonic() < deadline:
+        n += 1
+        try:
+            impatient.files_create_folder_v2(f"/while-held-{n}")
+        except RateLimitError as e:
+            refused = e
+    expect(refused is not None and refused.error.reason.is_too_many_write_operations(), f"a write during another: {refused}")
+    raw.sendall(b"67890")
+    answer = b""
+    while chunk := raw.recv(65536):
+        answer += chunk
+    raw.close()
+    expect(answer.startswith(b"HTTP/1.1 200"), f"the held upload: {answer[:300]}")
+
+
 def main():
     dbx = dropbox.Dropbox(oauth2_refresh_token="sandbox-dropbox-refresh", app_key="sandbox-dropbox-key",
                           app_secret="sandbox-dropbox-secret", ca_certs=sys.argv[1])
     account = dbx.users_get_current_account()
     expect(account.account_id.startswith("dbid:"), f"account id {account.account_id}")
     dbx.files_create_folder_v2("/SDK")
+    overlapping_write(dbx, sys.argv[1])
 
     small, big, batched = os.urandom(3000), os.urandom(3 * PIECE + 12345), os.urandom(PIECE + 7)
     meta = dbx.files_upload(small, "/SDK/small.bin", mode=files.WriteMode.add)
