@@ -6,7 +6,8 @@ the sandbox's TLS front, as the peer tests' network namespace arranges).
 Usage: dropbox_sdk_run.py CA_PEM
 With the emulation's app key, secret and refresh token (the SDK refreshes first): account,
 folder, a small `files_upload`, a larger file by upload session (start, append_v2, finish,
-1 MiB pieces) and one by `finish_batch_v2`, an upload conflict, `files_list_folder` one
+1 MiB pieces) and one by `finish_batch_v2` (beside a session not closed), concurrent sessions
+started wrongly, an upload conflict, `files_list_folder` one
 entry a page (+ continue), a shared link and the second one's `shared_link_already_exists`,
 `files_download`, `files_get_metadata`, delete, and the session errors a resuming client meets
 (wrong offset, damaged piece), and a write refused (429) while another is under way. Checks names, sizes and `content_hash`
@@ -103,9 +104,20 @@ def main():
 
     start = dbx.files_upload_session_start(batched, close=True)
     cursor = files.UploadSessionCursor(session_id=start.session_id, offset=len(batched))
-    batch = dbx.files_upload_session_finish_batch_v2([files.UploadSessionFinishArg(cursor, files.CommitInfo(path="/SDK/batched.bin"))])
-    entry = batch.entries[0]
+    open_one = dbx.files_upload_session_start(b"not closed")
+    batch = dbx.files_upload_session_finish_batch_v2([
+        files.UploadSessionFinishArg(cursor, files.CommitInfo(path="/SDK/batched.bin")),
+        files.UploadSessionFinishArg(files.UploadSessionCursor(session_id=open_one.session_id, offset=10), files.CommitInfo(path="/SDK/open.bin")),
+    ])
+    entry, unclosed = batch.entries
     expect(entry.is_success() and entry.get_success().content_hash == content_hash(batched), f"finish_batch_v2: {batch}")
+    expect(unclosed.is_failure() and unclosed.get_failure().is_lookup_failed() and unclosed.get_failure().get_lookup_failed().is_not_closed(),
+           f"finish_batch_v2 of a session not closed: {unclosed}")
+    # A concurrent session starts empty and open; its pieces come by append_v2.
+    err = api_error(lambda: dbx.files_upload_session_start(small, session_type=files.UploadSessionType.concurrent))
+    expect(err is not None and err.is_concurrent_session_data_not_allowed(), f"concurrent start with data: {err}")
+    err = api_error(lambda: dbx.files_upload_session_start(b"", close=True, session_type=files.UploadSessionType.concurrent))
+    expect(err is not None and err.is_concurrent_session_close_not_allowed(), f"concurrent start closed: {err}")
 
     # The session errors a resuming client meets: a wrong offset (append, finish), a damaged piece.
     start = dbx.files_upload_session_start(big[:PIECE])
@@ -132,6 +144,11 @@ def main():
         entries += listing.entries
     sizes = {e.name: e.size for e in entries if isinstance(e, files.FileMetadata)}
     expect(sizes == {"small.bin": len(small), "big.bin": len(big), "batched.bin": len(batched)}, f"listing: {sizes}")
+    everything = dbx.files_list_folder("", recursive=True)
+    expect({e.path_display for e in everything.entries} >= {"/SDK", "/SDK/big.bin"} and not everything.has_more,
+           f"recursive listing: {[e.path_display for e in everything.entries]}")
+    folder = dbx.files_get_metadata("/sdk")
+    expect(isinstance(folder, files.FolderMetadata) and folder.path_display == "/SDK", f"folder metadata: {folder}")
     hashes = {e.name: e.content_hash for e in entries if isinstance(e, files.FileMetadata)}
     expect(hashes["big.bin"] == content_hash(big), f"listed content_hash {hashes}")
 

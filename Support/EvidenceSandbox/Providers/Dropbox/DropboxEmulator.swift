@@ -53,8 +53,10 @@ import Hummingbird
 /// - `content_hash` (4 MiB-block SHA-256) on every file; a client-sent `content_hash` is the
 ///   hash of the bytes of THAT call (upload, start, append_v2, finish), else 409
 ///   `content_hash_mismatch` and nothing is kept.
-/// - Upload sessions: pieces of a sequential session (the default) may have any length; in a
-///   `session_type: concurrent` one every piece but the one sent with `close=true` must be a
+/// - Upload sessions: pieces of a sequential session (the default) may have any length; a
+///   `session_type: concurrent` one starts open and empty (data → 409
+///   `concurrent_session_data_not_allowed`, `close=true` → `concurrent_session_close_not_allowed`),
+///   and every appended piece but the one sent with `close=true` must be a
 ///   multiple of 4 MiB, else 409 `concurrent_session_invalid_data_size`; wrong offset → 409 `incorrect_offset` with
 ///   `correct_offset` (finish: nested under `lookup_failed`); closed → `closed`; unknown or
 ///   older than 7 days → `not_found`. Sessions survive a restart. A finish that conflicts
@@ -780,6 +782,11 @@ public final class DropboxEmulator: Sendable {
             }
             concurrent = tag == "concurrent"
         }
+        // A concurrent session starts open and empty (`UploadSessionStartError`); its pieces come by append_v2.
+        if concurrent && close {
+            await BoxShareFileSupport.drain(request)
+            return DropboxWire.routeError("concurrent_session_close_not_allowed", DropboxWire.tag("concurrent_session_close_not_allowed"))
+        }
         let session = try await store.startSession(now: env.clock(), concurrent: concurrent)
         let path = store.sessionPath(session.id)
         let received: DropboxFiles.Received
@@ -790,9 +797,9 @@ public final class DropboxEmulator: Sendable {
             throw error
         }
         if received.exceeded { try await store.removeSession(session.id); return payloadTooLarge() }
-        if concurrent && !close && received.size % Int64(DropboxContentHasher.blockSize) != 0 {
+        if concurrent && received.size > 0 {
             try await store.removeSession(session.id)
-            return Self.concurrentInvalidDataSize()
+            return DropboxWire.routeError("concurrent_session_data_not_allowed", DropboxWire.tag("concurrent_session_data_not_allowed"))
         }
         if let expected, expected != DropboxContentHasher.combine(received.blocks) {
             try await store.removeSession(session.id)
