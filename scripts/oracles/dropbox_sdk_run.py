@@ -9,7 +9,8 @@ folder, a small `files_upload`, a larger file by upload session (start, append_v
 1 MiB pieces) and one by `finish_batch_v2` (beside a session not closed), concurrent sessions
 started wrongly, an upload conflict, `files_list_folder` one
 entry a page (+ continue), a shared link and the second one's `shared_link_already_exists`,
-`files_download`, `files_get_metadata`, delete, and the session errors a resuming client meets
+`files_download`, `files_get_metadata`, the other route errors (names, conflicts, paths, links,
+sessions), delete, and the session errors a resuming client meets
 (wrong offset, damaged piece), and a write refused (429) while another is under way. Checks names, sizes and `content_hash`
 (computed here from the bytes). Exit 0 when all held, 1 with each failure on stderr.
 """
@@ -86,6 +87,41 @@ def overlapping_write(dbx, ca):
         answer += chunk
     raw.close()
     expect(answer.startswith(b"HTTP/1.1 200"), f"the held upload: {answer[:300]}")
+
+
+def route_errors(dbx):
+    """The emulation's other route errors, each read by the SDK as the tag Dropbox documents."""
+    def reason(e):
+        return e.get_path().reason if e is not None and e.is_path() else None
+    cases = [
+        ("upload of a disallowed name", lambda: dbx.files_upload(b"x", "/SDK/desktop.ini"),
+         lambda e: reason(e) is not None and reason(e).is_disallowed_name()),
+        ("upload under a file", lambda: dbx.files_upload(b"x", "/SDK/small.bin/inner.bin"),
+         lambda e: reason(e) is not None and reason(e).is_conflict() and reason(e).get_conflict().is_file()),
+        ("folder over a file", lambda: dbx.files_create_folder_v2("/SDK/small.bin"),
+         lambda e: e.is_path() and e.get_path().is_conflict() and e.get_path().get_conflict().is_file()),
+        ("listing a file", lambda: dbx.files_list_folder("/SDK/small.bin"), lambda e: e.is_path() and e.get_path().is_not_folder()),
+        ("listing nothing", lambda: dbx.files_list_folder("/nowhere"), lambda e: e.is_path() and e.get_path().is_not_found()),
+        ("links of nothing", lambda: dbx.sharing_list_shared_links(path="/nowhere"), lambda e: e.is_path() and e.get_path().is_not_found()),
+        ("a link to nothing", lambda: dbx.sharing_create_shared_link_with_settings("/nowhere"),
+         lambda e: e.is_path() and e.get_path().is_not_found()),
+        ("a link with a password", lambda: dbx.sharing_create_shared_link_with_settings(
+            "/SDK/small.bin", sharing.SharedLinkSettings(requested_visibility=sharing.RequestedVisibility.password, link_password="not-shown")),
+         lambda e: e.is_settings_error() and e.get_settings_error().is_not_authorized()),
+        ("append to an unknown session", lambda: dbx.files_upload_session_append_v2(b"x", files.UploadSessionCursor("nope", 0)),
+         lambda e: e.is_not_found()),
+        ("update of another revision", lambda: dbx.files_upload(b"new", "/SDK/small.bin", mode=files.WriteMode.update("0123456789abcdef")),
+         lambda e: reason(e) is not None and reason(e).is_conflict()),
+    ]
+    for what, call, fits in cases:
+        err = api_error(call)
+        expect(err is not None and fits(err), f"{what}: {err}")
+    closed = dbx.files_upload_session_start(b"abc", close=True)
+    err = api_error(lambda: dbx.files_upload_session_append_v2(b"d", files.UploadSessionCursor(closed.session_id, 3)))
+    expect(err is not None and err.is_closed(), f"append to a closed session: {err}")
+    renamed = dbx.files_upload(b"other bytes", "/SDK/small.bin", autorename=True)
+    expect(renamed.name == "small (1).bin", f"autorename: {renamed}")
+    dbx.files_delete_v2(renamed.path_lower)
 
 
 def main():
@@ -167,6 +203,7 @@ def main():
     expect((meta.path_display, meta.size, meta.content_hash) == ("/SDK/small.bin", len(small), content_hash(small)),
            f"get_metadata: {meta}")
 
+    route_errors(dbx)
     dbx.files_delete_v2("/SDK/small.bin")
     gone = api_error(lambda: dbx.files_get_metadata("/SDK/small.bin"))
     expect(gone is not None and gone.is_path() and gone.get_path().is_not_found(), f"after delete: {gone}")
