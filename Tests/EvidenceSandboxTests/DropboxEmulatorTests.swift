@@ -324,6 +324,18 @@ struct DropboxEmulatorTests {
         }
     }
 
+    @Test("the exchange log keeps the newest calls within its count and bytes, and says how many it let go")
+    func exchangeLogBound() {
+        let log = DropboxExchangeLog(capacity: 2, budget: 40)
+        for n in 1...3 { log.add(route: "r\(n)", arg: "{}", status: 200, answer: "null", fromHeader: false) }
+        var lines = log.jsonLines().split(separator: "\n").map(String.init)
+        #expect(lines.first == #"{"dropped":1}"#)
+        #expect(lines.dropFirst().map { $0.contains(#""route":"r2""#) || $0.contains(#""route":"r3""#) } == [true, true])
+        log.add(route: "big", arg: nil, status: 200, answer: String(repeating: "x", count: 39), fromHeader: false)
+        lines = log.jsonLines().split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0] == #"{"dropped":3}"# && lines[1].contains(#""route":"big""#))
+    }
+
     @Test("two overlapping writes: the second gets 429 too_many_write_operations with Retry-After")
     func overlappingWrites() async throws {
         let state = try makeTemporaryDirectory("prov")

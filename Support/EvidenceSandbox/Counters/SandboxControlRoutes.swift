@@ -24,7 +24,7 @@ import Hummingbird
 ///   `locked` (423 Locked with a Sabre error body, the one mode that is not a 200). Counters show `"misbehaved":{mode:n}` and
 ///   `"misbehave_pending":{prefix:n}`.
 /// - `GET /_sandbox/dropbox/exchanges` → the Dropbox calls answered since the start or the last
-///   reset (at most the newest 2,000), JSON lines: route, argument and answer as the wire had
+///   reset (at most the newest 2,000 within 64 MiB), JSON lines: route, argument and answer as the wire had
 ///   them (`DropboxExchangeLog`), for `scripts/oracles/dropbox_schema.py`.
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
 ///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).

@@ -3,7 +3,8 @@ import Hummingbird
 
 /// The Dropbox API calls the emulation answered, as the wire carried them, for an oracle that
 /// checks both sides against Dropbox's own schema (`scripts/oracles/dropbox_schema.py`, the
-/// official SDK's stone serializers). Kept in memory, the newest `capacity` calls; served by
+/// official SDK's stone serializers). Kept in memory, the newest `capacity` calls within
+/// `budget` bytes of text (older ones are let go and counted); served by
 /// `GET /_sandbox/dropbox/exchanges`.
 ///
 /// An exchange is the route (`files/upload_session/append_v2`), its argument as sent (the JSON
@@ -19,16 +20,21 @@ public final class DropboxExchangeLog: @unchecked Sendable {
         var answer: String
         var answerIsHeader: Bool
         var truncated: Bool
+
+        var bytes: Int { (arg?.utf8.count ?? 0) + answer.utf8.count }
     }
 
     let capacity: Int
+    let budget: Int
     static let maxText = 1 << 20
     private let lock = NSLock()
     private var entries: [Exchange] = []
+    private var bytes = 0
     private var dropped = 0
 
-    public init(capacity: Int = 2000) {
+    public init(capacity: Int = 2000, budget: Int = 64 << 20) {
         self.capacity = capacity
+        self.budget = budget
     }
 
     /// Records `response` (the answer to `route` with argument `arg`) and returns it with its
@@ -45,23 +51,27 @@ public final class DropboxExchangeLog: @unchecked Sendable {
             answer = String(decoding: sink.buffer.readableBytesView, as: UTF8.self)
             response.body = .init(byteBuffer: sink.buffer)
         }
-        let cut = (arg?.utf8.count ?? 0) > Self.maxText || answer.utf8.count > Self.maxText
-        append(Exchange(route: route, arg: arg.map { Self.prefix($0) }, status: Int(response.status.code),
-                        answer: Self.prefix(answer), answerIsHeader: isHeader, truncated: cut))
+        add(route: route, arg: arg, status: Int(response.status.code), answer: answer, fromHeader: isHeader)
         return response
     }
 
-    private func append(_ e: Exchange) {
+    /// Keeps one call (texts longer than `maxText` cut and marked), letting the oldest go while
+    /// more than `capacity` calls or `budget` bytes are kept.
+    public func add(route: String, arg: String?, status: Int, answer: String, fromHeader: Bool) {
+        let cut = (arg?.utf8.count ?? 0) > Self.maxText || answer.utf8.count > Self.maxText
+        let e = Exchange(route: route, arg: arg.map { Self.prefix($0) }, status: status, answer: Self.prefix(answer),
+                         answerIsHeader: fromHeader, truncated: cut)
         lock.lock(); defer { lock.unlock() }
         entries.append(e)
-        if entries.count > capacity {
-            entries.removeFirst(entries.count - capacity)
+        bytes += e.bytes
+        while entries.count > capacity || (bytes > budget && entries.count > 1) {
+            bytes -= entries.removeFirst().bytes
             dropped += 1
         }
     }
 
     public func reset() {
-        lock.lock(); entries = []; dropped = 0; lock.unlock()
+        lock.lock(); entries = []; bytes = 0; dropped = 0; lock.unlock()
     }
 
     /// JSON lines: `{"dropped":N}` first when older calls were let go, then one object per call
