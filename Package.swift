@@ -224,7 +224,7 @@ let package = Package(
                                                                   "EvidenceConfig", "EvidenceNotary", "EvidenceSandbox",
                                                                   .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "EvidencePeerTests", dependencies: ["EvidenceProcess", "EvidenceTesting", "EvidenceSandbox", "EvidenceHTTP", "EvidenceStore", "evidence-sandbox",
+        .testTarget(name: "EvidencePeerTests", dependencies: ["EvidenceProcess", "EvidenceTesting", "EvidenceSandbox", "EvidenceHTTP", "EvidenceStore", "EvidenceArchive", "evidence-sandbox",
                                                               .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(name: "EvidenceCLITests", dependencies: ["EvidenceTesting", "EvidenceProcess", "EvidenceCore", "EvidenceSandbox", "EvidenceCLI", "evidence", "evidence-sandbox",

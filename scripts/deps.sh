@@ -30,4 +30,14 @@ if ! command -v moto_server >/dev/null && [ ! -x "$moto_venv/bin/moto_server" ];
   python3 -m venv "$moto_venv"
   "$moto_venv/bin/pip" install -q 'moto[server]==5.2.1'
 fi
+# The official Dropbox Python SDK (PyPI dropbox), the peer tests' witness of the Dropbox
+# emulation and of our client's calls: its schema checks both (scripts/oracles/dropbox_schema.py)
+# and it drives the emulation itself (scripts/oracles/dropbox_sdk_run.py). Pinned: a newer
+# SDK knows newer fields, which the strict check would then expect.
+dropbox_venv="${XDG_CACHE_HOME:-$HOME/.cache}/evidence/dropbox-sdk"
+if ! "$dropbox_venv/bin/python" -c 'import dropbox, sys; sys.exit(dropbox.__version__ != "12.2.4")' 2>/dev/null; then
+  echo "deps: installing dropbox==12.2.4 into $dropbox_venv" >&2
+  python3 -m venv "$dropbox_venv"
+  "$dropbox_venv/bin/pip" install -q 'dropbox==12.2.4'
+fi
 command -v swift >/dev/null || { echo "deps: swift is not on PATH (Swift 6.1 or later is needed)" >&2; exit 2; }

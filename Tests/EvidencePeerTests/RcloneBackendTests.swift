@@ -194,6 +194,9 @@ final class ProviderNamespace {
     private var sandbox: SandboxProcess?
     private var front: ChildProcess?
 
+    /// The sandbox's own address, reachable from inside the namespace only.
+    var sandboxURL: String? { sandbox?.baseURL.absoluteString }
+
     /// True when this machine lets us make a network namespace (root, and a kernel that allows it).
     static let available: Bool = {
         let probe = "evp-probe-\(getpid())"
@@ -287,7 +290,8 @@ final class ProviderNamespace {
         let env = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_CACHE_HOME": home + "/.cache",
                    "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/sbin:/usr/bin:/sbin:/bin",
                    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": dir]
-        let log = dir + "/\(command[0])-\(UUID().uuidString.prefix(6))"
+        // Named after the program, not its path (an absolute one would name a folder that is not there).
+        let log = dir + "/\((command[0] as NSString).lastPathComponent)-\(UUID().uuidString.prefix(6))"
         let child = try ChildProcess("ip", ["netns", "exec", name] + command, environment: env, directory: dir,
                                      stdout: .file(log + ".out"), stderr: .file(log + ".err"))
         var termination = child.wait(seconds: timeout)

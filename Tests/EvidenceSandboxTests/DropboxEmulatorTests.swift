@@ -300,6 +300,42 @@ struct DropboxEmulatorTests {
         }
     }
 
+    @Test("the exchange log (for the schema oracle): each call's argument and answer as the wire had them, a download's Dropbox-API-Result, cleared by reset")
+    func exchangeLog() async throws {
+        try await withProviderSandbox { base in
+            let dbx = try await DropboxClient(base: base).refreshed()
+            let missing = try await dbx.rpc("files/get_metadata", #"{"path":"/nope"}"#)
+            let up = try await dbx.content("files/upload", arg: #"{"path":"/a.txt"}"#, body: Data("hello".utf8))
+            let down = try await dbx.content("files/download", arg: #"{"path":"/a.txt"}"#)
+            #expect(down.text == "hello")
+            func lines() async throws -> [JSONValue] {
+                let log = try await TestHTTP.send("GET", dbx.url("/_sandbox/dropbox/exchanges"))
+                return log.text.split(separator: "\n").compactMap { try? JSONValue.parse(Data($0.utf8)) }
+            }
+            let seen = try await lines()
+            // The token grant is not an API route: not there.
+            #expect(seen.map { $0["route"] } == [.string("files/get_metadata"), .string("files/upload"), .string("files/download")])
+            #expect(seen.first?["arg"] == .string(#"{"path":"/nope"}"#))
+            #expect(seen.first?["status"] == .int(409) && seen.first?["answer"] == .string(missing.text))
+            #expect(seen.dropFirst().first?["arg"] == .string(#"{"path":"/a.txt"}"#) && seen.dropFirst().first?["answer"] == .string(up.text))
+            #expect(seen.last?["answer_from"] == .string("header") && seen.last?["answer"] == down.header("Dropbox-API-Result").map(JSONValue.string))
+            _ = try await TestHTTP.send("POST", dbx.url("/_sandbox/reset"))
+            #expect(try await lines().isEmpty)
+        }
+    }
+
+    @Test("the exchange log keeps the newest calls within its count and bytes, and says how many it let go")
+    func exchangeLogBound() {
+        let log = DropboxExchangeLog(capacity: 2, budget: 40)
+        for n in 1...3 { log.add(route: "r\(n)", arg: "{}", status: 200, answer: "null", fromHeader: false) }
+        var lines = log.jsonLines().split(separator: "\n").map(String.init)
+        #expect(lines.first == #"{"dropped":1}"#)
+        #expect(lines.dropFirst().map { $0.contains(#""route":"r2""#) || $0.contains(#""route":"r3""#) } == [true, true])
+        log.add(route: "big", arg: nil, status: 200, answer: String(repeating: "x", count: 39), fromHeader: false)
+        lines = log.jsonLines().split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0] == #"{"dropped":3}"# && lines[1].contains(#""route":"big""#))
+    }
+
     @Test("two overlapping writes: the second gets 429 too_many_write_operations with Retry-After")
     func overlappingWrites() async throws {
         let state = try makeTemporaryDirectory("prov")

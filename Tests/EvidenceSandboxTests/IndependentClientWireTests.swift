@@ -44,6 +44,20 @@ struct IndependentClientWireTests {
         }
     }
 
+    @Test("Dropbox: a concurrent upload session starts open and empty (409 concurrent_session_data_not_allowed, concurrent_session_close_not_allowed)")
+    func dropboxConcurrentSessionStart() async throws {
+        try await withProviderSandbox { base in
+            let dbx = try await DropboxClient(base: base).refreshed()
+            let data = try await dbx.content("files/upload_session/start", arg: #"{"close":false,"session_type":"concurrent"}"#,
+                                             body: testBytes(4 * Self.mib, seed: 4))
+            #expect(data.status == 409)
+            #expect(data.text == #"{"error_summary":"concurrent_session_data_not_allowed/..","error":{".tag":"concurrent_session_data_not_allowed"}}"#)
+            let closed = try await dbx.content("files/upload_session/start", arg: #"{"close":true,"session_type":"concurrent"}"#)
+            #expect(closed.status == 409)
+            #expect(closed.json?["error"]?[".tag"] == .string("concurrent_session_close_not_allowed"))
+        }
+    }
+
     @Test("Dropbox: list_folder answers tagged entries with content_hash, at most `limit`; list_folder/continue follows the cursor")
     func dropboxListFolder() async throws {
         try await withProviderSandbox { base in

@@ -23,6 +23,9 @@ import Hummingbird
 ///   one byte every 2 s), `wrong-type` (a PNG), `wrong-json` (JSON of a shape no endpoint answers) or
 ///   `locked` (423 Locked with a Sabre error body, the one mode that is not a 200). Counters show `"misbehaved":{mode:n}` and
 ///   `"misbehave_pending":{prefix:n}`.
+/// - `GET /_sandbox/dropbox/exchanges` → the Dropbox calls answered since the start or the last
+///   reset (at most the newest 2,000 within 64 MiB), JSON lines: route, argument and answer as the wire had
+///   them (`DropboxExchangeLog`), for `scripts/oracles/dropbox_schema.py`.
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
 ///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).
 struct SandboxControlRoutes: Sendable {
@@ -34,6 +37,9 @@ struct SandboxControlRoutes: Sendable {
 
     func add(to router: Router<SandboxRequestContext>) {
         router.get("_sandbox/counters") { _, _ in await self.countersJSON() }
+        router.get("_sandbox/dropbox/exchanges") { _, _ in
+            Response.bytes(Array(providers.dropboxExchanges.jsonLines().utf8), contentType: "application/x-ndjson")
+        }
         router.post("_sandbox/expire-tokens") { _, _ in
             providers.expireTokens()
             return Response.json(.object([("expired", .bool(true))]))

@@ -104,6 +104,9 @@ public final class ProviderControl: @unchecked Sendable {
         case shareFileSmallPages = "sharefile-small-pages"
     }
 
+    /// The Dropbox calls answered, for the schema oracle (`GET /_sandbox/dropbox/exchanges`).
+    public let dropboxExchanges = DropboxExchangeLog()
+
     private let lock = NSLock()
     private var generation = 0
     private var corrupt: Set<String> = []
@@ -164,5 +167,6 @@ public final class ProviderControl: @unchecked Sendable {
 
     public func reset() {
         lock.lock(); corrupt = []; quirks = [:]; lock.unlock()
+        dropboxExchanges.reset()
     }
 }

@@ -53,8 +53,10 @@ import Hummingbird
 /// - `content_hash` (4 MiB-block SHA-256) on every file; a client-sent `content_hash` is the
 ///   hash of the bytes of THAT call (upload, start, append_v2, finish), else 409
 ///   `content_hash_mismatch` and nothing is kept.
-/// - Upload sessions: pieces of a sequential session (the default) may have any length; in a
-///   `session_type: concurrent` one every piece but the one sent with `close=true` must be a
+/// - Upload sessions: pieces of a sequential session (the default) may have any length; a
+///   `session_type: concurrent` one starts open and empty (data → 409
+///   `concurrent_session_data_not_allowed`, `close=true` → `concurrent_session_close_not_allowed`),
+///   and every appended piece but the one sent with `close=true` must be a
 ///   multiple of 4 MiB, else 409 `concurrent_session_invalid_data_size`; wrong offset → 409 `incorrect_offset` with
 ///   `correct_offset` (finish: nested under `lookup_failed`); closed → `closed`; unknown or
 ///   older than 7 days → `not_found`. Sessions survive a restart. A finish that conflicts
@@ -75,7 +77,8 @@ public final class DropboxEmulator: Sendable {
     public static let appKey = "sandbox-dropbox-key"
     public static let appSecret = "sandbox-dropbox-secret"
     public static let refreshToken = "sandbox-dropbox-refresh"
-    static let accountID = "dbid:AACsandboxXq3mVd7yFqUe0tZL5R-r9pQWmk"
+    /// 40 characters, as Dropbox's are (the schema's `AccountId` allows no more).
+    static let accountID = "dbid:AACsandboxXq3mVd7yFqUe0tZL5R-r9pQWm"
     static let uid = "3235641"
     static let maxBody: Int64 = 150 * 1024 * 1024
     static let codeLifetime: TimeInterval = 600
@@ -134,80 +137,97 @@ public final class DropboxEmulator: Sendable {
     /// An RPC endpoint: bearer auth, JSON body, optional write-gate.
     private func rpc(_ router: Router<SandboxRequestContext>, _ path: String, write: Bool = false, emptyBodyAllowed: Bool = false,
                      _ handler: @escaping @Sendable (JSONValue) async throws -> Response) {
-        let route = DropboxWire.routeName(path)
         router.post(RouterPath("dropbox/api/2/" + path)) { request, context -> Response in
-            if let denied = await self.checkAuth(request, route: route) { return denied }
-            var request = request
-            let buffer = try await request.collectBody(upTo: SandboxRequestContext.maxJSONBody)
-            let bytes = Data(buffer.readableBytesView)
-            let media = request.headers[.contentType] ?? ""
-            let mediaOK = request.mediaType == "application/json"
-                || media.lowercased().replacingOccurrences(of: " ", with: "") == "text/plain;charset=dropbox-cors-hack"
-            let arg: JSONValue
-            if bytes.isEmpty && emptyBodyAllowed && (media.isEmpty || mediaOK) {
-                arg = .null
-            } else {
-                guard mediaOK else {
-                    return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(media)\".  Expecting one of \"application/json\", \"application/json; charset=utf-8\", \"text/plain; charset=dropbox-cors-hack\".")
-                }
-                guard let parsed = try? JSONValue.parse(bytes) else {
-                    return DropboxWire.badRequest(route, "request body: could not decode input as JSON")
-                }
-                arg = parsed
+            var sent: String?
+            let answer = try await self.rpcAnswer(request, context, path, write: write, emptyBodyAllowed: emptyBodyAllowed, sent: &sent, handler)
+            return try await self.env.control.dropboxExchanges.record(route: path, arg: sent, answer, download: false)
+        }
+    }
+
+    /// The answer to one RPC call; `sent` is set to the body as it came, once read.
+    private func rpcAnswer(_ request: Request, _ context: SandboxRequestContext, _ path: String, write: Bool, emptyBodyAllowed: Bool,
+                           sent: inout String?, _ handler: @Sendable (JSONValue) async throws -> Response) async throws -> Response {
+        let route = DropboxWire.routeName(path)
+        if let denied = await self.checkAuth(request, route: route) { return denied }
+        var request = request
+        let buffer = try await request.collectBody(upTo: SandboxRequestContext.maxJSONBody)
+        let bytes = Data(buffer.readableBytesView)
+        sent = String(decoding: bytes, as: UTF8.self)
+        let media = request.headers[.contentType] ?? ""
+        let mediaOK = request.mediaType == "application/json"
+            || media.lowercased().replacingOccurrences(of: " ", with: "") == "text/plain;charset=dropbox-cors-hack"
+        let arg: JSONValue
+        if bytes.isEmpty && emptyBodyAllowed && (media.isEmpty || mediaOK) {
+            arg = .null
+        } else {
+            guard mediaOK else {
+                return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(media)\".  Expecting one of \"application/json\", \"application/json; charset=utf-8\", \"text/plain; charset=dropbox-cors-hack\".")
             }
-            if emptyBodyAllowed {
-                guard arg == .null else { return DropboxWire.badRequest(route, "request body: expected null, got value") }
-            } else if case .object = arg {} else {
-                return DropboxWire.badRequest(route, "request body: expected object, got \(Self.jsonKind(arg))")
+            guard let parsed = try? JSONValue.parse(bytes) else {
+                return DropboxWire.badRequest(route, "request body: could not decode input as JSON")
             }
-            if write {
-                if self.env.control.take(.dropboxWriteContention) { return DropboxWire.writeContention(path) }
-                guard self.writes.tryEnter() else { return DropboxWire.tooManyWrites() }
-                defer { self.writes.leave() }
-                return try await self.guarded(route, context) { try await handler(arg) }
-            }
+            arg = parsed
+        }
+        if emptyBodyAllowed {
+            guard arg == .null else { return DropboxWire.badRequest(route, "request body: expected null, got value") }
+        } else if case .object = arg {} else {
+            return DropboxWire.badRequest(route, "request body: expected object, got \(Self.jsonKind(arg))")
+        }
+        if write {
+            if self.env.control.take(.dropboxWriteContention) { return DropboxWire.writeContention(path) }
+            guard self.writes.tryEnter() else { return DropboxWire.tooManyWrites() }
+            defer { self.writes.leave() }
             return try await self.guarded(route, context) { try await handler(arg) }
         }
+        return try await self.guarded(route, context) { try await handler(arg) }
     }
 
     /// A content-host endpoint: bearer auth, arguments in `Dropbox-API-Arg` (or `?arg=`).
     private func content(_ router: Router<SandboxRequestContext>, _ path: String, download: Bool = false,
                          _ handler: @escaping @Sendable (JSONValue, Request) async throws -> Response) {
-        let route = DropboxWire.routeName(path)
         router.post(RouterPath("dropbox/content/2/" + path)) { request, context -> Response in
-            if let denied = await self.checkAuth(request, route: route) { return denied }
-            let media = (request.headers[.contentType] ?? "").lowercased().replacingOccurrences(of: " ", with: "")
-            let corsHack = media == "text/plain;charset=dropbox-cors-hack"
-            if download {
-                guard media.isEmpty || corsHack || media.hasPrefix("text/plain") || media == "application/octet-stream" else {
-                    return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"text/plain\", \"text/plain; charset=dropbox-cors-hack\".")
-                }
-            } else {
-                guard request.mediaType == "application/octet-stream" || corsHack else {
-                    return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
-                }
-            }
-            let raw: String
-            let source: String
-            if let header = request.headers[.dropboxAPIArg] {
-                raw = header
-                source = "HTTP header \"Dropbox-API-Arg\""
-            } else if let q = request.uri.queryParameters.get("arg") {
-                raw = q
-                source = "URL parameter \"arg\""
-            } else {
-                return DropboxWire.badRequest(route, "Must provide HTTP header \"Dropbox-API-Arg\" or URL parameter \"arg\".")
-            }
-            // The header must be ASCII: non-ASCII characters travel as JSON \uXXXX escapes.
-            guard !raw.unicodeScalars.contains(where: { $0.value >= 0x7F }),
-                  let arg = try? JSONValue.parse(Data(raw.utf8)) else {
-                return DropboxWire.badRequest(route, "\(source): could not decode input as JSON")
-            }
-            guard case .object = arg else {
-                return DropboxWire.badRequest(route, "\(source): expected object, got \(Self.jsonKind(arg))")
-            }
-            return try await self.guarded(route, context) { try await handler(arg, request) }
+            let sent = request.headers[.dropboxAPIArg] ?? request.uri.queryParameters.get("arg")
+            let answer = try await self.contentAnswer(request, context, path, download: download, handler)
+            return try await self.env.control.dropboxExchanges.record(route: path, arg: sent, answer, download: download)
         }
+    }
+
+    /// The answer to one content-host call.
+    private func contentAnswer(_ request: Request, _ context: SandboxRequestContext, _ path: String, download: Bool,
+                               _ handler: @Sendable (JSONValue, Request) async throws -> Response) async throws -> Response {
+        let route = DropboxWire.routeName(path)
+        if let denied = await self.checkAuth(request, route: route) { return denied }
+        let media = (request.headers[.contentType] ?? "").lowercased().replacingOccurrences(of: " ", with: "")
+        let corsHack = media == "text/plain;charset=dropbox-cors-hack"
+        if download {
+            guard media.isEmpty || corsHack || media.hasPrefix("text/plain") || media == "application/octet-stream" else {
+                return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"text/plain\", \"text/plain; charset=dropbox-cors-hack\".")
+            }
+        } else {
+            guard request.mediaType == "application/octet-stream" || corsHack else {
+                return DropboxWire.badRequest(route, "Bad HTTP \"Content-Type\" header: \"\(request.headers[.contentType] ?? "")\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
+            }
+        }
+        let raw: String
+        let source: String
+        if let header = request.headers[.dropboxAPIArg] {
+            raw = header
+            source = "HTTP header \"Dropbox-API-Arg\""
+        } else if let q = request.uri.queryParameters.get("arg") {
+            raw = q
+            source = "URL parameter \"arg\""
+        } else {
+            return DropboxWire.badRequest(route, "Must provide HTTP header \"Dropbox-API-Arg\" or URL parameter \"arg\".")
+        }
+        // The header must be ASCII: non-ASCII characters travel as JSON \uXXXX escapes.
+        guard !raw.unicodeScalars.contains(where: { $0.value >= 0x7F }),
+              let arg = try? JSONValue.parse(Data(raw.utf8)) else {
+            return DropboxWire.badRequest(route, "\(source): could not decode input as JSON")
+        }
+        guard case .object = arg else {
+            return DropboxWire.badRequest(route, "\(source): expected object, got \(Self.jsonKind(arg))")
+        }
+        return try await self.guarded(route, context) { try await handler(arg, request) }
     }
 
     /// Runs a handler, turning argument errors into Dropbox's 400 text.
@@ -509,6 +529,7 @@ public final class DropboxEmulator: Sendable {
                 ("resolved_visibility", DropboxWire.tag(visibility)),
                 ("requested_visibility", DropboxWire.tag("public")),
                 ("can_revoke", .bool(true)),
+                ("visibility_policies", Self.visibilityPolicies),
                 ("can_set_expiry", .bool(false)),
                 ("can_remove_expiry", .bool(false)),
                 ("allow_download", .bool(true)),
@@ -532,6 +553,16 @@ public final class DropboxEmulator: Sendable {
         }
         return .object(m)
     }
+
+    /// What a Basic account may ask of a link (`LinkPermissions.visibility_policies`, which the
+    /// schema requires): public, but not team-only (no team) nor a password (a paid plan's).
+    static let visibilityPolicies: JSONValue = .array([
+        .object([("policy", DropboxWire.tag("public")), ("resolved_policy", DropboxWire.tag("public")), ("allowed", .bool(true))]),
+        .object([("policy", DropboxWire.tag("team_only")), ("resolved_policy", DropboxWire.tag("team_only")), ("allowed", .bool(false)),
+                 ("disallowed_reason", DropboxWire.tag("user_not_on_team"))]),
+        .object([("policy", DropboxWire.tag("password")), ("resolved_policy", DropboxWire.tag("password")), ("allowed", .bool(false)),
+                 ("disallowed_reason", DropboxWire.tag("user_account_type"))]),
+    ])
 
     static func previewType(_ name: String) -> String {
         switch (name as NSString).pathExtension.lowercased() {
@@ -751,6 +782,11 @@ public final class DropboxEmulator: Sendable {
             }
             concurrent = tag == "concurrent"
         }
+        // A concurrent session starts open and empty (`UploadSessionStartError`); its pieces come by append_v2.
+        if concurrent && close {
+            await BoxShareFileSupport.drain(request)
+            return DropboxWire.routeError("concurrent_session_close_not_allowed", DropboxWire.tag("concurrent_session_close_not_allowed"))
+        }
         let session = try await store.startSession(now: env.clock(), concurrent: concurrent)
         let path = store.sessionPath(session.id)
         let received: DropboxFiles.Received
@@ -761,9 +797,9 @@ public final class DropboxEmulator: Sendable {
             throw error
         }
         if received.exceeded { try await store.removeSession(session.id); return payloadTooLarge() }
-        if concurrent && !close && received.size % Int64(DropboxContentHasher.blockSize) != 0 {
+        if concurrent && received.size > 0 {
             try await store.removeSession(session.id)
-            return Self.concurrentInvalidDataSize()
+            return DropboxWire.routeError("concurrent_session_data_not_allowed", DropboxWire.tag("concurrent_session_data_not_allowed"))
         }
         if let expected, expected != DropboxContentHasher.combine(received.blocks) {
             try await store.removeSession(session.id)
