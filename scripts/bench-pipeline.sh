@@ -16,6 +16,7 @@
 #     the WebDAV server), from /proc, and evidence's CPU per item and peak RSS;
 #   - requests per item to each sandbox service (its requests.log) and provider operations per
 #     item to the archive (evidence's own /metrics: stat, make_folders, upload, download).
+# BENCH_PERF=DIR also records a call-graph profile of evidence run for each (perf record -g).
 set -euo pipefail
 bindir=${1:?usage: bench-pipeline.sh BIN_DIR (holding evidence and evidence-sandbox)}
 bin="$bindir/evidence"; sandbox_bin="$bindir/evidence-sandbox"
@@ -90,6 +91,11 @@ TOML
   local runpid=$!
   for _ in $(seq 300); do grep -q "initial scan" "$work/$name.log" 2>/dev/null && break; sleep 0.1; done
   local c_ev0 c_sb0 c_dav0; c_ev0=$(cpu "$runpid"); c_sb0=$(cpu "$sandboxpid"); c_dav0=$(cpu "$davpid")
+  # BENCH_PERF=DIR: a call-graph profile of evidence run over the run, DIR/NAME.perf (perf report -i)
+  local perfpid=""
+  if [ -n "${BENCH_PERF:-}" ]; then
+    mkdir -p "$BENCH_PERF"; perf record -F 299 --call-graph dwarf,16384 -p "$runpid" -o "$BENCH_PERF/$name.perf" >/dev/null 2>&1 & perfpid=$!
+  fi
   local t0; t0=$(now)
   mv "$work/$name-src"/* "$drop"/
   # first time every item had reached each state (states counted cumulatively)
@@ -116,6 +122,7 @@ while time.time() < deadline:
     time.sleep(0.2)
 print(" ".join("%.2f" % marks[m] if marks[m] is not None else "-" for m in marks))
 PY
+  [ -z "$perfpid" ] || { kill -INT "$perfpid"; wait "$perfpid" 2>/dev/null || true; }
   local c_ev1 c_sb1 c_dav1 rss
   c_ev1=$(cpu "$runpid"); c_sb1=$(cpu "$sandboxpid"); c_dav1=$(cpu "$davpid")
   rss=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")

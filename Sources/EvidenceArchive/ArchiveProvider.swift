@@ -105,6 +105,10 @@ public protocol ArchiveProvider: Sendable {
     /// Whether `upload` sends `hash` to the provider (which checks the bytes against it). When
     /// false, `upload` accepts an empty `hash` and the caller may compute it meanwhile.
     var checksHashOnUpload: Bool { get }
+    /// Whether `stat` reports the provider's own digest of a stored file (`hash`). When false
+    /// (Nextcloud, a plain WebDAV server), an upload is proven by reading it back, and a `stat`
+    /// right after the upload would add nothing the read-back does not prove.
+    func statReportsHash() async -> Bool
 
     /// Who the credentials belong to ("Dropbox account a@b.org"), proving they work.
     func whoami() async throws(ArchiveError) -> String
@@ -119,6 +123,7 @@ public protocol ArchiveProvider: Sendable {
 
 extension ArchiveProvider {
     public var checksHashOnUpload: Bool { true }
+    public func statReportsHash() async -> Bool { true }
 }
 
 /// Remote paths from templates: each component sanitized, no empty, `.` or `..` component,

@@ -218,6 +218,32 @@ struct ProviderCLITests {
         }
     }
 
+    @Test("Nextcloud (no checksums of its own): each archived file costs one PROPFIND, its PUT and the read-back GET that proves it, no more")
+    func nextcloudRequestsPerFile() async throws {
+        try await withSandbox(["--owncloud-flavour", "nextcloud"]) { sandbox in
+            let h = try harness(.owncloud, sandbox)
+            try h.start()
+            h.write("clip.bin", randomBytes(50_000))
+            #expect(waitDone(h, 1, timeout: 120), "\(h.log.suffix(3000))")
+            let archived = show(h, "1")["archived"] as? [[String: Any]] ?? []
+            #expect(archived.count >= 5 && archived.allSatisfy { $0["verifiedBy"] as? String == "read-back sha256" }, "\(archived)")
+            let log = (try? String(contentsOfFile: sandbox.stateDirectory + "/requests.log", encoding: .utf8)) ?? ""
+            var byFile: [String: [String]] = [:]
+            for line in log.split(separator: "\n") {
+                guard let j = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                      let path = j["path"] as? String, let method = j["method"] as? String,
+                      path.contains("/remote.php/dav/files/sandbox/evidence/"), !path.hasSuffix("/") else { continue }
+                byFile[path, default: []].append(method)
+            }
+            let files = byFile.filter { $0.value.contains("PUT") }
+            #expect(files.count == archived.count, "\(byFile)")
+            for (path, methods) in files {
+                #expect(methods.sorted() == ["GET", "PROPFIND", "PUT"], "\(path): \(methods)")
+            }
+            #expect(h.stop() == 0)
+        }
+    }
+
     @Test("SIGKILL in the middle of a chunked upload: the restart resumes it, one remote copy, hashes match",
           arguments: Provider.selected)
     func killDuringUpload(_ provider: Provider) async throws {

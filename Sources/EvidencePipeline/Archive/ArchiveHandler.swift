@@ -127,20 +127,27 @@ public struct ArchiveHandler: JobHandler {
                 guard try await isCutCopy(existing, path: path, local: local, upload: upload, provider: provider) else { continue }
                 do { try await provider.delete(path) } catch { throw Self.jobError(error, account: provider.account) }
             }
+            let uploaded: RemoteFile
             do {
                 try await provider.makeFolders(RemotePath.parent(path))
                 var report: (@Sendable (Int64) -> Void)?
                 if let progress { let size = upload.size; report = { progress(path, $0, size) } }
                 // Sent once: a transient failure ends this attempt, and the job queue runs the job
                 // again later, which looks at the remote first (a copy that did arrive is adopted).
-                _ = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: report)
+                uploaded = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: report)
                 report?(upload.size)
             } catch {
                 if error.kind == .conflict { continue }
                 throw Self.jobError(error, account: provider.account)
             }
+            // The provider's digest, from a stat; where it reports none, the read-back proves
+            // the copy, and a stat first would prove nothing more.
             let stored: RemoteFile?
-            do { stored = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
+            if await provider.statReportsHash() {
+                do { stored = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
+            } else {
+                stored = RemoteFile(path: path, size: uploaded.size, hash: nil, id: uploaded.id)
+            }
             guard let stored, let how = try await verify(stored, path: path, upload: upload, expected: expected, provider: provider) else {
                 try? await provider.delete(path)
                 throw JobError("\(provider.account): \(path): the uploaded copy does not match \(upload.object.short)… (removed; will upload again)",

@@ -12,6 +12,7 @@ struct MeasuredProvider: ArchiveProvider {
     var account: String { base.account }
     var hashKind: ProviderHashKind { base.hashKind }
     var checksHashOnUpload: Bool { base.checksHashOnUpload }
+    func statReportsHash() async -> Bool { await base.statReportsHash() }
     func sanitize(component: String) -> String { base.sanitize(component: component) }
 
     func whoami() async throws(ArchiveError) -> String {

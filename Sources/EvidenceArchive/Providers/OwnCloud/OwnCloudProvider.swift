@@ -46,6 +46,12 @@ public struct OwnCloudProvider: ArchiveProvider {
     /// ownCloud checks `OC-Checksum`; a plain WebDAV server (`base_url`) ignores it.
     public var checksHashOnUpload: Bool { uploadsRoot != nil }
 
+    /// Only ownCloud computes the SHA-1 it reports (status.php says which server this is); when
+    /// that cannot be asked now, true: the caller then asks `stat`, which is never wrong.
+    public func statReportsHash() async -> Bool {
+        (try? await product().computesChecksums) ?? true
+    }
+
     /// ownCloud refuses `\ / : ? * " > < |` on Windows-backed storage; keep names portable.
     public func sanitize(component: String) -> String {
         RemotePath.sanitize(component, forbidden: [":", "?", "*", "\"", "<", ">", "|"], maxBytes: 250)
@@ -172,7 +178,9 @@ public struct OwnCloudProvider: ArchiveProvider {
     }
 
     public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
-        try await look(path)?.file
+        let found = try await look(path)?.file
+        if found == nil { await server.noteAbsent(path) }
+        return found
     }
 
     /// The file at `path` (nil: nothing there), with its modification time (seconds, when the
@@ -194,8 +202,12 @@ public struct OwnCloudProvider: ArchiveProvider {
     public func upload(local: String, size: Int64, hash: String, to path: String,
                        progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
         // Some WebDAV servers (rclone's among them) ignore If-None-Match and would replace
-        // the file: look first, so an existing file is a conflict everywhere.
-        if try await stat(path) != nil { throw ArchiveError(.conflict, "\(account): \(path) already exists") }
+        // the file: look first, so an existing file is a conflict everywhere. Unless this process
+        // found nothing there a moment ago (the caller's own look before uploading, as the
+        // archive and `accounts put` do): asking again would only widen no window.
+        if await !server.takeAbsent(path), try await look(path) != nil {
+            throw ArchiveError(.conflict, "\(account): \(path) already exists")
+        }
         let seconds = fileMTime(local) ?? Int(Date().timeIntervalSince1970)
         if let uploadsRoot, size > chunkSize, await server.hasChunking,
            let done = try await chunked(local: local, size: size, sha1: hash, to: path, mtime: seconds, uploads: uploadsRoot, progress: progress) {

@@ -64,6 +64,24 @@ actor OwnCloudServerState {
 
     func rememberNoChunking() { hasChunking = false }
 
+    /// Paths a `stat` of this process found empty, and when: an upload right after may skip its
+    /// own look (`takeAbsent`). At most `absentLimit` kept; each is taken once.
+    private var absent: [String: ContinuousClock.Instant] = [:]
+    static let absentLimit = 4096
+    static let absentFor: Duration = .seconds(2)
+
+    func noteAbsent(_ path: String) {
+        let now = ContinuousClock.now
+        if absent.count >= Self.absentLimit { absent = absent.filter { now - $0.value < Self.absentFor } }
+        if absent.count < Self.absentLimit { absent[path] = now }
+    }
+
+    /// Whether `path` was found empty within `absentFor`; forgets it either way.
+    func takeAbsent(_ path: String) -> Bool {
+        guard let at = absent.removeValue(forKey: path) else { return false }
+        return ContinuousClock.now - at < Self.absentFor
+    }
+
     func knownProduct() -> OwnCloudProduct? { product }
     func remember(_ p: OwnCloudProduct) { product = p }
 
