@@ -19,9 +19,11 @@ package enum OwnCloudAPI {
         /// `oc:checksums` text, e.g. "SHA1:ab… MD5:cd… ADLER32:…".
         var checksums = ""
         var fileID: String?
-        /// `d:getlastmodified` (an RFC 1123 date) in seconds since 1970; what a client's
-        /// `X-OC-Mtime` set on ownCloud, Nextcloud and rclone's server.
-        var modified: Int?
+        /// `d:getlastmodified`, an RFC 1123 date: what a client's `X-OC-Mtime` set on ownCloud,
+        /// Nextcloud and rclone's server. Kept as text; read (`modified`) only where it decides.
+        var lastModified: String?
+        /// `lastModified` in seconds since 1970, or nil.
+        var modified: Int? { lastModified.flatMap(OwnCloudAPI.httpDate) }
 
         package func checksum(_ kind: String) -> String? {
             for token in checksums.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }) {
@@ -93,7 +95,7 @@ package enum OwnCloudAPI {
             case "checksum": entry.checksums += " " + value
             case "checksums" where !value.isEmpty && entry.checksums.isEmpty: entry.checksums = value
             case "fileid": entry.fileID = value.isEmpty ? nil : value
-            case "getlastmodified": entry.modified = OwnCloudAPI.httpDate(value)
+            case "getlastmodified": entry.lastModified = value
             default: break
             }
         }

@@ -183,9 +183,9 @@ public struct OwnCloudProvider: ArchiveProvider {
         return found
     }
 
-    /// The file at `path` (nil: nothing there), with its modification time (seconds, when the
-    /// server says). A folder there is a conflict.
-    func look(_ path: String) async throws(ArchiveError) -> (file: RemoteFile, modified: Int?)? {
+    /// The file at `path` (nil: nothing there), with its modification time as the server wrote
+    /// it (`OwnCloudAPI.httpDate` reads it). A folder there is a conflict.
+    func look(_ path: String) async throws(ArchiveError) -> (file: RemoteFile, lastModified: String?)? {
         let r = try await call(propfind(url(path)), doing: "stat \(path)")
         if r.status == 404 { return nil }
         guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "stat \(path)") }
@@ -196,7 +196,7 @@ public struct OwnCloudProvider: ArchiveProvider {
         // A checksum proves the bytes only where the server computed it (ownCloud), not where it
         // echoes what a client sent (Nextcloud): without one the caller reads the file back.
         let hash = try await product().computesChecksums ? e.checksum("SHA1") : nil
-        return (RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID), e.modified)
+        return (RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID), e.lastModified)
     }
 
     public func upload(local: String, size: Int64, hash: String, to path: String,
@@ -346,7 +346,7 @@ public struct OwnCloudProvider: ArchiveProvider {
             // whose answer was lost may have. Ours only if the file there has our size and our
             // SHA-1 (ownCloud) or the mtime we sent (X-OC-Mtime); the caller then verifies it.
             if let (there, modified) = try await look(path), there.size == size,
-               there.hash.map({ $0 == sha1 }) ?? (modified == mtime) {
+               there.hash.map({ $0 == sha1 }) ?? (modified.flatMap(OwnCloudAPI.httpDate) == mtime) {
                 return there
             }
             throw ArchiveError(.transient, "\(account): assembling \(path): the upload folder is gone\(locked ? " after the lock" : "") "
@@ -356,7 +356,7 @@ public struct OwnCloudProvider: ArchiveProvider {
             // server's own digest says so (an earlier assembly whose answer was lost), else a conflict.
             try? await discard(transfer, of: path)
             if let (there, modified) = try await look(path), there.size == size {
-                if let h = there.hash { if h == sha1 { return there } } else if modified == mtime {
+                if let h = there.hash { if h == sha1 { return there } } else if modified.flatMap(OwnCloudAPI.httpDate) == mtime {
                     // No digest (Nextcloud, plain WebDAV), but our size and the mtime we sent:
                     // our earlier assembly, finished late. The caller reads it back to prove it.
                     return there
