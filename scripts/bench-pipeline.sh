@@ -86,6 +86,9 @@ url = "http://127.0.0.1:$dav_port"
 user = "bench"
 password_file = "$work/dav.pass"
 TOML
+  # Each run meets an empty QED: reports of the same files left by the run before would be
+  # adopted (a lookup instead of a submission), which would flatter the second run.
+  curl -sf -X POST -o /dev/null "$url/_sandbox/reset?reports=true"
   local log_from; log_from=$(wc -l < "$work/sandbox/requests.log" 2>/dev/null || echo 0)
   "$bin" --config "$work/$name.toml" --home "$home" run --rules "$rules" --log-format json 2>"$work/$name.log" >/dev/null &
   local runpid=$!
@@ -130,6 +133,19 @@ PY
   kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true
   op() { echo "$metrics" | awk -v op="$1" -F'[ ]' '$1 ~ /^evidence_provider_request_duration_seconds_count/ && $1 ~ "operation=\""op"\"" { s += $2 } END { print s + 0 }'; }
   local qed tsa
+  # what the sandbox was asked, by method and path shape (ids and slugs folded), for the log
+  tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | python3 -c '
+import collections, json, re, sys
+c = collections.Counter()
+ms = collections.Counter()
+for line in sys.stdin:
+    j = json.loads(line)
+    shape = re.sub(r"/reports/[^/]+/", "/reports/SLUG/", re.sub(r"/[0-9a-f]{16,}|/[0-9]+(?=/|$)", "/ID", j["path"].split("?")[0]))
+    c[j["method"] + " " + shape] += 1
+    ms[j["method"] + " " + shape] += j.get("ms", 0)
+for k, v in c.most_common(8): print("  sandbox %-40s %6d requests %8d ms" % (k, v, ms[k]), file=sys.stderr)
+' 2>>"$work/$name.requests" || true
+  cat "$work/$name.requests" >&2
   qed=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/v1/' || true)
   tsa=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/tsa' || true)
   grep -q -- "-" <<< "$(cat "$work/$name.stages")" && { echo "bench: $name did not finish (log: $work/$name.log)" >&2; cat "$work/$name.stages" >&2; }
