@@ -105,7 +105,9 @@ public final class S3Server: @unchecked Sendable {
             let deadline = Date(timeIntervalSinceNow: 60)
             var ready = false
             while child.isRunning, Date() < deadline {
-                if Self.accepts(port: candidate) { ready = true; break }
+                // A connection alone could be another program's listener on that random port
+                // (then moto fails to bind and exits): ready only once moto itself answers.
+                if Self.accepts(port: candidate), Self.answersAsMoto(port: candidate, caFile: caFile), child.isRunning { ready = true; break }
                 usleep(100_000)
             }
             if ready {
@@ -146,6 +148,15 @@ public final class S3Server: @unchecked Sendable {
 
     private static let atExit = Mutex<[@Sendable () -> Void]>([])
     private static let registered = Atomic(false)
+
+    /// Whether the server on `port` answers as moto does (over TLS with `caFile`): its own API's
+    /// state, `GET /moto-api/data.json`, a JSON object; no AWS action, so a server that counts
+    /// unauthenticated actions (`INITIAL_NO_AUTH_ACTION_COUNT`) counts none.
+    private static func answersAsMoto(port: Int, caFile: String?) -> Bool {
+        let url = "\(caFile == nil ? "http" : "https")://127.0.0.1:\(port)/moto-api/data.json"
+        let r = try? ChildProcess.run("curl", ["-s", "-f", "--max-time", "5"] + (caFile.map { ["--cacert", $0] } ?? []) + [url], timeout: 10)
+        return r?.status == 0 && (r?.output.hasPrefix("{") ?? false)
+    }
 
     private static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
