@@ -25,6 +25,8 @@ file_kb=${BENCH_FILE_KB:-100}
 work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/evidence-bench-pipeline.XXXXXX")
 pids=()
 cleanup() {
+  # the runs' own processes (started in a subshell, so their pids are in files)
+  for f in "$work"/*.pid; do [ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true; done
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"
 }
@@ -92,12 +94,14 @@ TOML
   local log_from; log_from=$(wc -l < "$work/sandbox/requests.log" 2>/dev/null || echo 0)
   "$bin" --config "$work/$name.toml" --home "$home" run --rules "$rules" --log-format json 2>"$work/$name.log" >/dev/null &
   local runpid=$!
+  echo "$runpid" > "$work/$name-run.pid"
   for _ in $(seq 300); do grep -q "initial scan" "$work/$name.log" 2>/dev/null && break; sleep 0.1; done
   local c_ev0 c_sb0 c_dav0; c_ev0=$(cpu "$runpid"); c_sb0=$(cpu "$sandboxpid"); c_dav0=$(cpu "$davpid")
   # BENCH_PERF=DIR: a call-graph profile of evidence run over the run, DIR/NAME.perf (perf report -i)
   local perfpid=""
   if [ -n "${BENCH_PERF:-}" ]; then
     mkdir -p "$BENCH_PERF"; perf record -F 299 --call-graph dwarf,16384 -p "$runpid" -o "$BENCH_PERF/$name.perf" >/dev/null 2>&1 & perfpid=$!
+    echo "$perfpid" > "$work/$name-perf.pid"
   fi
   local t0; t0=$(now)
   mv "$work/$name-src"/* "$drop"/
@@ -131,6 +135,7 @@ PY
   rss=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")
   local metrics; metrics=$(curl -sf "http://127.0.0.1:$mport/metrics" || true)
   kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true
+  rm -f "$work/$name-run.pid" "$work/$name-perf.pid"
   op() { echo "$metrics" | awk -v op="$1" -F'[ ]' '$1 ~ /^evidence_provider_request_duration_seconds_count/ && $1 ~ "operation=\""op"\"" { s += $2 } END { print s + 0 }'; }
   local qed tsa
   # what the sandbox was asked, by method and path shape (ids and slugs folded), for the log

@@ -244,12 +244,13 @@ fi
 link_rate=${BENCH_LINK_RATE:-20mbit}
 link_mb=${BENCH_LINK_MB:-32}
 link_row="-"
-if want link && { [ "$(id -u)" -ne 0 ] || ! command -v tc >/dev/null; }; then
-  echo "bench: the link row needs root and tc (ip netns add): skipped" >&2
+if want link && { [ "$(id -u)" -ne 0 ] || ! command -v tc >/dev/null || ! command -v ip >/dev/null; }; then
+  echo "bench: the link row needs root, ip and tc (ip netns add): skipped" >&2
 elif want link; then
-  ns="evbench$$"
+  ns="evbench$$"; ldavpid=""
+  # the server inside first (it would keep the namespace alive), then the namespace, then files
+  trap '[ -z "$ldavpid" ] || kill -TERM "$ldavpid" 2>/dev/null; ip netns del "$ns" 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
   ip netns add "$ns"
-  trap 'ip netns del "$ns" 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
   ip netns exec "$ns" ip link set lo mtu 1500 up
   ip netns exec "$ns" tc qdisc add dev lo root tbf rate "$link_rate" burst 32kb latency 400ms
   link_file="$work/link.bin"; head -c $((link_mb * 1024 * 1024)) /dev/urandom > "$link_file"

@@ -92,7 +92,8 @@ public final class ProviderControl: @unchecked Sendable {
         /// answer: the upload folder is then gone, so the MOVE sent again answers 404.
         case ownCloudAssemblyLocked = "owncloud-assembly-423"
         /// ownCloud Infinite Scale: no chunked-upload endpoint (it has TUS): every request under
-        /// `remote.php/dav/uploads/` answers 404 "File not found in root", as oCIS's ocdav does.
+        /// `remote.php/dav/uploads/` answers 404 "File not found in root", as oCIS's ocdav does,
+        /// status.php names "Infinite Scale", and the capabilities offer no NG chunking.
         case ownCloudNoUploads = "owncloud-no-uploads"
         /// ownCloud/Nextcloud: the next public link is made without the password asked for (as a
         /// server whose password policy silently drops it): the OCS answer shows none.

@@ -9,7 +9,7 @@ package enum OwnCloudAPI {
     static let propfindBody = """
         <?xml version="1.0" encoding="utf-8"?>
         <d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
-          <d:prop><d:getcontentlength/><d:getlastmodified/><d:resourcetype/><oc:checksums/><oc:fileid/></d:prop>
+          <d:prop><d:getcontentlength/><d:resourcetype/><oc:checksums/><oc:fileid/></d:prop>
         </d:propfind>
         """
 
@@ -19,11 +19,6 @@ package enum OwnCloudAPI {
         /// `oc:checksums` text, e.g. "SHA1:ab… MD5:cd… ADLER32:…".
         var checksums = ""
         var fileID: String?
-        /// `d:getlastmodified`, an RFC 1123 date: what a client's `X-OC-Mtime` set on ownCloud,
-        /// Nextcloud and rclone's server. Kept as text; read (`modified`) only where it decides.
-        var lastModified: String?
-        /// `lastModified` in seconds since 1970, or nil.
-        var modified: Int? { lastModified.flatMap(OwnCloudAPI.httpDate) }
 
         package func checksum(_ kind: String) -> String? {
             for token in checksums.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }) {
@@ -95,19 +90,9 @@ package enum OwnCloudAPI {
             case "checksum": entry.checksums += " " + value
             case "checksums" where !value.isEmpty && entry.checksums.isEmpty: entry.checksums = value
             case "fileid": entry.fileID = value.isEmpty ? nil : value
-            case "getlastmodified": entry.lastModified = value
             default: break
             }
         }
-    }
-
-    /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`) in whole seconds since 1970, or nil.
-    static func httpDate(_ text: String) -> Int? {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return f.date(from: text).map { Int($0.timeIntervalSince1970) }
     }
 
     /// Every `d:response` of a Depth 1 PROPFIND: (decoded last path component, size).

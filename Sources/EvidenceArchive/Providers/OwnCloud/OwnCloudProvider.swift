@@ -33,7 +33,7 @@ public struct OwnCloudProvider: ArchiveProvider {
                 chunkSize: Int64 = 32 << 20, lockedPause: Double = 5) {
         self.account = account
         self.chunkSize = max(1 << 20, chunkSize)
-        self.lockedPause = lockedPause
+        self.lockedPause = max(0.01, lockedPause)
         let server = url.hasSuffix("/") ? String(url.dropLast()) : url
         serverURL = server
         let root = baseURL ?? "\(server)/remote.php/dav/files/\(Self.encode(user))/"
@@ -178,14 +178,13 @@ public struct OwnCloudProvider: ArchiveProvider {
     }
 
     public func stat(_ path: String) async throws(ArchiveError) -> RemoteFile? {
-        let found = try await look(path)?.file
+        let found = try await look(path)
         if found == nil { await server.noteAbsent(path) }
         return found
     }
 
-    /// The file at `path` (nil: nothing there), with its modification time as the server wrote
-    /// it (`OwnCloudAPI.httpDate` reads it). A folder there is a conflict.
-    func look(_ path: String) async throws(ArchiveError) -> (file: RemoteFile, lastModified: String?)? {
+    /// `stat` without noting an empty path for `upload` (its own look and the assembly's).
+    func look(_ path: String) async throws(ArchiveError) -> RemoteFile? {
         let r = try await call(propfind(url(path)), doing: "stat \(path)")
         if r.status == 404 { return nil }
         guard r.status == 207 else { throw ArchiveError.status(r, account: account, doing: "stat \(path)") }
@@ -196,16 +195,19 @@ public struct OwnCloudProvider: ArchiveProvider {
         // A checksum proves the bytes only where the server computed it (ownCloud), not where it
         // echoes what a client sent (Nextcloud): without one the caller reads the file back.
         let hash = try await product().computesChecksums ? e.checksum("SHA1") : nil
-        return (RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID), e.lastModified)
+        return RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID)
     }
 
     public func upload(local: String, size: Int64, hash: String, to path: String,
                        progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
         // Some WebDAV servers (rclone's among them) ignore If-None-Match and would replace
-        // the file: look first, so an existing file is a conflict everywhere. Unless this process
-        // found nothing there a moment ago (the caller's own look before uploading, as the
-        // archive and `accounts put` do): asking again would only widen no window.
-        if await !server.takeAbsent(path), try await look(path) != nil {
+        // the file: look first, so an existing file is a conflict everywhere. On ownCloud and
+        // Nextcloud, which refuse a PUT with If-None-Match: * (412) and an assembly with
+        // Overwrite: F onto an existing file, the look is skipped when this process found the
+        // path empty a moment ago (the caller's own look, as the archive and `accounts put` do).
+        let recentlyEmpty = await server.takeAbsent(path)
+        let guarded = recentlyEmpty ? ((try? await product())?.honoursPreconditions ?? false) : false
+        if !guarded, try await look(path) != nil {
             throw ArchiveError(.conflict, "\(account): \(path) already exists")
         }
         let seconds = fileMTime(local) ?? Int(Date().timeIntervalSince1970)
@@ -255,7 +257,9 @@ public struct OwnCloudProvider: ArchiveProvider {
                  progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile? {
         let transfer = uploads + "evidence-" + String(SHA256Hasher.hash(Data("\(path)\n\(sha1)\n\(size)".utf8)).hex.prefix(32))
         let made = try await call(request("MKCOL", transfer), doing: "starting the chunked upload of \(path)")
-        if made.status == 404 || made.status == 409 || made.status == 501 {
+        // Not on ownCloud 10 or Nextcloud, which always have it: there such an answer is a
+        // misrouted request (a proxy), an error, not a server without chunking.
+        if made.status == 404 || made.status == 409 || made.status == 501, try await !product().hasUploadsEndpoint {
             await server.rememberNoChunking()
             return nil
         }
@@ -322,7 +326,10 @@ public struct OwnCloudProvider: ArchiveProvider {
         var r: HTTPResponse
         var locked = false
         var pause = lockedPause
+        // One deadline for the assembly, however many times a lock is waited out.
+        let deadline = ContinuousClock.now + .seconds(move.silentFor ?? 0)
         while true {
+            move.silentFor = max(1, Double((deadline - ContinuousClock.now).components.seconds))
             do throws(HTTPError) { r = try await http.send(move) } catch {
                 throw ArchiveError.transport(error, account: account, doing: "assembling \(path)")
             }
@@ -330,7 +337,7 @@ public struct OwnCloudProvider: ArchiveProvider {
             // server worked) still holds the lock. Waited out as rclone does: 5 s, doubled.
             guard r.status == 423 else { break }
             locked = true
-            guard pause <= lockedPause * 16 else {
+            guard pause <= lockedPause * 16, ContinuousClock.now + .seconds(pause) < deadline else {
                 throw ArchiveError(.transient, "\(account): assembling \(path): still locked (423) after \(Int(lockedPause * 31)) s; will look again")
             }
             do { try await Task.sleep(for: .seconds(pause)) } catch {
@@ -343,11 +350,17 @@ public struct OwnCloudProvider: ArchiveProvider {
         case 404:
             // The upload folder is gone: after a 423, the assembly waited on has finished and
             // removed it (rclone takes this 404 as success); without one, an earlier MOVE of ours
-            // whose answer was lost may have. Ours only if the file there has our size and our
-            // SHA-1 (ownCloud) or the mtime we sent (X-OC-Mtime); the caller then verifies it.
-            if let (there, modified) = try await look(path), there.size == size,
-               there.hash.map({ $0 == sha1 }) ?? (modified.flatMap(OwnCloudAPI.httpDate) == mtime) {
-                return there
+            // whose answer was lost may have. Ours at once only by the server's own SHA-1
+            // (ownCloud). Without one (Nextcloud), a transient failure: the next attempt looks
+            // first, reads the file back and adopts it when it is ours, or else goes to the
+            // alternate name; a file taken as ours here would be deleted by the caller when its
+            // read-back differs, and it may be someone else's.
+            if let there = try await look(path), there.size == size {
+                if let h = there.hash, h == sha1 { return there }
+                if there.hash == nil {
+                    throw ArchiveError(.transient, "\(account): assembling \(path): the upload folder is gone\(locked ? " after the lock" : "") "
+                                       + "and a file of our size is there (our assembly, finished?); it will be read back and compared")
+                }
             }
             throw ArchiveError(.transient, "\(account): assembling \(path): the upload folder is gone\(locked ? " after the lock" : "") "
                                + "and \(path) does not hold our file; uploading again")
@@ -355,14 +368,12 @@ public struct OwnCloudProvider: ArchiveProvider {
             // Something is at the destination now (it was not when we looked): ours if the
             // server's own digest says so (an earlier assembly whose answer was lost), else a conflict.
             try? await discard(transfer, of: path)
-            if let (there, modified) = try await look(path), there.size == size {
-                if let h = there.hash { if h == sha1 { return there } } else if modified.flatMap(OwnCloudAPI.httpDate) == mtime {
-                    // No digest (Nextcloud, plain WebDAV), but our size and the mtime we sent:
-                    // our earlier assembly, finished late. The caller reads it back to prove it.
-                    return there
-                } else {
-                    // Our size, another mtime: the next attempt reads it back and adopts it when
-                    // it is ours, instead of storing a second copy now under the alternate name.
+            if let there = try await look(path), there.size == size {
+                if let h = there.hash { if h == sha1 { return there } } else {
+                    // A server that computes no digest (Nextcloud, plain WebDAV) cannot say here
+                    // whether this is our earlier assembly, finished late: the next attempt reads it
+                    // back and adopts it when it is ours (never deleting it when it is not),
+                    // instead of storing a second copy now under the alternate name.
                     throw ArchiveError(.transient, "\(account): assembling \(path): a file of our size appeared there meanwhile "
                                        + "(our earlier assembly, finished late?); it will be read back and compared")
                 }

@@ -20,6 +20,17 @@ package enum OwnCloudProduct: Sendable, Equatable {
         return false
     }
 
+    /// ownCloud 10 and Nextcloud (Sabre) refuse a PUT with `If-None-Match: *` and an assembly
+    /// with `Overwrite: F` onto an existing file; a server of unknown make may not (rclone's).
+    package var honoursPreconditions: Bool {
+        if case .other = self { return false }
+        return true
+    }
+
+    /// ownCloud 10 and Nextcloud always serve `remote.php/dav/uploads/` (chunking NG); Infinite
+    /// Scale (status.php: "Infinite Scale") and plain WebDAV servers do not.
+    package var hasUploadsEndpoint: Bool { honoursPreconditions }
+
     /// "ownCloud 10.15.0", "Nextcloud 30.0.4", or the name status.php gave.
     package var description: String {
         switch self {

@@ -58,6 +58,7 @@ public final class DropboxExchangeLog: @unchecked Sendable {
     /// Keeps one call (texts longer than `maxText` cut and marked), letting the oldest go while
     /// more than `capacity` calls or `budget` bytes are kept.
     public func add(route: String, arg: String?, status: Int, answer: String, fromHeader: Bool) {
+        let arg = arg.map(Self.withoutPassword)
         let cut = (arg?.utf8.count ?? 0) > Self.maxText || answer.utf8.count > Self.maxText
         let e = Exchange(route: route, arg: arg.map { Self.prefix($0) }, status: status, answer: Self.prefix(answer),
                          answerIsHeader: fromHeader, truncated: cut)
@@ -68,6 +69,17 @@ public final class DropboxExchangeLog: @unchecked Sendable {
             bytes -= entries.removeFirst().bytes
             dropped += 1
         }
+    }
+
+    /// `arg` with a link password (`settings.link_password`) replaced by a placeholder of the
+    /// same type, so the control route, open to anyone on loopback, never serves a secret.
+    static func withoutPassword(_ arg: String) -> String {
+        guard arg.contains("link_password"),
+              var top = (try? JSONSerialization.jsonObject(with: Data(arg.utf8))) as? [String: Any],
+              var settings = top["settings"] as? [String: Any], settings["link_password"] != nil else { return arg }
+        settings["link_password"] = "(link password)"
+        top["settings"] = settings
+        return (try? JSONSerialization.data(withJSONObject: top)).map { String(decoding: $0, as: UTF8.self) } ?? arg
     }
 
     public func reset() {

@@ -82,7 +82,16 @@ public final class OwnCloudEmulator: Sendable {
 
     public func addRoutes(to router: Router<SandboxRequestContext>) {
         let flavour = self.flavour
+        let control = env.control
         router.get("owncloud/status.php") { _, _ in
+            // Without the uploads endpoint it is Infinite Scale, and its status.php says so.
+            if control.isArmed(.ownCloudNoUploads) {
+                return Response.json(.object([
+                    ("installed", .bool(true)), ("maintenance", .bool(false)), ("needsDbUpgrade", .bool(false)),
+                    ("version", .string("10.11.0.0")), ("versionstring", .string("10.11.0")), ("edition", .string("Community")),
+                    ("productname", .string("Infinite Scale")), ("product", .string("Infinite Scale")), ("productversion", .string("7.1.0")),
+                ]))
+            }
             switch flavour {
             case .owncloud:
                 return Response.json(.object([
