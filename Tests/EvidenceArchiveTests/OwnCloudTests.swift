@@ -346,6 +346,32 @@ struct OwnCloudProviderTests {
         #expect(FileManager.default.contentsEqual(atPath: theirs, andPath: dir.path + "/dav/late.bin"))
     }
 
+    @Test("an assembly answered 400 'Chunks on server do not sum up' (a chunk we did not send slipped in) starts over from an empty transfer folder: transient, and the next attempt completes")
+    func chunksDoNotSumUp() async throws {
+        try await withProvider(.owncloud) { h in
+            let p = Self.provider(h)
+            let size = (2 << 20) + 3
+            let local = h.dir.file("s.bin", bytes: size)
+            let stray = h.dir.file("stray.bin", bytes: 1000)
+            let sha1 = try hex(local, .sha1)
+            let base = h.sandbox!.baseURL.absoluteString + "/owncloud/remote.php/dav"
+            let transfer = "evidence-" + String(SHA256Hasher.hash(Data("s.bin\n\(sha1)\n\(size)".utf8)).hex.prefix(32))
+            // Just before the MOVE, another chunk lands in our transfer folder.
+            let error = await #expect(throws: ArchiveError.self) {
+                _ = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "s.bin", progress: { at in
+                    guard at == Int64(size) else { return }
+                    _ = try? ChildProcess.run("curl", ["-sS", "-u", "sandbox:sandbox-app-password", "-T", stray,
+                                                       "\(base)/uploads/sandbox/\(transfer)/99999999999999999999"], timeout: 20)
+                })
+            }
+            #expect(error?.kind == .transient && error?.message.contains("do not sum up") == true, "\(String(describing: error?.kind)) \(error?.message ?? "")")
+            let stored = try await p.upload(local: local, size: Int64(size), hash: sha1, to: "s.bin", progress: nil)
+            #expect(stored.size == Int64(size))
+            #expect(try await p.stat("s.bin")?.hash == sha1)
+            #expect(try Self.requests(h).filter { $0.method == "MOVE" }.map(\.status) == [400, 201])
+        }
+    }
+
     @Test("a file where a folder must go (MKCOL answers 405) is a permanent error naming the path, not a loop of 409s")
     func fileInTheWay() async throws {
         try await withProvider(.owncloud) { h in
