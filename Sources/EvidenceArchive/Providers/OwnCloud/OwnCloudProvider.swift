@@ -322,12 +322,12 @@ public struct OwnCloudProvider: ArchiveProvider {
         // The server answers only once the file is assembled, silent meanwhile: no stall limit,
         // a total of 3 minutes per GB (the desktop clients' rule), at least the configured total
         // and at most 30 minutes.
-        move.silentFor = Self.assemblyTimeout(size: size, total: http.configuration.totalTimeout)
+        // One deadline for the assembly, however many times a lock is waited out.
+        let deadline = ContinuousClock.now + .seconds(Self.assemblyTimeout(size: size, total: http.configuration.totalTimeout))
         var r: HTTPResponse
         var locked = false
         var pause = lockedPause
-        // One deadline for the assembly, however many times a lock is waited out.
-        let deadline = ContinuousClock.now + .seconds(move.silentFor ?? 0)
+        var waited = 0.0
         while true {
             move.silentFor = max(1, Double((deadline - ContinuousClock.now).components.seconds))
             do throws(HTTPError) { r = try await http.send(move) } catch {
@@ -338,11 +338,12 @@ public struct OwnCloudProvider: ArchiveProvider {
             guard r.status == 423 else { break }
             locked = true
             guard pause <= lockedPause * 16, ContinuousClock.now + .seconds(pause) < deadline else {
-                throw ArchiveError(.transient, "\(account): assembling \(path): still locked (423) after \(Int(lockedPause * 31)) s; will look again")
+                throw ArchiveError(.transient, "\(account): assembling \(path): still locked (423) after waiting \(Int(waited)) s; will look again")
             }
             do { try await Task.sleep(for: .seconds(pause)) } catch {
                 throw ArchiveError(.transient, "\(account): assembling \(path): cancelled while waiting out a lock")
             }
+            waited += pause
             pause *= 2
         }
         switch r.status {
