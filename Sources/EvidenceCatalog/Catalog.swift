@@ -52,6 +52,9 @@ public protocol Catalog: Sendable {
     func allSources() throws(CatalogError) -> [SourceSighting]
     func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent]
     func allEvents() throws(CatalogError) -> [CustodyEvent]
+    /// The (seq, hash) of every event up to `seq`, oldest first: the custody tree's leaves
+    /// (RFC 9162), without reading the events' bodies.
+    func eventHashes(through seq: Int64) throws(CatalogError) -> [(seq: Int64, hash: String)]
     /// Every event of these kinds, oldest first (cases and tags are replayed from theirs).
     func events(kinds: [CustodyEventKind]) throws(CatalogError) -> [CustodyEvent]
     /// The newest custody event (the head), nil for an empty log.

@@ -5,12 +5,13 @@
 /// anchor_tsa = "tsa"        # an rfc3161 notary of [notaries]: it time-stamps the chain head
 /// anchor_every = "1h"       # how often `evidence run` anchors a moved head (and at shutdown)
 /// anchor_archive = "vault"  # optional: an archive account each new anchor is copied to
+/// origin = "example.org/bodycam-custody"  # optional: the log's name in its checkpoints
 /// ```
 ///
 /// `custody.head` sits on the same disk as the catalog, so whoever can rewrite the catalog can
 /// rewrite it too. A TSA's signed token over the head's hash cannot be made after the fact.
 public struct CustodyConfig: Sendable, Equatable {
-    public static let allowedKeys: Set<String> = ["anchor_tsa", "anchor_every", "anchor_archive"]
+    public static let allowedKeys: Set<String> = ["anchor_tsa", "anchor_every", "anchor_archive", "origin"]
     /// The folder of the `anchor_archive` account the anchors are copied into.
     public static let archiveFolder = "evidence-anchors"
     /// The rfc3161 notary whose TSA signs the anchors.
@@ -20,11 +21,15 @@ public struct CustodyConfig: Sendable, Equatable {
     /// The archive account every new anchor is copied to (into `evidence-anchors/`), so that
     /// deleting `anchors/` on this machine does not delete the proof; nil: anchors stay local.
     public var anchorArchive: String?
+    /// The first line of every checkpoint an anchor time-stamps (C2SP tlog-checkpoint's origin: a
+    /// schema-less URL naming this log); nil: `evidence-custody/` and the first event's hash.
+    public var origin: String?
 
-    public init(anchorTSA: String, anchorEvery: Double = 3600, anchorArchive: String? = nil) {
+    public init(anchorTSA: String, anchorEvery: Double = 3600, anchorArchive: String? = nil, origin: String? = nil) {
         self.anchorTSA = anchorTSA
         self.anchorEvery = anchorEvery
         self.anchorArchive = anchorArchive
+        self.origin = origin
     }
 }
 
@@ -48,6 +53,13 @@ extension ConfigFileParser {
                     + (archives.isEmpty ? "" : " (have: \(archives.keys.sorted().joined(separator: ", ")))"))
             }
             c.anchorArchive = account
+        }
+        if let origin = try r.string(t, "origin") {
+            guard !origin.isEmpty, origin.utf8.count <= 255, origin.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
+                throw r.error(t.path + ["origin"], "\"\(origin.prefix(80))\" cannot head a checkpoint: one word of printable characters, "
+                              + "no spaces, at most 255 bytes (e.g. \"example.org/bodycam-custody\")")
+            }
+            c.origin = origin
         }
         return c
     }

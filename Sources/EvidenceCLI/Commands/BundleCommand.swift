@@ -5,7 +5,7 @@ import EvidenceCore
 import EvidencePipeline
 import Foundation
 
-struct BundleCommand: ParsableCommand {
+struct BundleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bundle",
         abstract: "Write an auditor's bundle of one item: original, proofs, certificates, custody, VERIFY.md.",
@@ -22,6 +22,12 @@ struct BundleCommand: ParsableCommand {
         the notary's `ca_file` is included as proofs/NOTARY-ca.pem, only so that its fingerprint
         can be compared with the TSA's published one.
 
+        The item's custody events come with proofs of their own: with [custody] in the config,
+        the custody log's head is time-stamped first (one request to the anchor TSA), and
+        custody/ holds that checkpoint of the log's Merkle tree (RFC 9162), its token and each
+        event's inclusion proof (C2SP tlog-proof): `python3 custody/check.py`, then
+        `openssl ts -verify -data custody/checkpoint -in custody/checkpoint.tsr -CAfile …`.
+
         The folder is written under a temporary name and renamed into place when complete; DIR
         must not exist or be empty.
 
@@ -37,12 +43,13 @@ struct BundleCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Folder to create.", valueName: "dir"))
     var output: String
 
-    func run() throws {
+    func run() async throws {
         let config = try global.loadConfig()
         let home = try global.openHome(mustExist: true)
         let it = try ItemResolver.resolve(item, in: home)
         // Recorded before it is written: the bundle's custody log then shows its own making.
         try AccessRecord.record(it.id, "bundle written to \(output)", in: home)
+        await CustodyFirst.anchor(config: config, home: home, global: global)
         let manifest: BundleManifest
         do {
             manifest = try BundleWriter.write(home: home, item: it, to: output, tsaCAFiles: config.tsaCAFiles)

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 import EvidencePortal
 
-struct DiscloseCommand: ParsableCommand {
+struct DiscloseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "disclose",
         abstract: "Write a case's disclosure package: every item's bundle, an index PDF, a custody CSV, one SHA256SUMS.",
@@ -43,7 +43,7 @@ struct DiscloseCommand: ParsableCommand {
         try CaseCommand.validName(name, what: "case name")
     }
 
-    func run() throws {
+    func run() async throws {
         let config = try global.loadConfig()
         let home = try global.openHome(mustExist: true)
         let book = try CaseCommand.book(home)
@@ -58,6 +58,7 @@ struct DiscloseCommand: ParsableCommand {
             try AccessRecord.record(id, "disclosed in case \(name) to \(output)", in: home)
         }
         let folder = asZip ? output + ".dir-\(getpid())" : output
+        await CustodyFirst.anchor(config: config, home: home, global: global)
         let written: DisclosureWriter.Written
         do {
             written = try DisclosureWriter.write(home: home, book: book, caseName: name, to: folder, tsaCAFiles: config.tsaCAFiles,

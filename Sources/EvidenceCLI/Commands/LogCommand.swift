@@ -5,6 +5,7 @@ import EvidenceCore
 import EvidenceHTTP
 import EvidenceNotary
 import EvidencePipeline
+import EvidenceStore
 import Foundation
 import Logging
 
@@ -12,7 +13,7 @@ struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "The custody log.",
-        subcommands: [Verify.self, Anchor.self]
+        subcommands: [Verify.self, Anchor.self, Checkpoints.self]
     )
 
     struct Verify: ParsableCommand {
@@ -23,8 +24,11 @@ struct LogCommand: AsyncParsableCommand {
             an edited, deleted, inserted or reordered event breaks the chain from that point.
             custody.head records the newest event, so a cut-off tail shows too. With [custody]
             in evidence.toml, every anchors/<seq>-<hash>.tsr must be a token of that TSA (checked
-            against its ca_file) over the hash event #seq still has: this catches a log cut or
-            rewritten together with custody.head. --anchors DIR adds the copies that
+            against its ca_file) over its checkpoint, and the checkpoint's root must be the custody
+            tree (RFC 9162) of the events #1…#seq as they are; consecutive checkpoints must be
+            consistent (RFC 9162 §2.1.4 proofs; `evidence log checkpoints` lists them). Anchors made
+            before checkpoints are tokens over the hash event #seq still has. This catches a log cut
+            or rewritten together with custody.head. --anchors DIR adds the copies that
             [custody] anchor_archive keeps (the account's evidence-anchors/ folder, fetched), so
             a deleted anchors/ folder hides nothing. An anchor renewed before its TSA certificate
             expired (anchors/<seq>-<hash>.ers, `evidence renew`) verifies through its evidence
@@ -93,8 +97,10 @@ struct LogCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Time-stamp the custody log's head now, with the TSA named in [custody].",
             discussion: Help.reflow("""
-            Writes anchors/<seq>-<hash>.tsr in the home: an RFC 3161 token over the hash of the
-            newest custody event, verified before it is kept. `evidence run` does this every
+            Writes anchors/<seq>-<hash>.checkpoint in the home, the checkpoint of the custody
+            log's Merkle tree through the newest event (C2SP tlog-checkpoint: origin, size, base64
+            root; [custody] origin names the log), and anchors/<seq>-<hash>.tsr, an RFC 3161 token
+            over the checkpoint's SHA-256, verified before it is kept. `evidence run` does this every
             anchor_every while the log grows, and when it stops; this is for cron or before a
             backup. Nothing is written when the newest anchor already covers the head. With
             [custody] anchor_archive, the newest anchor is then copied to that account's
@@ -130,7 +136,7 @@ struct LogCommand: AsyncParsableCommand {
                 throw CLIError.config(error.description)
             }
             do {
-                let made = try await ChainAnchors.anchor(home, tsa: tsa)
+                let made = try await ChainAnchors.anchor(home, tsa: tsa, origin: custody.origin)
                 var copy: String?
                 var copied: Bool?
                 if let account = custody.anchorArchive, let provider = archives?.providers[account], let newest = ChainAnchors.newest(home) {
@@ -161,6 +167,79 @@ struct LogCommand: AsyncParsableCommand {
         }
     }
 
+    struct Checkpoints: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the anchored checkpoints of the custody tree, each with its consistency proof from the one before.",
+            discussion: Help.reflow("""
+            The custody events are the leaves of a Merkle tree (RFC 9162 §2.1: leaf = SHA-256(0x00 ‖
+            the event's 32-byte hash), node = SHA-256(0x01 ‖ left ‖ right)). Each anchor made since
+            checkpoints exist time-stamps a checkpoint of that tree (anchors/<seq>-<hash>.checkpoint,
+            a C2SP tlog-checkpoint: origin, size, base64 root); its token is over the checkpoint's
+            SHA-256. This lists them oldest first, each with the RFC 9162 §2.1.4 consistency proof
+            from the previous checkpoint, computed from the log as it is now: anyone holding two
+            checkpoints can check with it that the later tree extends the earlier one (the log
+            was only appended to). `evidence log verify` checks the same proofs and the roots.
+            Exit codes: 0 listed · 1 a checkpoint no longer matches the log · 2 usage error.
+            """)
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        struct Entry: Encodable {
+            var anchor: String
+            var origin: String
+            var size: Int
+            /// Base64, as in the checkpoint.
+            var root: String
+            var checkpoint: String
+            /// From the previous checkpoint (its size in `from`), base64 hashes; nil for the first.
+            var from: Int?
+            var consistency: [String]?
+        }
+
+        func run() throws {
+            let home = try global.openHome(mustExist: true)
+            var found: [(ChainAnchors.Anchor, Checkpoint)] = []
+            for a in ChainAnchors.list(home) {
+                guard let bytes = FileManager.default.contents(atPath: a.checkpointFile) else { continue }
+                do { found.append((a, try Checkpoint.parse(bytes))) } catch {
+                    Output.err("\(a.checkpointFile): \(error)")
+                    throw ExitCode(1)
+                }
+            }
+            let largest = found.map(\.1.size).max() ?? 0
+            let hashes = try home.catalog.eventHashes(through: Int64(largest))
+            let hasher = MerkleHasher()
+            var tree = MerkleTree()
+            for h in hashes { tree.append(eventHash: Hex.decode(h.hash).flatMap { $0.count == 32 ? $0 : nil } ?? [UInt8](repeating: 0, count: 32), hasher: hasher) }
+            var entries: [Entry] = []
+            var mismatched: [String] = []
+            var previous: Checkpoint?
+            for (a, c) in found {
+                if c.size > tree.count || tree.root(size: c.size, hasher: hasher) != c.root { mismatched.append(a.name) }
+                var e = Entry(anchor: a.name, origin: c.origin, size: c.size, root: Data(c.root).base64EncodedString(), checkpoint: c.text)
+                if let p = previous, p.size > 0, p.size <= c.size, c.size <= tree.count {
+                    e.from = p.size
+                    e.consistency = tree.consistencyProof(old: p.size, new: c.size, hasher: hasher).map { Data($0).base64EncodedString() }
+                }
+                entries.append(e)
+                previous = c
+            }
+            if global.json {
+                Output.json(entries)
+            } else if entries.isEmpty {
+                Output.line("no anchored checkpoints yet (`evidence log anchor` makes one)")
+            } else {
+                for e in entries {
+                    Output.line("\(e.anchor): \(e.origin), \(e.size) events, root \(e.root)"
+                                + (e.from.map { " (consistent with \($0): \(e.consistency?.count ?? 0) hashes)" } ?? ""))
+                }
+            }
+            for name in mismatched { Output.err("✗ \(name): its checkpoint is not the custody tree as the log now has it: run `evidence log verify`") }
+            if !mismatched.isEmpty { throw ExitCode(1) }
+        }
+    }
+
     /// What anchor tokens must verify against: the `[custody]` TSA's `ca_file` / `tsa_cert_sha256`.
     static func anchorTrust(_ config: EvidenceConfig) -> TSATrust? {
         config.custody.flatMap { config.notaries[$0.anchorTSA]?.tsaTrust }
@@ -180,5 +259,22 @@ struct LogCommand: AsyncParsableCommand {
         let behind = events > Int(newest.seq) ? "; \(events - Int(newest.seq)) newer event(s) not anchored yet" : ""
         let sig = a.signaturesChecked ? "signatures checked" : "signatures NOT checked (no ca_file for the [custody] TSA)"
         return (a.problems.isEmpty ? "✓" : "✗", "anchors: \(a.anchors), newest #\(newest.seq) time-stamped \(when), \(sig)\(behind)")
+    }
+}
+
+/// Before a bundle or a disclosure is written (with `[custody]`): the custody head, which now
+/// includes the access event of this very export, is time-stamped, so that the bundles' checkpoint
+/// covers every event they carry. A TSA that cannot be reached does not stop the export: its
+/// bundles then prove the events up to the newest earlier anchor, and say which are not covered.
+enum CustodyFirst {
+    static func anchor(config: EvidenceConfig, home: EvidenceHome, global: GlobalOptions) async {
+        guard let custody = config.custody, let notary = config.notaries[custody.anchorTSA] else { return }
+        let tsa = Notaries.tsaClient(notary, logger: Logger(label: "evidence"))
+        do {
+            _ = try await ChainAnchors.anchor(home, tsa: tsa, origin: custody.origin)
+        } catch {
+            Output.err("warning: the custody log's newest events are not time-stamped (\(error)); the export proves those "
+                       + "up to the newest earlier anchor")
+        }
     }
 }

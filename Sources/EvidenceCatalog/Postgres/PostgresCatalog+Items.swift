@@ -174,6 +174,13 @@ extension PostgresCatalog {
         try read { c in try c.query("SELECT * FROM custody_event ORDER BY seq").all.map { try $0.event() } }
     }
 
+    public func eventHashes(through seq: Int64) throws(CatalogError) -> [(seq: Int64, hash: String)] {
+        try read { c in
+            try c.query("SELECT seq, hash FROM custody_event WHERE seq <= $1 ORDER BY seq", [String(seq)]).all
+                .map { row throws(PGError) in (try row.int64("seq"), try row.text("hash")) }
+        }
+    }
+
     public func events(kinds: [CustodyEventKind]) throws(CatalogError) -> [CustodyEvent] {
         try read { c in
             try c.query("SELECT * FROM custody_event WHERE kind = ANY($1::text[]) ORDER BY seq",

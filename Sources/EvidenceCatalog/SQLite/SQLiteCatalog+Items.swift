@@ -174,6 +174,15 @@ extension SQLiteCatalog {
         try read { db in try CustodyRow.order(CustodyRow.Columns.seq).fetchAll(db).map { $0.model() } }
     }
 
+    public func eventHashes(through seq: Int64) throws(CatalogError) -> [(seq: Int64, hash: String)] {
+        try read { db in
+            var out: [(seq: Int64, hash: String)] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT seq, hash FROM custody_event WHERE seq <= ? ORDER BY seq", arguments: [seq])
+            while let row = try rows.next() { out.append((row[0], row[1])) }
+            return out
+        }
+    }
+
     public func events(kinds: [CustodyEventKind]) throws(CatalogError) -> [CustodyEvent] {
         try read { db in
             try CustodyRow.filter(kinds.map(\.rawValue).contains(CustodyRow.Columns.kind))

@@ -14,14 +14,23 @@ extension ChainAnchors {
     /// there. Proven by the provider's digest, or read back where it reports none; another file
     /// at that path is never replaced. Returns whether it uploaded.
     public static func copy(_ anchor: Anchor, to provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> Bool {
-        let path = CustodyConfig.archiveFolder + "/" + anchor.name
+        // The checkpoint first: the token verifies only with it beside it.
+        var uploaded = false
+        for file in anchor.files {
+            if try await copy(file: file, to: provider, scratch: scratch) { uploaded = true }
+        }
+        return uploaded
+    }
+
+    private static func copy(file: String, to provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> Bool {
+        let path = CustodyConfig.archiveFolder + "/" + (file as NSString).lastPathComponent
         let expected: String
         let local: FileHasher.Result
         do {
-            expected = try provider.hashKind.digest(of: anchor.file)
-            local = try FileHasher.hash(path: anchor.file)   // a few KB: no need to leave this thread
+            expected = try provider.hashKind.digest(of: file)
+            local = try FileHasher.hash(path: file)   // a few KB: no need to leave this thread
         } catch {
-            throw ArchiveError(.local, "cannot read the anchor \(anchor.file): \(error)")
+            throw ArchiveError(.local, "cannot read the anchor \(file): \(error)")
         }
         func matches(_ remote: RemoteFile) async throws(ArchiveError) -> Bool {
             try await ArchiveHandler.proof(of: remote, at: path, size: local.size, expected: expected, sha256: local.digest,
@@ -34,7 +43,7 @@ extension ChainAnchors {
             return false
         }
         try await provider.makeFolders(CustodyConfig.archiveFolder)
-        _ = try await provider.upload(local: anchor.file, size: local.size, hash: expected, to: path, progress: nil)
+        _ = try await provider.upload(local: file, size: local.size, hash: expected, to: path, progress: nil)
         guard let stored = try await provider.stat(path), try await matches(stored) else {
             try? await provider.delete(path)
             throw ArchiveError(.transient, "\(provider.account): \(path): the copied anchor does not match (removed; copied again later)")

@@ -13,6 +13,8 @@ struct ChainAnchorService: Service {
     let every: Double
     /// `[custody] anchor_archive`: each new anchor (and, at start, the newest) is queued for copying there.
     let copyTo: String?
+    /// `[custody] origin`: the checkpoints' first line.
+    var origin: String? = nil
     let logger: Logger
 
     func run() async throws {
@@ -42,7 +44,7 @@ struct ChainAnchorService: Service {
     @discardableResult
     func anchorOnce() async -> Bool {
         do {
-            if let a = try await ChainAnchors.anchor(home, tsa: tsa) {
+            if let a = try await ChainAnchors.anchor(home, tsa: tsa, origin: origin) {
                 logger.info("custody head time-stamped", metadata: [
                     "seq": "\(a.seq)", "hash": "\(a.hash)", "tsa": "\(tsa.name)",
                     "gen_time": "\(a.genTime.map { Timestamp.string($0) } ?? "")",

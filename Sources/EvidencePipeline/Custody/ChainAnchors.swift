@@ -25,6 +25,27 @@ public enum ChainAnchors {
         /// `<seq>-<hash>.ers` beside it: the anchor's token as the first time-stamp of an RFC 4998
         /// evidence record, renewed before the TSA's certificate expires (`RecordRenewal`).
         public var recordFile: String { String(file.dropLast(4)) + ".ers" }
+        /// `<seq>-<hash>.checkpoint` beside it: the custody tree of the first seq events (a C2SP
+        /// checkpoint), whose SHA-256 the token is over. Anchors made before checkpoints have none;
+        /// their token is over the event's hash itself.
+        public var checkpointFile: String { String(file.dropLast(4)) + ".checkpoint" }
+        /// The checkpoint's text, when the anchor has one (set when it was read).
+        public var checkpoint: String?
+
+        /// What the token must be over, and the checkpoint bytes when there is one. A checkpoint
+        /// removed from beside its token, or added beside an older anchor's, changes the imprint
+        /// and the token no longer verifies.
+        public func imprint() -> (digest: SHA256Digest, checkpoint: Data?)? {
+            if let data = FileManager.default.contents(atPath: checkpointFile) {
+                return (SHA256Hasher.hash(data), data)
+            }
+            return SHA256Digest(hex: hash).map { ($0, nil) }
+        }
+
+        /// The files of this anchor that exist, the checkpoint first (what a copy must carry).
+        public var files: [String] {
+            [checkpointFile, file].filter { FileManager.default.fileExists(atPath: $0) }
+        }
     }
 
     public static func directory(_ home: EvidenceHome) -> String { home.path + "/anchors" }
@@ -101,37 +122,70 @@ public enum ChainAnchors {
     /// Time-stamps the current head unless the newest anchor already covers it; returns the
     /// new anchor, or nil when there was nothing new. The token is verified before it is kept
     /// (imprint, nonce, and signature when the notary has a `ca_file`).
-    public static func anchor(_ home: EvidenceHome, tsa: TSAClient) async throws(AnchorError) -> Anchor? {
+    public static func anchor(_ home: EvidenceHome, tsa: TSAClient, origin: String? = nil) async throws(AnchorError) -> Anchor? {
         let head: CustodyEvent?
         do { head = try home.catalog.lastEvent() } catch { throw .catalog(error) }
-        guard let head, let digest = SHA256Digest(hex: head.hash) else { return nil }
+        guard let head, SHA256Digest(hex: head.hash) != nil else { return nil }
         // Already anchored only by a token for this very head that verifies: a file planted with
         // a far-future sequence number (or a forged one for the head) must not stop anchoring.
         // The head may also be the record of the anchor over the event before it.
         func verifies(seq: Int64, hash: String) -> Bool {
-            guard let d = SHA256Digest(hex: hash), let current = list(home).last(where: { $0.seq == seq && $0.hash == hash }),
+            guard let current = list(home).last(where: { $0.seq == seq && $0.hash == hash }), let imprint = current.imprint(),
                   let data = FileManager.default.contents(atPath: current.file) else { return false }
-            return (try? TimestampVerifier.verify(response: data, digest: d, trust: tsa.trust)) != nil
+            return (try? TimestampVerifier.verify(response: data, digest: imprint.digest, trust: tsa.trust)) != nil
         }
         if verifies(seq: head.seq, hash: head.hash) { return nil }
         if isRecordOfPrevious(head), verifies(seq: head.seq - 1, hash: head.prevHash) { return nil }
+        // The checkpoint of the log up to the head: the token is over its bytes.
+        let checkpoint = try Self.checkpoint(home, through: head, origin: origin)
+        let bytes = checkpoint.bytes
         let token: TimestampToken
-        do { token = try await tsa.timestamp(digest).token } catch { throw .notary(error) }
+        do { token = try await tsa.timestamp(SHA256Hasher.hash(bytes)).token } catch { throw .notary(error) }
         let dir = directory(home)
-        let path = dir + "/" + String(format: "%012lld", head.seq) + "-" + head.hash + ".tsr"
+        let base = dir + "/" + String(format: "%012lld", head.seq) + "-" + head.hash
+        let path = base + ".tsr"
         do {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
+            // The checkpoint first: a token without it would not verify, one without a token is ignored.
+            try AtomicFile.write(bytes, to: base + ".checkpoint", mode: 0o444)
             try AtomicFile.write(token.response, to: path, mode: 0o444)
         } catch {
             throw .write("\(error)")
         }
-        let anchor = Anchor(seq: head.seq, hash: head.hash, file: path, genTime: token.genTime)
+        let anchor = Anchor(seq: head.seq, hash: head.hash, file: path, genTime: token.genTime, checkpoint: checkpoint.text)
         // Recorded in the log itself, so the next anchor covers the fact that this one exists.
         var details = ["anchor": anchor.name, "seq": String(head.seq), "hash": head.hash]
         details["gen_time"] = Timestamp.string(token.genTime)
+        details["checkpoint"] = SHA256Hasher.hash(bytes).hex
+        details["root"] = Data(checkpoint.root).base64EncodedString()
         do { try home.catalog.appendEvent(itemID: nil, kind: .anchored, details: details) } catch { throw .catalog(error) }
         return anchor
+    }
+
+    /// The checkpoint of the custody tree through `head` (every event up to it, with no gap).
+    static func checkpoint(_ home: EvidenceHome, through head: CustodyEvent, origin: String?) throws(AnchorError) -> Checkpoint {
+        let hashes: [(seq: Int64, hash: String)]
+        do { hashes = try home.catalog.eventHashes(through: head.seq) } catch { throw .catalog(error) }
+        var tree = MerkleTree.Accumulator()
+        let hasher = MerkleHasher()
+        for (i, h) in hashes.enumerated() {
+            guard h.seq == Int64(i + 1), let d = Hex.decode(h.hash), d.count == 32 else {
+                throw .write("the custody log is not whole (event #\(i + 1) is missing or damaged): not anchored; run `evidence log verify`")
+            }
+            tree.append(eventHash: d, hasher: hasher)
+        }
+        guard Int64(tree.count) == head.seq else {
+            throw .write("the custody log has \(tree.count) events up to #\(head.seq): not anchored; run `evidence log verify`")
+        }
+        return Checkpoint(origin: origin ?? defaultOrigin(firstEventHash: hashes.first?.hash ?? head.hash),
+                          size: tree.count, root: tree.root(hasher: hasher))
+    }
+
+    /// The checkpoints' origin line when `[custody] origin` does not name the log: unique to this
+    /// log, from its first event's hash (the same on every node of one catalog).
+    public static func defaultOrigin(firstEventHash: String) -> String {
+        "evidence-custody/" + firstEventHash.prefix(32)
     }
 
     public struct Check: Sendable, Codable {
@@ -169,13 +223,36 @@ public enum ChainAnchors {
         var problems: [ChainReport.Problem] = []
         var newest: Anchor?
         var verified = Set<String>()
+        // The custody tree (RFC 9162) over the events as they are: each checkpoint's root must be
+        // the tree's at its size, and consecutive checkpoints must be consistent (§2.1.4).
+        let hasher = MerkleHasher()
+        var tree = MerkleTree()
+        if anchors.contains(where: { FileManager.default.fileExists(atPath: $0.checkpointFile) }) {
+            let damaged = [UInt8](repeating: 0, count: 32)   // an event whose hash is not hex: the chain check names it
+            for e in events { tree.append(eventHash: Hex.decode(e.hash).flatMap { $0.count == 32 ? $0 : nil } ?? damaged, hasher: hasher) }
+        }
+        var previousCheckpoint: Checkpoint?
         for var a in anchors {
             let name = a.name
-            guard let data = FileManager.default.contents(atPath: a.file) else {
+            guard let data = FileManager.default.contents(atPath: a.file), let imprint = a.imprint() else {
                 problems.append(.init(seq: a.seq, detail: "anchor \(name) cannot be read"))
                 continue
             }
-            let digest = SHA256Digest(hex: a.hash)!
+            let digest = imprint.digest
+            var checkpoint: Checkpoint?
+            if let bytes = imprint.checkpoint {
+                do throws(Checkpoint.FormatError) {
+                    let c = try Checkpoint.parse(bytes)
+                    guard Int64(c.size) == a.seq else {
+                        throw Checkpoint.FormatError("its tree size \(c.size) is not the anchor's event #\(a.seq)")
+                    }
+                    checkpoint = c
+                    a.checkpoint = c.text
+                } catch {
+                    problems.append(.init(seq: a.seq, detail: "anchor \(name): \((a.checkpointFile as NSString).lastPathComponent): \(error)"))
+                    continue
+                }
+            }
             do {
                 let token: TimestampToken
                 if let trust {
@@ -202,6 +279,7 @@ public enum ChainAnchors {
                 }
             }
             let stamped = a.genTime.map { " (time-stamped \(Timestamp.string($0)))" } ?? ""
+            var treeAgrees = true
             if let e = bySeq[a.seq] {
                 if e.hash != a.hash {
                     problems.append(.init(seq: a.seq, detail: "differs from anchor \(name)\(stamped): the event or one before it was rewritten"))
@@ -209,7 +287,25 @@ public enum ChainAnchors {
             } else {
                 problems.append(.init(seq: a.seq, detail: "missing, but anchor \(name)\(stamped) proves the log had it: the log was cut or rewritten"))
             }
-            if bySeq[a.seq]?.hash == a.hash { newest = a; verified.insert(a.name) }
+            if let checkpoint {
+                if checkpoint.size <= tree.count, tree.root(size: checkpoint.size, hasher: hasher) == checkpoint.root {
+                    // Append-only between anchors, shown as an auditor holding only the checkpoints would.
+                    if let old = previousCheckpoint, old.size > 0, old.size <= checkpoint.size {
+                        let proof = tree.consistencyProof(old: old.size, new: checkpoint.size, hasher: hasher)
+                        if !MerkleTree.verifyConsistency(old: old.size, new: checkpoint.size, oldRoot: old.root, newRoot: checkpoint.root,
+                                                         proof: proof, hasher: hasher) {
+                            problems.append(.init(seq: a.seq, detail: "the checkpoint of anchor \(name) is not consistent with the one "
+                                                  + "of #\(old.size) (RFC 9162 §2.1.4): the log was rewritten between them"))
+                        }
+                    }
+                    previousCheckpoint = checkpoint
+                } else {
+                    treeAgrees = false
+                    problems.append(.init(seq: a.seq, detail: "the custody tree of events #1…#\(checkpoint.size) is not the root that anchor "
+                                          + "\(name)\(stamped) time-stamped: an event up to #\(checkpoint.size) was edited, removed or inserted"))
+                }
+            }
+            if bySeq[a.seq]?.hash == a.hash, treeAgrees { newest = a; verified.insert(a.name) }
         }
         // Every anchor the log records having made must still be here (or among the copies): one
         // deleted from between others is a gap in the sequence, whatever is left around it.

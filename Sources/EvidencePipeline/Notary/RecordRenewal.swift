@@ -86,7 +86,8 @@ public struct RecordRenewal: Sendable {
         var anchorsDue: [Due] = []
         if items == nil, anchorTSA == name {
             for anchor in ChainAnchors.list(home) {
-                guard let digest = SHA256Digest(hex: anchor.hash), let token = FileManager.default.contents(atPath: anchor.file) else { continue }
+                // The token is over the anchor's checkpoint (or, before checkpoints, the event's hash).
+                guard let digest = anchor.imprint()?.digest, let token = FileManager.default.contents(atPath: anchor.file) else { continue }
                 summary.checked += 1
                 // The renewed record beside the token only when it is that token's record and
                 // verifies; else the token itself starts a new one.

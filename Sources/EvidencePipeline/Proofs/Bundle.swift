@@ -20,6 +20,8 @@ import Glibc
 ///                                 fingerprint with the TSA's published one; never a trust anchor
 /// certificates/<origin>.pdf       evidence.pdf (ours) and each notary's
 /// custody.jsonl                   the item's custody events, one JSON object a line
+/// custody/                        the newest anchored checkpoint covering them, its token and
+///                                 each event's inclusion proof (`BundleCustody`)
 /// manifest.json  VERIFY.md  SHA256SUMS (covers every other file)
 /// ```
 public struct BundleManifest: Codable, Sendable {
@@ -43,14 +45,18 @@ public struct BundleManifest: Codable, Sendable {
     public var proofs: [Proof]
     public var certificates: [String]
     public var custodyHead: String?
+    /// The time-stamped checkpoint of the custody log that `custody/` proves the events in
+    /// (format 3); nil when no anchor covered them yet.
+    public var custodyCheckpoint: BundleCustody.Anchored?
     public var files: [FileEntry]
     public var generatedAt: Date
 
     /// `/2`: VERIFY.md is exactly `BundleWriter.verifyText` of the manifest, and `verify` compares
     /// it byte for byte. `/1` bundles (earlier versions) are still read; their VERIFY.md, whose
     /// wording changed since, is not vouched for (the verifier says so and not to follow it).
-    public static let formatName = "evidence-bundle/2"
-    public static let earlierFormats: Set<String> = ["evidence-bundle/1"]
+    /// `/3`: RFC 4998 records (`proofs/N.ers` and the files made from it) and `custody/`.
+    public static let formatName = "evidence-bundle/3"
+    public static let earlierFormats: Set<String> = ["evidence-bundle/1", "evidence-bundle/2"]
 }
 
 public enum BundleError: Error, CustomStringConvertible {
@@ -152,18 +158,23 @@ public enum BundleWriter {
         }
         let custody = try events.map { String(decoding: try CanonicalJSON.encode($0), as: UTF8.self) }.joined(separator: "\n") + "\n"
         try add("custody.jsonl", role: "custody", data: Data(custody.utf8))
+        let anchored = try BundleCustody.make(home: home, events: events)
+        if let anchored {
+            try fm.createDirectory(atPath: temp + "/custody", withIntermediateDirectories: false)
+            for f in anchored.files { try add(f.path, role: f.role, data: f.data) }
+        }
 
         let manifest = BundleManifest(
             format: BundleManifest.formatName,
             item: .init(id: item.id, sha256: item.sha256.hex, size: item.size, fileName: fileName, state: item.state.rawValue,
                         dateTaken: item.dateTaken, media: item.media?.summary),
             proofs: proofs, certificates: certificates.map(\.origin), custodyHead: events.last?.hash,
-            files: files, generatedAt: Date())
+            custodyCheckpoint: anchored?.anchored, files: files, generatedAt: Date())
         try add("manifest.json", role: "manifest", data: try CanonicalJSON.encoder(pretty: true).encode(manifest))
         try add("VERIFY.md", role: "instructions", data: Data(verifyText(manifest, tsaCertificates: tsaCertificates).utf8))
         let sums = files.sorted { $0.path < $1.path }.map { "\($0.sha256)  \($0.path)\n" }.joined()
         try AtomicFile.write(Data(sums.utf8), to: temp + "/SHA256SUMS", mode: 0o600)
-        for sub in ["/original", "/proofs", "/certificates", ""] { fsyncDirectory(temp + sub) }
+        for sub in ["/original", "/proofs", "/certificates", "/custody", ""] { fsyncDirectory(temp + sub) }
         guard rename(temp, target) == 0 else {
             throw BundleError.io(target, "rename from \(temp) failed: \(String(cString: strerror(errno)))")
         }
@@ -245,6 +256,9 @@ public enum BundleWriter {
               let verified = try? EvidenceRecordVerifier.verify(record: record, digest: d, trust: nil) else { return [] }
         return verified.tokens.map(\.genTime)
     }
+
+    /// ⌈log₂ n⌉: the longest inclusion proof in a tree of n leaves.
+    static func proofLength(_ n: Int) -> Int { n <= 1 ? 0 : Int.bitWidth - (n - 1).leadingZeroBitCount }
 
     static func verifyText(_ m: BundleManifest, tsaCertificates: [String: TSACertificateCopies]) -> String {
         var s = """
@@ -396,11 +410,59 @@ public enum BundleWriter {
             step += 1
         }
         s += """
-        \(step). `custody.jsonl` lists the item's custody events; each event's `hash` is
-           SHA-256(prev_hash + "\\n" + body) as documented in `evidence`. They must name the SHA-256
-           above, the file's name and each proof's receipt (the SHA-256 of its file in `proofs/`).
-           They are the operator's record; they do not prove time without the proofs above.
+        \(step). Custody. `custody.jsonl` lists the item's custody events, one JSON object a line. Each
+           event's `hash` is the SHA-256 (lowercase hex) of exactly these UTF-8 bytes, `\\n` a newline:
 
+               prevHash \\n evidence-custody-v1 \\n seq \\n at \\n itemID \\n kind \\n actor \\n details
+
+           each field as the event has it, joined by single newlines (no spaces): `prevHash` is the
+           previous event's hash (64 zeros before event 1), `seq` in decimal, `itemID` in decimal or
+           `-` for none, and `details` the JSON text of that field byte for byte. The events must name
+           the SHA-256 above, the file's name and each proof's receipt (the SHA-256 of its file in
+           `proofs/`). They are the operator's record; alone they do not prove time.
+
+        """
+        if let c = m.custodyCheckpoint {
+            let covered = "events #1…#\(c.size)"
+            let untrusted = c.signerCertificate ? " \\\n              -untrusted custody/checkpoint-tsa.crt" : ""
+            s += """
+
+               The whole custody log is a Merkle tree (RFC 9162 §2.1): leaf = SHA-256(0x00 ‖ the 32 bytes of
+               an event's hash), node = SHA-256(0x01 ‖ left ‖ right). `custody/checkpoint` is that tree over
+               \(covered) (a C2SP checkpoint: origin `\(c.origin)`, size, base64 root), time-stamped
+               \(c.timeStamped.map(Timestamp.string) ?? "?") by `custody/checkpoint.tsr`, an RFC 3161 token over
+               the checkpoint's SHA-256. Each `custody/<seq>.tlog-proof` (C2SP tlog-proof) proves that event
+               <seq> is in that tree with at most \(Self.proofLength(Int(c.size))) hashes.
+
+               a. Recompute every event's hash and inclusion proof (read it first: only Python's standard
+                  library):
+
+                      python3 custody/check.py
+
+                  It must end with `0 failed`; events after the checkpoint (newer than its anchor) are listed
+                  as not covered.
+
+               b. Verify the checkpoint's token against the CA of the TSA that time-stamps the custody log,
+                  obtained from that TSA (as in step 3a):
+
+                      openssl ts -verify -data custody/checkpoint -in custody/checkpoint.tsr \\
+                          -CAfile /path/to/tsa-ca-from-the-tsa.pem\(untrusted)
+
+                  It must print `Verification: OK`. Then the events up to #\(c.size) existed, in this order and
+                  unchanged, when the token was signed.
+
+
+            """
+        } else {
+            s += """
+
+               No time-stamped checkpoint of the custody log covered these events when this bundle was
+               written: their hashes recompute, but nothing outside the folder vouches for them.
+
+
+            """
+        }
+        s += """
         `evidence verify . --trust /path/to/tsa-ca-from-the-tsa.pem` runs all of these checks at once
         and reports them point by point. Without `--trust` (or a config naming the TSA's `ca_file`)
         it does not report the bundle verified: a CA inside this folder is never trusted.

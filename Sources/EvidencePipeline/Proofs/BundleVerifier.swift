@@ -64,7 +64,7 @@ public enum BundleVerifier {
     /// The files a bundle has besides those the manifest lists (the manifest cannot list itself,
     /// nor VERIFY.md, which is made from it).
     static let unlistedInManifest: Set<[UInt8]> = [Array("manifest.json".utf8), Array("VERIFY.md".utf8)]
-    static let folders: Set<[UInt8]> = [Array("original".utf8), Array("proofs".utf8), Array("certificates".utf8)]
+    static let folders: Set<[UInt8]> = [Array("original".utf8), Array("proofs".utf8), Array("certificates".utf8), Array("custody".utf8)]
 
     public static func isBundle(_ dir: String) -> Bool {
         FileManager.default.fileExists(atPath: dir + "/manifest.json") && FileManager.default.fileExists(atPath: dir + "/SHA256SUMS")
@@ -285,6 +285,7 @@ public enum BundleVerifier {
             check("custody agrees with the manifest", problems.isEmpty,
                   problems.isEmpty ? "item #\(m.item.id), its hash and name, \(m.proofs.count) proof receipt(s), \(m.certificates.count) certificate(s) recorded"
                                    : problems.map(shown).joined(separator: "; "))
+            report.checks += BundleCustody.verify(dir: dir, manifest: m, events: events, listed: listed, trust: trust, at: at)
             // A time-stamp bounds when the content existed; nothing bounds the times of events
             // before it, which anyone who can write the catalog could have back-dated.
             for e in events {

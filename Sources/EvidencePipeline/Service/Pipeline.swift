@@ -80,7 +80,7 @@ public struct Pipeline: Sendable {
                               pauses: pauses, logger: logger)
         if let custody = config.custody, case .rfc3161(let tsa)? = notaries.entries[custody.anchorTSA]?.client {
             anchorService = ChainAnchorService(home: home, tsa: tsa, every: custody.anchorEvery,
-                                               copyTo: copyTo?.account, logger: logger)
+                                               copyTo: copyTo?.account, origin: custody.origin, logger: logger)
         } else {
             anchorService = nil
         }
