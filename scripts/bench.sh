@@ -6,7 +6,8 @@
 #   BENCH_SIZE_MB (1024)   size of the big file        BENCH_RSS_MB (4096)  size for the RSS run
 #   BENCH_FILES (1000)     small files, BENCH_FILE_KB (100) each            BENCH_RUNS (3)
 #   BENCH_STAT (best)      best or median of the runs
-#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3,tsa,link
+#   BENCH_ONLY (all)       rows to run, comma-separated: hash,ingest,rss,small,upload,run,s3,tsa,link,custody
+#   BENCH_CUSTODY_EVENTS (1000000) events in the custody log of the custody row
 #   BENCH_TSA_FILES (2000) files dropped at once for the batched time-stamp row (tsa)
 #   BENCH_LINK_RATE (20mbit), BENCH_LINK_MB (32): the shaped-link row (link; needs root): one
 #                          file through a network namespace whose loopback tc shapes to the rate
@@ -284,6 +285,55 @@ elif want link; then
   link_row=$(printf "%8.1fMb/s %8.1fMb/s %10s" "$link_mbit_ev" "$link_mbit_rc" "$(fmt "$(echo "$t_link_rc / $t_link_ev" | bc -l)")")
 fi
 
+# 6d. the custody log at scale (RFC 9162 tree): a home whose log has BENCH_CUSTODY_EVENTS events
+# (two ingests, then "accessed" events of the second item appended with python3's sqlite3 and hashlib, chained exactly as
+# evidence chains them), anchored once by the sandbox TSA (a checkpoint over all of them). Timed:
+# `evidence log verify` (every event re-hashed, the catalog cross-checked, the tree rebuilt and the
+# checkpoint's root compared), and a bundle of the item made from that log checked offline
+# (`python3 custody/check.py` and `evidence verify DIR --trust`): its proofs have ⌈log₂ n⌉ hashes.
+custody_events=${BENCH_CUSTODY_EVENTS:-1000000}
+if want custody; then
+  sandbox_bin="$(dirname "$bin")/evidence-sandbox"
+  cu="$work/custody"; mkdir -p "$cu"
+  "$sandbox_bin" --state-dir "$cu/sandbox" --port 0 --pending-seconds 0 >"$cu/sandbox.out" 2>"$cu/sandbox.log" &
+  cusandbox=$!
+  for _ in $(seq 100); do grep -q "^listening on " "$cu/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+  cu_url=$(sed -n 's/^listening on //p' "$cu/sandbox.out" | head -1)
+  curl -sf -o "$cu/ca.pem" "$cu_url/tsa/ca.pem"
+  printf '[notaries.tsa]\nkind = "rfc3161"\nurls = ["%s/tsa"]\nca_file = "%s"\n\n[custody]\nanchor_tsa = "tsa"\n' "$cu_url" "$cu/ca.pem" > "$cu/evidence.toml"
+  cuev() { "$bin" --config "$cu/evidence.toml" --home "$cu/home" "$@"; }
+  head -c 10000 /dev/urandom > "$cu/exhibit.bin"; head -c 10000 /dev/urandom > "$cu/viewed.bin"
+  cuev ingest "$cu/exhibit.bin" >/dev/null; cuev ingest "$cu/viewed.bin" >/dev/null
+  python3 - "$cu/home" "$custody_events" <<'PY'
+import hashlib, sqlite3, sys
+home, total = sys.argv[1], int(sys.argv[2])
+db = sqlite3.connect(home + "/catalog.sqlite")
+seq, prev = db.execute("SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1").fetchone()
+rows = []
+at = "2026-01-01T00:00:00.000Z"
+for s in range(seq + 1, total + 1):
+    details = '{"what":"viewed in the bench (%d)"}' % s
+    body = "evidence-custody-v1\n%d\n%s\n2\naccessed\nbench\n%s" % (s, at, details)
+    h = hashlib.sha256((prev + "\n" + body).encode()).hexdigest()
+    rows.append((s, 2, at, "accessed", "bench", details, prev, h))
+    prev = h
+with db:
+    db.executemany("INSERT INTO custody_event (seq, item_id, at, kind, actor, details, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?)", rows)
+open(home + "/custody.head", "w").write("%d %s\n" % (total, prev))
+PY
+  cuev log anchor >/dev/null
+  cu_events=$(sqlite3 "$cu/home/catalog.sqlite" "SELECT count(*) FROM custody_event")
+  t_logverify=$( { /usr/bin/time -f "%e %M" "$bin" --config "$cu/evidence.toml" --home "$cu/home" log verify >"$cu/verify.out"; } 2>&1 | tail -1)
+  rss_logverify=$(echo "$t_logverify" | awk '{printf "%.0f", $2/1024}'); t_logverify=$(echo "$t_logverify" | awk '{print $1}')
+  grep -q "^✓ custody chain" "$cu/verify.out" || { echo "bench: log verify of the large log failed:" >&2; head -5 "$cu/verify.out" >&2; }
+  t0=$(now); cuev bundle 1 -o "$cu/bundle" >/dev/null; t_cubundle=$(echo "$(now) - $t0" | bc -l)
+  t0=$(now); (cd "$cu/bundle" && python3 custody/check.py >"$cu/check.out"); t_cucheck=$(echo "$(now) - $t0" | bc -l)
+  cuev verify "$cu/bundle" --trust "$cu/ca.pem" >"$cu/bverify.out" || true
+  grep -q "✓ custody events in the checkpoint" "$cu/bverify.out" || { echo "bench: the bundle's custody proofs did not verify:" >&2; grep custody "$cu/bverify.out" >&2; }
+  cu_proof=$(( $(sed -n '/^$/q;p' "$cu/bundle/custody/1.tlog-proof" | wc -l) - 2 ))
+  kill -TERM "$cusandbox" 2>/dev/null; wait "$cusandbox" 2>/dev/null || true
+fi
+
 # 7. the S3 store ([store] kind = "s3") against moto_server on loopback: ingest of small files
 # and of one big file (spool while hashing, HEAD, PUT or multipart with x-amz-checksum-sha256)
 # vs boto3's upload_file of the same files to the same server (timed inside python, without
@@ -371,5 +421,9 @@ if want tsa; then printf "%-52s %12.1f %12s %10s %10s\n" "TSA requests per 10,00
 if want tsa; then printf "%-52s %11ss %12s %10s %10s\n" "drop of ${tsa_files} files to all confirmed (batched)" "$(fmt "$t_tsa")" "-" "-" "-"; fi
 if want link; then printf "%-52s %s %10s\n" "upload ${link_mb} MiB over a ${link_rate} link vs rclone copy" "$link_row" ">= 1.0"; fi
 if want link && [ "$link_row" != "-" ]; then printf "%-52s %8.1fMb/s %8.1fMb/s %10s %10s\n" "  the same with --read-back (the bytes cross twice)" "$link_mbit_rb" "$link_mbit_rc" "$(fmt "$(echo "$t_link_rc / $t_link_rb" | bc -l)")" "-"; fi
+if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "log verify of ${cu_events} custody events (tree + anchor)" "$(fmt "$t_logverify")" "-" "-" "<= 10 s"; fi
+if want custody; then printf "%-52s %10sMB %12s %10s %10s\n" "  its peak RSS" "$rss_logverify" "-" "-" "-"; fi
+if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  bundle from it: write; proofs of ${cu_proof} hashes" "$(fmt "$t_cubundle")" "-" "-" "-"; fi
+if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  bundle from it: python3 custody/check.py (offline)" "$(fmt "$t_cucheck")" "-" "-" "-"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_mb:-0} MiB vs boto3 upload_file (speed)" "$s3_row_big" ">= 1.0"; fi

@@ -7,7 +7,7 @@ packages=(
   libcairo2-dev inotify-tools poppler-utils qpdf util-linux time bc curl rclone tmux
   zlib1g-dev unzip chromium fonts-dejavu-core prometheus sqlite3 socat iproute2
   owncloud-client-cmd nextcloud-desktop-cmd libpq-dev postgresql python3 python3-venv
-  default-jdk-headless libbcpkix-java
+  default-jdk-headless libbcpkix-java golang-go golang-golang-x-mod-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -429,10 +429,12 @@ public enum BundleWriter {
 
                The whole custody log is a Merkle tree (RFC 9162 §2.1): leaf = SHA-256(0x00 ‖ the 32 bytes of
                an event's hash), node = SHA-256(0x01 ‖ left ‖ right). `custody/checkpoint` is that tree over
-               \(covered) (a C2SP checkpoint: origin `\(c.origin)`, size, base64 root), time-stamped
-               \(c.timeStamped.map(Timestamp.string) ?? "?") by `custody/checkpoint.tsr`, an RFC 3161 token over
-               the checkpoint's SHA-256. Each `custody/<seq>.tlog-proof` (C2SP tlog-proof) proves that event
-               <seq> is in that tree with at most \(Self.proofLength(Int(c.size))) hashes.
+               \(covered) (a C2SP checkpoint: the log's name, the number of events, the base64 root),
+               time-stamped \(c.timeStamped.map(Timestamp.string) ?? "?") by `custody/checkpoint.tsr`, an RFC 3161
+               token over the checkpoint's SHA-256. Each `custody/<seq>.tlog-proof` (C2SP tlog-proof) proves
+               that event <seq> is in that tree with at most \(Self.proofLength(Int(c.size))) hash(es). The log's name:
+
+                   \(c.origin)
 
                a. Recompute every event's hash and inclusion proof (read it first: only Python's standard
                   library):
@@ -443,7 +445,7 @@ public enum BundleWriter {
                   as not covered.
 
                b. Verify the checkpoint's token against the CA of the TSA that time-stamps the custody log,
-                  obtained from that TSA (as in step 3a):
+                  obtained from that TSA itself, never from this folder:
 
                       openssl ts -verify -data custody/checkpoint -in custody/checkpoint.tsr \\
                           -CAfile /path/to/tsa-ca-from-the-tsa.pem\(untrusted)
