@@ -108,7 +108,7 @@ public struct CustodyEvent: Codable, Sendable, Equatable {
     /// The details as string fields (every event this tool writes has only strings); empty when
     /// they are not such an object.
     public var fields: [String: String] {
-        (try? JSONDecoder().decode([String: String].self, from: Data(details.utf8))) ?? [:]
+        FlatStringJSON.parse(details) ?? (try? JSONDecoder().decode([String: String].self, from: Data(details.utf8))) ?? [:]
     }
 
     /// The previous hash of the first event.

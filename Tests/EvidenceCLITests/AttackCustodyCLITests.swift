@@ -85,7 +85,7 @@ extension AttackCLITests {
                 #expect(cli.run(["log", "anchor"]).status == 0)
             }
             #expect(cli.run(["log", "verify"]).status == 0)
-            let anchors = try FileManager.default.contentsOfDirectory(atPath: h.home + "/anchors").sorted()
+            let anchors = try FileManager.default.contentsOfDirectory(atPath: h.home + "/anchors").filter { $0.hasSuffix(".tsr") }.sorted()
             #expect(anchors.count == 3, "\(anchors)")
             try FileManager.default.removeItem(atPath: h.home + "/anchors/" + anchors[1])
             let verify = cli.run(["log", "verify"])

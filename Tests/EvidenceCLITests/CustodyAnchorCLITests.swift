@@ -95,7 +95,8 @@ struct CustodyAnchorCLITests {
             let reanchored = cli.run(["log", "anchor"])
             #expect(reanchored.status == 0 && !reanchored.stdout.contains("nothing new"), "\(reanchored.stdout)\(reanchored.stderr)")
             let made = try FileManager.default.contentsOfDirectory(atPath: anchorsDir).filter { !$0.hasPrefix("999999999999-") }
-            #expect(made.count == 1, "the head was anchored beside the planted file: \(made)")
+            #expect(made.filter { $0.hasSuffix(".tsr") }.count == 1 && made.filter { $0.hasSuffix(".checkpoint") }.count == 1,
+                    "the head was anchored (a token and its checkpoint) beside the planted file: \(made)")
         }
     }
 
