@@ -202,6 +202,9 @@ public struct IngestRecord: Sendable {
     public var jobsForKnownItem: [JobSpec]
     /// Which earlier items of the same path and rule new content supersedes.
     public var supersedes: Supersedes
+    /// Extra digests of the content (`md5`, `sha1`, `sha512` → lowercase hex), recorded in the
+    /// sighting's custody event.
+    public var digests: [String: String]
 
     /// Earlier items at a path whose content changed: which of them a new item supersedes.
     public enum Supersedes: Sendable {
@@ -218,11 +221,12 @@ public struct IngestRecord: Sendable {
     public init(sha256: SHA256Digest, size: Int64, path: String, rule: String?, device: UInt64, inode: UInt64,
                 mtimeNanos: Int64, media: MediaInfo?, newObject: Bool, actor: String,
                 jobsForNewItem: [JobSpec] = [], jobsForNewSource: [JobSpec] = [], jobsForKnownItem: [JobSpec] = [],
-                supersedes: Supersedes = .none) {
+                supersedes: Supersedes = .none, digests: [String: String] = [:]) {
         self.sha256 = sha256; self.size = size; self.path = path; self.rule = rule; self.device = device
         self.inode = inode; self.mtimeNanos = mtimeNanos; self.media = media; self.newObject = newObject; self.actor = actor
         self.jobsForNewItem = jobsForNewItem; self.jobsForNewSource = jobsForNewSource; self.jobsForKnownItem = jobsForKnownItem
         self.supersedes = supersedes
+        self.digests = digests
     }
 }
 
@@ -234,6 +238,7 @@ extension IngestRecord {
         var details = ["path": path, "name": name, "sha256": sha256.hex, "size": String(size)]
         if let rule { details["rule"] = rule }
         if size == 0 { details["empty"] = "true" }
+        for a in DigestAlgorithm.extras { if let hex = digests[a.rawValue] { details[a.rawValue] = hex } }
         guard created else { return (.seenAgain, details) }
         details["store"] = newObject ? "new object" : "object already present"
         if let m = media { details["media"] = m.summary }

@@ -30,6 +30,8 @@ public struct CertificateContent: Sendable, Equatable {
     public var fileName: String
     public var size: Int64
     public var sha256: SHA256Digest
+    /// The other digests recorded at ingest (a rule's `digests`): ("MD5", hex), ("SHA-1", hex), …
+    public var otherDigests: [Label] = []
     public var mediaSummary: String?
     public var dateTaken: Date?
     public var ingestedAt: Date

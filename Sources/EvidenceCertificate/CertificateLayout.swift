@@ -76,6 +76,7 @@ struct CertificateLayout: BlockBuilding {
         keyValue("File name", c.fileName, font: FontSpec.sans(10, bold: true))
         keyValue("Size", CertificateFormat.size(c.size))
         hashRow("SHA-256", c.sha256.hex)
+        for d in c.otherDigests { hashRow(d.title, d.value) }
         keyValue("Date taken", c.dateTaken.map { c.timezone.both($0) } ?? "not recorded",
                  color: c.dateTaken == nil ? Palette.muted : Palette.ink)
         keyValue("Ingested", c.timezone.both(c.ingestedAt))

@@ -5,7 +5,7 @@ import Foundation
 enum RuleParser {
     static let keys: Set<String> = [
         "path", "include", "exclude", "recursive", "max_depth", "settle", "settle_max", "empty", "poll_interval", "notary", "archive",
-        "remote_path", "share", "after", "name", "note", "meta_data", "nodes", "labels",
+        "remote_path", "share", "after", "name", "note", "meta_data", "nodes", "labels", "digests",
     ]
     static let shareKeys: Set<String> = ["access", "expires_in", "password_env", "password_file"]
 
@@ -44,6 +44,19 @@ enum RuleParser {
         if let nodes = try r.stringArray(t, "nodes") {
             guard !nodes.isEmpty else { throw r.error(["nodes"], "must not be empty (omit `nodes` to watch on every node)") }
             rule.nodes = nodes
+        }
+
+        if let digests = try r.stringArray(t, "digests") {
+            var out: [DigestAlgorithm] = []
+            for (i, name) in digests.enumerated() {
+                guard let a = DigestAlgorithm(rawValue: name) else {
+                    throw r.error(["digests"], "\"\(name)\" is not a digest this tool computes: "
+                                  + DigestAlgorithm.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "), element: i)
+                }
+                guard !digests[..<i].contains(name) else { throw r.error(["digests"], "lists `\(name)` twice", element: i) }
+                if a != .sha256 { out.append(a) }
+            }
+            rule.digests = out
         }
 
         let notary = try r.stringArray(t, "notary") ?? []

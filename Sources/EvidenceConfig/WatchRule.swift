@@ -47,6 +47,9 @@ public struct WatchRule: Sendable, Equatable {
     /// `nodes`: the nodes (the config's `node`) that watch `path`; nil = every node. Every node
     /// loads every rule all the same: any node's workers run any rule's jobs.
     public var nodes: [String]?
+    /// `digests`: the extra digests of each file (MD5, SHA-1, SHA-512), from the same read as its
+    /// SHA-256, which is always computed and need not be listed.
+    public var digests: [DigestAlgorithm] = []
 
     /// Whether the node named `node` watches this rule's folder.
     public func isWatched(on node: String) -> Bool { nodes?.contains(node) ?? true }

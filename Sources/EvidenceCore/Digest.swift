@@ -39,6 +39,19 @@ public struct SHA256Digest: Hashable, Sendable, Codable, CustomStringConvertible
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
+    /// The common case (a digest in an array) written straight into the string's storage.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBufferPointer { b in
+            String(unsafeUninitializedCapacity: b.count * 2) { out in
+                for (i, x) in b.enumerated() {
+                    out[2 * i] = digits[Int(x >> 4)]
+                    out[2 * i + 1] = digits[Int(x & 0x0f)]
+                }
+                return b.count * 2
+            }
+        }
+    }
+
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out = [UInt8]()
         out.reserveCapacity(bytes.underestimatedCount * 2)
@@ -64,6 +77,8 @@ public enum Hex {
     }
 
     static func isHexDigit(_ c: UInt8) -> Bool { value(c) != nil }
+    /// A lowercase hex digit (what every digest this tool writes is made of).
+    public static func isHexDigitPublic(_ c: UInt8) -> Bool { (0x30...0x39).contains(c) || (0x61...0x66).contains(c) }
 
     private static func value(_ c: UInt8) -> UInt8? {
         switch c {

@@ -20,6 +20,9 @@ public struct Ingestor: Sendable {
     /// (`ChildMediaProbe`) for `evidence run` and `evidence ingest`.
     let prober: MediaProber
     let committer: GroupCommitter
+    /// The extra digests of a file ingested without a rule (`evidence ingest --digest`); a rule's
+    /// own `digests` apply to its files.
+    public var digests: [DigestAlgorithm] = []
 
     /// Staged files a caller should let wait for their commit at most (each holds a temp file
     /// and its descriptor); more is no faster, as a batch takes at most `GroupCommitter.maxBatch`.
@@ -58,6 +61,8 @@ public struct Ingestor: Sendable {
         let rule: String?
         let lifecycle: ItemLifecycle?
         let media: MediaInfo?
+        /// The extra digests (`md5`, `sha1`, `sha512` → hex) the rule (or the caller) asked for.
+        let digests: [String: String]
         var digest: SHA256Digest {
             switch content { case .local(let o): return o.digest; case .stored(let r): return r.digest }
         }
@@ -94,10 +99,11 @@ public struct Ingestor: Sendable {
     public func stage(path: String, rule: String? = nil, lifecycle: ItemLifecycle? = nil, followSymlinks: Bool = false,
                       progress: ((Int64) -> Void)? = nil) -> Staging {
         let content: Staged.Content
+        let wanted = lifecycle?.rule.digests ?? digests
         do throws(StoreError) {
             if let local = home.localStore {
                 content = .local(try local.stage(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
-                                                 progress: progress))
+                                                 digests: wanted, progress: progress))
             } else {
                 content = .stored(try home.store.ingest(path: path, followSymlinks: followSymlinks, beneath: lifecycle?.rule.path,
                                                         progress: progress))
@@ -118,11 +124,26 @@ public struct Ingestor: Sendable {
         // for a remote store, the local copy of what was stored.
         let name = (path as NSString).lastPathComponent
         let media: MediaInfo?
+        var extra: [String: String] = [:]
         switch content {
-        case .local(let object): media = prober(object.stagedPath, name)
-        case .stored(let result): media = (try? home.store.withLocalCopy(of: result.digest) { prober($0, name) }) ?? nil
+        case .local(let object):
+            media = prober(object.stagedPath, name)
+            extra = object.digests
+        case .stored(let result):
+            // A store that is not files under the home (S3) stores as it reads; the extra digests
+            // are read from the same local copy the probe reads, verified against the SHA-256.
+            media = (try? home.store.withLocalCopy(of: result.digest) { local -> MediaInfo? in
+                if !wanted.isEmpty, let read = try? FileHasher.hash(path: local, digests: wanted), read.result.digest == result.digest {
+                    extra = read.digests
+                }
+                return prober(local, name)
+            }) ?? nil
+            if !wanted.isEmpty && extra.isEmpty {
+                return .finished(.failed(reason: "\(path): stored as \(result.digest.hex), but its \(wanted.map(\.label).joined(separator: ", ")) "
+                                         + "could not be computed from the store's copy"))
+            }
         }
-        return .staged(Staged(content: content, path: path, rule: rule, lifecycle: lifecycle, media: media))
+        return .staged(Staged(content: content, path: path, rule: rule, lifecycle: lifecycle, media: media, digests: extra))
     }
 
     /// How a file that changed while it was read (its writer still at it) is read again: after
@@ -220,7 +241,8 @@ public struct Ingestor: Sendable {
                                             mtimeNanos: r.source.mtimeNanos, media: s.media,
                                             newObject: r.newObject, actor: actor,
                                             jobsForNewItem: l?.jobsForNewItem ?? [], jobsForNewSource: l?.jobsForNewSource ?? [],
-                                            jobsForKnownItem: l?.jobsForKnownItem ?? [], supersedes: l?.supersedes ?? .none))
+                                            jobsForKnownItem: l?.jobsForKnownItem ?? [], supersedes: l?.supersedes ?? .none,
+                                            digests: s.digests))
                 recorded.append(i)
             case .failure(let error):
                 outcomes[i] = .failed(reason: error.description)

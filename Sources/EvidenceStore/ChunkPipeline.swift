@@ -50,9 +50,10 @@ final class ChunkPipeline: @unchecked Sendable {   // ownership hand-off: a buff
     deinit { buffers.forEach { $0.deallocate() } }
 
     /// Hashes everything from the current offset to the end; returns the digest and byte count.
-    func run(hasher: SHA256Hasher, progress: ((Int64) -> Void)?) throws(StoreError) -> Int64 {
+    /// `extra`: more digests of the same chunks (a rule's `digests`), computed beside the SHA-256.
+    func run(hasher: SHA256Hasher, extra: ExtraDigests? = nil, progress: ((Int64) -> Void)?) throws(StoreError) -> Int64 {
         _ = posix_fadvise(src, 0, 0, POSIX_FADV_SEQUENTIAL)
-        if buffers.count == 1 { return try runInline(hasher: hasher, progress: progress) }
+        if buffers.count == 1 { return try runInline(hasher: hasher, extra: extra, progress: progress) }
         let thread = Thread { [self] in ioLoop() }
         thread.stackSize = 1 << 20
         thread.start()
@@ -61,7 +62,8 @@ final class ChunkPipeline: @unchecked Sendable {   // ownership hand-off: a buff
             ready.wait()
             let next = shared.withLock { $0.queue.isEmpty ? nil : $0.queue.removeFirst() }
             guard let (index, count) = next else { break }    // end of stream (or I/O error)
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffers[index][0..<count]))
+            let chunk = UnsafeRawBufferPointer(rebasing: buffers[index][0..<count])
+            if let extra { extra.update(chunk, with: hasher) } else { hasher.update(chunk) }
             total += Int64(count)
             release(index)
             progress?(total)
@@ -72,7 +74,7 @@ final class ChunkPipeline: @unchecked Sendable {   // ownership hand-off: a buff
     }
 
     /// One thread, one buffer: read, hash, write until the end (a file that grew is read on).
-    private func runInline(hasher: SHA256Hasher, progress: ((Int64) -> Void)?) throws(StoreError) -> Int64 {
+    private func runInline(hasher: SHA256Hasher, extra: ExtraDigests?, progress: ((Int64) -> Void)?) throws(StoreError) -> Int64 {
         let buf = buffers[0]
         var total: Int64 = 0
         while true {
@@ -81,7 +83,7 @@ final class ChunkPipeline: @unchecked Sendable {   // ownership hand-off: a buff
             if n < 0 { throw StoreError.from(errno: errno, path: path, operation: "read") }
             if n == 0 { return total }
             let chunk = UnsafeRawBufferPointer(rebasing: buf[0..<n])
-            hasher.update(chunk)
+            if let extra { extra.update(chunk, with: hasher) } else { hasher.update(chunk) }
             try sink?.write(chunk)
             total += Int64(n)
             progress?(total)

@@ -15,6 +15,12 @@ public enum FileHasher {
     /// Hashes the file at `path` (following symlinks, as `sha256sum` does).
     /// Refuses anything that is not a regular file without blocking on it.
     public static func hash(path: String, progress: ((Int64) -> Void)? = nil) throws(StoreError) -> Result {
+        try hash(path: path, digests: [], progress: progress).result
+    }
+
+    /// `hash(path:)` with extra digests of the same read (`md5`, `sha1`, `sha512` → hex).
+    public static func hash(path: String, digests: [DigestAlgorithm], progress: ((Int64) -> Void)? = nil)
+        throws(StoreError) -> (result: Result, digests: [String: String]) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw StoreError.from(errno: errno, path: path, operation: "open") }
         defer { close(fd) }
@@ -27,7 +33,10 @@ public enum FileHasher {
             if st.kind == .directory { throw StoreError.isDirectory(path: path) }
             throw StoreError.notRegularFile(path: path, kind: st.kind.rawValue)
         }
-        return try hash(fd: fd, path: path, progress: progress)
+        let hasher = SHA256Hasher()
+        let extra = ExtraDigests(digests)
+        let total = try ChunkPipeline(src: fd, path: path, sink: nil).run(hasher: hasher, extra: extra.isEmpty ? nil : extra, progress: progress)
+        return (Result(digest: hasher.finalize(), size: total), extra.finalize())
     }
 
     /// Hashes from the current offset of an open regular file to its end.

@@ -240,4 +240,10 @@ public final class MerkleHasher {
 
     /// SHA-256 of nothing: the empty tree's root.
     public func empty() -> [UInt8] { digest() }
+
+    /// SHA-256 of a string's UTF-8 bytes, with this hasher's reused context (a custody event's hash).
+    public func sha256(_ text: String) -> [UInt8] {
+        var text = text
+        return text.withUTF8 { digest(UnsafeRawBufferPointer($0)) }
+    }
 }

@@ -145,13 +145,14 @@ public final class ObjectStore: Sendable {
     /// - With `beneath` (a watched root), the file is reached through its folder opened below that
     ///   root without following any link (`BeneathRoot`): a folder swapped for a link cannot make
     ///   the service read (and archive) a file outside the watched folder.
-    public func stage(path: String, followSymlinks: Bool = false, beneath root: String? = nil,
+    public func stage(path: String, followSymlinks: Bool = false, beneath root: String? = nil, digests: [DigestAlgorithm] = [],
                       progress: ((Int64) -> Void)? = nil) throws(StoreError) -> StagedObject {
-        let copy = try SourceRead.copy(path: path, followSymlinks: followSymlinks, beneath: root, progress: progress) { size throws(StoreError) in
+        let copy = try SourceRead.copy(path: path, followSymlinks: followSymlinks, beneath: root, digests: digests,
+                                       progress: progress) { size throws(StoreError) in
             try checkFreeSpace(for: size, path: path)
             return try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: path)
         }
-        return StagedObject(temp: copy.temp, path: path, digest: copy.digest, size: copy.size, source: copy.source)
+        return StagedObject(temp: copy.temp, path: path, digest: copy.digest, size: copy.size, source: copy.source, digests: copy.digests)
     }
 
     /// Makes staged objects durable and puts them in the store, many at once (group commit):

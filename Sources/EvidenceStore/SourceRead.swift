@@ -21,12 +21,14 @@ enum SourceRead {
         let digest: SHA256Digest
         let size: Int64
         let source: SourceStat
+        /// The extra digests asked for (`md5`, `sha1`, `sha512` → hex), from the same read.
+        var digests: [String: String] = [:]
     }
 
     /// Reads `path` once, hashing it and copying it into the temp file `makeTemp` creates once
     /// the source is open and checked (it is given the source's size, for a free-space check).
     static func copy(path: String, followSymlinks: Bool, beneath root: String?,
-                     progress: ((Int64) -> Void)?,
+                     digests: [DigestAlgorithm] = [], progress: ((Int64) -> Void)?,
                      makeTemp: (Int64) throws(StoreError) -> TempFile) throws(StoreError) -> Copy {
         var folder: BeneathRoot?
         if let root {
@@ -71,7 +73,9 @@ enum SourceRead {
         var keep = false
         defer { if !keep { tmp.discard() } }
         let hasher = SHA256Hasher()
-        let copied = try ChunkPipeline(src: src, path: path, sink: tmp, expectedSize: opened.size).run(hasher: hasher, progress: progress)
+        let extra = ExtraDigests(digests)
+        let copied = try ChunkPipeline(src: src, path: path, sink: tmp, expectedSize: opened.size)
+            .run(hasher: hasher, extra: extra.isEmpty ? nil : extra, progress: progress)
         let digest = hasher.finalize()
 
         // The same version from start to end, by the open descriptor and by the name.
@@ -91,6 +95,6 @@ enum SourceRead {
             throw .changedDuringRead(path: path, detail: "replaced by another file")
         }
         keep = true
-        return Copy(temp: tmp, digest: digest, size: copied, source: opened)
+        return Copy(temp: tmp, digest: digest, size: copied, source: opened, digests: extra.finalize())
     }
 }

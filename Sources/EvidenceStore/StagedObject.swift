@@ -11,9 +11,12 @@ public final class StagedObject: Sendable {
     public let size: Int64
     /// The source as it was when read (identical before and after the read).
     public let source: SourceStat
+    /// The extra digests of the same read (`md5`, `sha1`, `sha512` → hex), as asked.
+    public let digests: [String: String]
     let temp: TempFile
 
-    init(temp: TempFile, path: String, digest: SHA256Digest, size: Int64, source: SourceStat) {
+    init(temp: TempFile, path: String, digest: SHA256Digest, size: Int64, source: SourceStat, digests: [String: String] = [:]) {
+        self.digests = digests
         self.temp = temp
         self.path = path
         self.digest = digest

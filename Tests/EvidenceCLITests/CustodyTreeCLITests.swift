@@ -207,6 +207,33 @@ struct CustodyTreeCLITests {
                 #expect(CLI.exec(["python3", "custody/check.py"], cwd: copy).status == 1, "check.py on \(copy)")
                 #expect(try !GoTlog.checkBundle(copy).succeeded, "Go's tlog on \(copy)")
             }
+            // 5. The manifest's stamp time moved a year back (VERIFY.md, made from it, would tell the reader so).
+            let redated = try forged("redated") { copy in
+                AttackVerdictCLITests().python("""
+                    import json, os, sys
+                    d = sys.argv[1]
+                    m = json.load(open(os.path.join(d, 'manifest.json')))
+                    m['custodyCheckpoint']['timeStamped'] = '2025-01-01T00:00:00.000Z'
+                    json.dump(m, open(os.path.join(d, 'manifest.json'), 'w'), indent=2, sort_keys=True)
+                    """, in: copy)
+            }
+            let r5 = cli.run(["verify", redated, "--trust", ca])
+            #expect(r5.status == 1 && r5.stdout.contains("VERIFY.md states a time the token does not"), "\(r5.stdout)")
+            // 6. custody/ and the manifest's checkpoint removed: never silent.
+            let stripped = h.scratch.path + "/stripped"
+            #expect(CLI.exec(["cp", "-a", dir, stripped]).status == 0)
+            #expect(CLI.exec(["rm", "-rf", stripped + "/custody"]).status == 0)
+            AttackVerdictCLITests().python("""
+                import json, os, sys
+                d = sys.argv[1]
+                m = json.load(open(os.path.join(d, 'manifest.json')))
+                del m['custodyCheckpoint']
+                m['files'] = [f for f in m['files'] if not f['path'].startswith('custody/')]
+                json.dump(m, open(os.path.join(d, 'manifest.json'), 'w'), indent=2, sort_keys=True)
+                """, in: stripped)
+            AttackVerdictCLITests().resum(stripped)
+            let r6 = cli.run(["verify", stripped, "--trust", ca])
+            #expect(r6.stdout.contains("no time-stamped checkpoint of the custody log covers these custody events"), "\(r6.stdout)")
             let forgedToken = CLI.exec(["openssl", "ts", "-verify", "-data", "custody/checkpoint", "-in", "custody/checkpoint.tsr",
                                         "-CAfile", ca, "-untrusted", "custody/checkpoint-tsa.crt"], cwd: resigned)
             #expect(forgedToken.status != 0, "\(forgedToken.stdout)")

@@ -242,3 +242,20 @@ unit = "K-9"
         #expect(errors.first?.file == dir.path + "/nope")
     }
 }
+
+@Suite struct RuleDigestsTests {
+    @Test("digests: SHA-256 implied, the others kept in NSRL's order; an unknown or repeated name names the file and the field")
+    func digests() throws {
+        let dir = TempDir()
+        let rule = try loadRule("path = \"/srv/drop\"\ndigests = [\"sha256\", \"sha1\", \"md5\"]\n", in: dir)
+        #expect(rule.digests == [.sha1, .md5])
+        #expect(try loadRule("path = \"/srv/drop\"\n", in: dir).digests.isEmpty)
+        for (text, words) in [("digests = [\"crc32\"]", ["digests", "\"crc32\" is not a digest", "\"md5\""]),
+                              ("digests = [\"md5\", \"md5\"]", ["digests", "lists `md5` twice"])] {
+            var caught: ConfigError?
+            do { _ = try loadRule("path = \"/srv/drop\"\n" + text + "\n", in: dir) } catch { caught = error }
+            let message = caught?.description ?? ""
+            #expect(message.contains("bodycam.toml") && words.allSatisfy(message.contains), "\(message)")
+        }
+    }
+}

@@ -59,7 +59,8 @@ struct CertCommand: AsyncParsableCommand {
                 item: it, sources: sources, proofs: proofs,
                 custodyHead: try home.catalog.events(itemID: it.id).last?.hash,
                 tsaSigners: EvidenceCertificateMaker.signers(home: home, proofs: proofs), labels: labels, timezone: config.timezone,
-                poster: PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: it.id)))
+                poster: PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: it.id)),
+                digests: DigestAlgorithm.recorded(in: try home.catalog.events(itemID: it.id)))
             pdf = try CertificateRenderer.render(content)
             note = "rendered now: item is \(it.state.rawValue)"
         } else if let proof = try home.catalog.proofs(itemID: it.id).first(where: { $0.notary == origin && $0.kind == .qed }) {

@@ -37,6 +37,11 @@ struct IngestCommand: AsyncParsableCommand {
     @Option(name: [.customShort("j"), .long], help: "Files ingested at once (default: config workers.ingest, 2).")
     var jobs: Int?
 
+    @Option(name: .customLong("digest"), help: ArgumentHelp(
+        "Also compute this digest from the same read and record it (md5, sha1, sha512; repeatable). SHA-256 is always computed.",
+        valueName: "name"))
+    var digests: [String] = []
+
     @Argument(help: ArgumentHelp("Files and folders to ingest.", valueName: "path"))
     var paths: [String]
 
@@ -54,13 +59,18 @@ struct IngestCommand: AsyncParsableCommand {
         if paths.isEmpty { throw ValidationError("give at least one PATH to ingest") }
         if retries < 0 { throw ValidationError("--retries must be 0 or more") }
         if let jobs, !(1...64).contains(jobs) { throw ValidationError("--jobs must be between 1 and 64") }
+        for d in digests where DigestAlgorithm(rawValue: d) == nil {
+            throw ValidationError("--digest \(d): not a digest this tool computes (md5, sha1, sha256, sha512)")
+        }
     }
 
     func run() async throws {
         let config = try global.loadConfig()
         let home = try global.openHome()
-        let ingestor = Ingestor(home: home, actor: "cli:\(ProcessInfo.processInfo.userName)",
-                                prober: ChildMediaProbe.prober(executable: ProbeCommand.executable))
+        var configured = Ingestor(home: home, actor: "cli:\(ProcessInfo.processInfo.userName)",
+                                  prober: ChildMediaProbe.prober(executable: ProbeCommand.executable))
+        configured.digests = digests.compactMap(DigestAlgorithm.init(rawValue:)).filter { $0 != .sha256 }
+        let ingestor = configured
         let walker = SourceWalker(followSymlinks: followSymlinks)
         let (files, refused) = walker.expand(paths)
         var entries: [Entry] = []

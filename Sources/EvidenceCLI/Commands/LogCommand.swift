@@ -177,8 +177,10 @@ struct LogCommand: AsyncParsableCommand {
             a C2SP tlog-checkpoint: origin, size, base64 root); its token is over the checkpoint's
             SHA-256. This lists them oldest first, each with the RFC 9162 §2.1.4 consistency proof
             from the previous checkpoint, computed from the log as it is now: anyone holding two
-            checkpoints can check with it that the later tree extends the earlier one (the log
-            was only appended to). `evidence log verify` checks the same proofs and the roots.
+            checkpoints (the anchor_archive copies, say) but not the events can check with it that
+            the later tree extends the earlier one (the log was only appended to). `evidence log
+            verify` recomputes every root from the events, which implies those proofs, and checks
+            them as such a holder would.
             Exit codes: 0 listed · 1 a checkpoint no longer matches the log · 2 usage error.
             """)
         )
@@ -271,7 +273,11 @@ enum CustodyFirst {
         guard let custody = config.custody, let notary = config.notaries[custody.anchorTSA] else { return }
         let tsa = Notaries.tsaClient(notary, logger: Logger(label: "evidence"))
         do {
-            _ = try await ChainAnchors.anchor(home, tsa: tsa, origin: custody.origin)
+            // Copied like every anchor `evidence run` makes: the bundle's checkpoint must not be
+            // the one anchor missing from anchor_archive.
+            if let made = try await ChainAnchors.anchor(home, tsa: tsa, origin: custody.origin), let account = custody.anchorArchive {
+                try? ChainAnchors.enqueueCopy(made.name, account: account, catalog: home.catalog)
+            }
         } catch {
             Output.err("warning: the custody log's newest events are not time-stamped (\(error)); the export proves those "
                        + "up to the newest earlier anchor")

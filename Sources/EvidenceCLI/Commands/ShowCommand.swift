@@ -37,6 +37,8 @@ struct ShowCommand: ParsableCommand {
         /// Cases the item is in, and its tags (replayed from their custody events).
         var cases: [String]
         var tags: [String]
+        /// Extra digests recorded at ingest (`md5`, `sha1`, `sha512` → hex); SHA-256 is the item's.
+        var digests: [String: String]
     }
 
     func run() throws {
@@ -53,14 +55,17 @@ struct ShowCommand: ParsableCommand {
         let book = try CaseCommand.book(home)
         let cases = book.cases(of: it.id)
         let tags = (book.tags[it.id] ?? []).sorted()
+        let digests = DigestAlgorithm.recorded(in: events)
         if global.json {
             Output.json(Report(item: it, objectPath: objectPath, sources: sources, proofs: proofs,
                                certificates: certificates, archived: archived, links: links, jobs: jobs, custody: events,
-                               earlierVersions: earlier.map(\.id), cases: cases, tags: tags))
+                               earlierVersions: earlier.map(\.id), cases: cases, tags: tags,
+                               digests: Dictionary(uniqueKeysWithValues: digests.map { ($0.key.rawValue, $0.value) })))
             return
         }
         Output.line("item      #\(it.id)")
         Output.line("sha256    \(it.sha256.hex)")
+        for a in DigestAlgorithm.extras { if let hex = digests[a] { Output.line(a.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0) + hex) } }
         Output.line("size      \(it.size) bytes (\(Output.bytes(it.size)))")
         Output.line("state     \(it.state.rawValue)" + (it.stateReason.map { " — \(TerminalText.escape($0))" } ?? ""))
         if let by = it.supersededBy {

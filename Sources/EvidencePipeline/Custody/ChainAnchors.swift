@@ -219,7 +219,16 @@ public enum ChainAnchors {
         let anchors = ([directory(home)] + more).flatMap { list(directory: $0) }
             .filter { seen.insert($0.name).inserted }
             .sorted { $0.seq < $1.seq }
-        let bySeq = Dictionary(events.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        // The hash the log has at a seq: found by binary search in the events, sorted by seq (a
+        // dictionary of a million copied events cost more than the rest of this check).
+        func hashAt(_ seq: Int64) -> String? {
+            var lo = 0, hi = events.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if events[mid].seq < seq { lo = mid + 1 } else { hi = mid }
+            }
+            return lo < events.count && events[lo].seq == seq ? events[lo].hash : nil
+        }
         var problems: [ChainReport.Problem] = []
         var newest: Anchor?
         var verified = Set<String>()
@@ -280,8 +289,8 @@ public enum ChainAnchors {
             }
             let stamped = a.genTime.map { " (time-stamped \(Timestamp.string($0)))" } ?? ""
             var treeAgrees = true
-            if let e = bySeq[a.seq] {
-                if e.hash != a.hash {
+            if let logged = hashAt(a.seq) {
+                if logged != a.hash {
                     problems.append(.init(seq: a.seq, detail: "differs from anchor \(name)\(stamped): the event or one before it was rewritten"))
                 }
             } else {
@@ -305,7 +314,7 @@ public enum ChainAnchors {
                                           + "\(name)\(stamped) time-stamped: an event up to #\(checkpoint.size) was edited, removed or inserted"))
                 }
             }
-            if bySeq[a.seq]?.hash == a.hash, treeAgrees { newest = a; verified.insert(a.name) }
+            if hashAt(a.seq) == a.hash, treeAgrees { newest = a; verified.insert(a.name) }
         }
         // Every anchor the log records having made must still be here (or among the copies): one
         // deleted from between others is a gap in the sequence, whatever is left around it.

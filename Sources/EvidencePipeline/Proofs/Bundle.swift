@@ -33,6 +33,9 @@ public struct BundleManifest: Codable, Sendable {
         public var state: String
         public var dateTaken: Date?
         public var media: String?
+        /// The other digests recorded at ingest (`md5`, `sha1`, `sha512` → hex), each with its
+        /// `MD5SUMS`/`SHA1SUMS`/`SHA512SUMS` in the bundle; nil when none was asked for.
+        public var digests: [String: String]?
     }
     public struct FileEntry: Codable, Sendable {
         public var path: String
@@ -123,6 +126,14 @@ public enum BundleWriter {
             files.append(.init(path: originalRel, role: "original", sha256: item.sha256.hex, size: size))
         }
 
+        // The other digests recorded at ingest, from the same read as the SHA-256 the store checks
+        // the original against: one `<tool> -c` file each (NSRL and forensic tools use them).
+        let digests = DigestAlgorithm.recorded(in: events)
+        for a in DigestAlgorithm.extras {
+            guard let hex = digests[a] else { continue }
+            try add(a.sumsFile, role: "digest-sums", data: Data("\(hex)  \(originalRel)\n".utf8))
+        }
+
         var tsaCertificates: [String: TSACertificateCopies] = [:]
         for p in proofs where p.state == .confirmed {
             guard let receipt = p.receipt else { continue }
@@ -167,7 +178,8 @@ public enum BundleWriter {
         let manifest = BundleManifest(
             format: BundleManifest.formatName,
             item: .init(id: item.id, sha256: item.sha256.hex, size: item.size, fileName: fileName, state: item.state.rawValue,
-                        dateTaken: item.dateTaken, media: item.media?.summary),
+                        dateTaken: item.dateTaken, media: item.media?.summary,
+                        digests: digests.isEmpty ? nil : Dictionary(uniqueKeysWithValues: digests.map { ($0.key.rawValue, $0.value) })),
             proofs: proofs, certificates: certificates.map(\.origin), custodyHead: events.last?.hash,
             custodyCheckpoint: anchored?.anchored, files: files, generatedAt: Date())
         try add("manifest.json", role: "manifest", data: try CanonicalJSON.encoder(pretty: true).encode(manifest))
@@ -284,6 +296,19 @@ public enum BundleWriter {
 
 
         """
+        let others = DigestAlgorithm.extras.filter { m.item.digests?[$0.rawValue] != nil }
+        if !others.isEmpty {
+            s += """
+               The other digests recorded when it was taken in (for NSRL and forensic tools), from the
+               same read; each line must print `OK`:
+
+
+            """
+            for a in others {
+                s += "           \(a.tool) -c \(a.sumsFile)      # \(a.label) \(m.item.digests?[a.rawValue] ?? "")\n"
+            }
+            s += "\n\n"
+        }
         var step = 3
         for p in m.proofs {
             let n = BundleNames.safe(p.notary)

@@ -81,34 +81,59 @@ public enum BundleCustody {
     /// event up to its size has a proof that leads from the event's leaf to its root. A bundle of
     /// the current format without a checkpoint passes with a note that nothing vouches for its events.
     static func verify(dir: String, manifest m: BundleManifest, events: [CustodyEvent], listed: [[UInt8]: String],
-                       trust: TSATrust, at: Date?) -> [BundleVerifier.Check] {
+                       trust: TSATrust, at: Date?) -> (checks: [BundleVerifier.Check], notes: [String]) {
         func read(_ rel: String) -> Data? {
             listed[Array(rel.utf8)] == nil ? nil : BundleFiles.readRegular(dir + "/" + rel)
         }
         guard let c = m.custodyCheckpoint else {
             let stray = listed.keys.filter { $0.starts(with: Array("custody/".utf8)) }
-            return stray.isEmpty ? [] : [.init(check: "custody proofs", ok: false,
-                                                detail: "custody/ holds files but the manifest names no checkpoint")]
+            if !stray.isEmpty {
+                return ([.init(check: "custody proofs", ok: false, detail: "custody/ holds files but the manifest names no checkpoint")], [])
+            }
+            // Not a failure (a home without [custody] anchors nothing), but never silent.
+            return ([], m.format == BundleManifest.formatName
+                    ? ["no time-stamped checkpoint of the custody log covers these custody events: their hashes recompute, but nothing "
+                       + "outside the bundle vouches for them (the home has no [custody] anchor_tsa, or the proofs were removed)"] : [])
         }
+        var notes: [String] = []
         var checks: [BundleVerifier.Check] = []
         guard let bytes = read("custody/checkpoint") else {
-            return [.init(check: "custody checkpoint", ok: false, detail: "custody/checkpoint missing")]
+            return ([.init(check: "custody checkpoint", ok: false, detail: "custody/checkpoint missing")], notes)
         }
         let checkpoint: Checkpoint
         do { checkpoint = try Checkpoint.parse(bytes) } catch {
-            return [.init(check: "custody checkpoint", ok: false, detail: "custody/checkpoint: \(error)")]
+            return ([.init(check: "custody checkpoint", ok: false, detail: "custody/checkpoint: \(error)")], notes)
         }
         let root64 = Data(checkpoint.root).base64EncodedString()
-        guard checkpoint.origin == c.origin, Int64(checkpoint.size) == c.size, root64 == c.root else {
-            return [.init(check: "custody checkpoint", ok: false, detail: "custody/checkpoint (\(BundleVerifier.shown(checkpoint.origin)), "
+        // Bytes, not Unicode equivalence: an NFD twin of the origin is another log's name.
+        guard Array(checkpoint.origin.utf8) == Array(c.origin.utf8), Int64(checkpoint.size) == c.size, root64 == c.root else {
+            return ([.init(check: "custody checkpoint", ok: false, detail: "custody/checkpoint (\(BundleVerifier.shown(checkpoint.origin)), "
                           + "\(checkpoint.size), \(root64)) is not the one the manifest names (\(BundleVerifier.shown(c.origin)), \(c.size), "
-                          + "\(BundleVerifier.shown(c.root)))")]
+                          + "\(BundleVerifier.shown(c.root)))")], notes)
+        }
+        // What VERIFY.md says of the anchor must be what the files say: its name, time and signer.
+        let anchorName = String(format: "%012lld", Int64(checkpoint.size)) + "-"
+        if !(c.anchor.hasPrefix(anchorName) && c.anchor.hasSuffix(".tsr") && c.anchor.utf8.count == anchorName.utf8.count + 68
+             && SHA256Digest(hex: String(c.anchor.dropFirst(anchorName.count).dropLast(4))) != nil) {
+            return ([.init(check: "custody checkpoint", ok: false,
+                           detail: "the manifest's anchor \(BundleVerifier.shown(c.anchor)) is not the name of an anchor of event #\(checkpoint.size)")], notes)
+        }
+        if c.signerCertificate != (listed[Array("custody/checkpoint-tsa.crt".utf8)] != nil) {
+            return ([.init(check: "custody checkpoint", ok: false,
+                           detail: "the manifest says custody/checkpoint-tsa.crt is \(c.signerCertificate ? "" : "not ")there; it is "
+                               + (c.signerCertificate ? "not" : ""))], notes)
         }
         // The token: over exactly these bytes, and signed by a TSA the auditor trusts.
         let imprint = SHA256Hasher.hash(bytes)
         if let token = read("custody/checkpoint.tsr") {
+            let claimed = try? TimestampVerifier.inspect(response: token, digest: imprint)
+            if let claimed, c.timeStamped.map({ abs($0.timeIntervalSince(claimed.genTime)) > 0.001 }) ?? true {
+                checks.append(.init(check: "custody checkpoint time-stamped", ok: false,
+                                    detail: "the manifest says \(c.timeStamped.map(Timestamp.string) ?? "no time"), the token "
+                                        + "\(Timestamp.string(claimed.genTime)): VERIFY.md states a time the token does not"))
+            }
             if trust.isEmpty {
-                let claim = (try? TimestampVerifier.inspect(response: token, digest: imprint)).map { "it claims \(Timestamp.string($0.genTime)), but " } ?? ""
+                let claim = claimed.map { "it claims \(Timestamp.string($0.genTime)), but " } ?? ""
                 checks.append(.init(check: "custody checkpoint time-stamped", ok: false,
                                     detail: "not verified: no trust anchor from outside the bundle; \(claim)\(BundleVerifier.noAnchorAdvice)",
                                     unproven: true))
@@ -130,6 +155,7 @@ public enum BundleCustody {
         var bad: [String] = []
         var covered = 0
         for e in events where e.seq <= Int64(checkpoint.size) {
+            guard e.seq >= 1 else { bad.append("event #\(e.seq) has no place in a log (events are numbered from 1)"); continue }
             let rel = "custody/\(e.seq).tlog-proof"
             guard let data = read(rel) else { bad.append("\(rel) missing"); continue }
             do throws(Checkpoint.FormatError) {
@@ -146,7 +172,15 @@ public enum BundleCustody {
                 bad.append("\(rel): \(error)")
             }
         }
-        let later = events.filter { $0.seq > Int64(checkpoint.size) }.count
+        let laterEvents = events.filter { $0.seq > Int64(checkpoint.size) }
+        let later = laterEvents.count
+        if later > 0 {
+            // Honest after a portal download (its own access event comes after), but it is also
+            // what an older checkpoint swapped in would show: say which events it leaves out.
+            notes.append("custody events after the checkpoint (#\(checkpoint.size)) are not covered by it: "
+                         + laterEvents.prefix(10).map { "#\($0.seq) \(BundleVerifier.shown($0.kind))" }.joined(separator: ", ")
+                         + (later > 10 ? ", …" : ""))
+        }
         if let script = read("custody/check.py"), script == Data(Self.script.utf8) {} else {
             bad.append("custody/check.py is missing or not the script this software writes: do not run it")
         }
@@ -154,7 +188,7 @@ public enum BundleCustody {
                             detail: bad.isEmpty ? "\(covered) event(s) proven in the tree of \(checkpoint.size) (RFC 9162 inclusion proofs)"
                                 + (later > 0 ? "; \(later) newer event(s) after the checkpoint, not covered" : "")
                                 : bad.map(BundleVerifier.shown).joined(separator: "; ")))
-        return checks
+        return (checks, notes)
     }
 
     /// `custody/check.py`: the same for every bundle (nothing of the item is in it).
@@ -172,13 +206,17 @@ public enum BundleCustody {
     with open("custody/checkpoint", "rb") as f:
         checkpoint = f.read()
     lines = checkpoint.decode("utf-8").split("\n")
-    if len(lines) != 4 or lines[3] != "" or not lines[1].isdigit():
+    def canonical(text):
+        return text.isascii() and text.isdigit() and str(int(text)) == text
+    if len(lines) != 4 or lines[3] != "" or not canonical(lines[1]):
         sys.exit("custody/checkpoint is not a checkpoint (origin, size, base64 root)")
     origin, size, root = lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True)
+    if len(root) != 32:
+        sys.exit("custody/checkpoint: the root is not 32 bytes")
 
     def included(index, leaf, proof):
         # RFC 9162 §2.1.3.2
-        if index >= size: return False
+        if index < 0 or index >= size or any(len(p) != 32 for p in proof): return False
         fn, sn, r = index, size - 1, leaf
         for p in proof:
             if sn == 0: return False
@@ -196,6 +234,8 @@ public enum BundleCustody {
     with open("custody.jsonl", "rb") as f:
         for n, line in enumerate(f, 1):
             e = json.loads(line)
+            if type(e["seq"]) is not int or e["seq"] < 1:
+                print("line %d: not an event of the log" % n); failed += 1; continue
             # The bytes an event's hash covers (UTF-8; details is the JSON text exactly as written).
             body = "evidence-custody-v1\n%d\n%s\n%s\n%s\n%s\n%s" % (
                 e["seq"], e["at"], "-" if e.get("itemID") is None else str(e["itemID"]), e["kind"], e["actor"], e["details"])

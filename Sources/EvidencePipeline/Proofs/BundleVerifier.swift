@@ -175,6 +175,28 @@ public enum BundleVerifier {
         check("original is the item's content", originalProblems.isEmpty,
               originalProblems.isEmpty ? "original/\(shown(m.item.fileName)): sha256 \(m.item.sha256), \(m.item.size) bytes" : originalProblems.joined(separator: "; "))
 
+        // 4b. The other digests (MD5SUMS, SHA1SUMS, SHA512SUMS): each names the original with the
+        //     digest the manifest gives, recomputed from the original here; the custody events must
+        //     record the same (checked with the events below).
+        let others = DigestAlgorithm.extras.filter { m.item.digests?[$0.rawValue] != nil }
+        let strayRoles = m.files.filter { $0.role == "digest-sums" && !others.map(\.sumsFile).contains($0.path) }
+        if !others.isEmpty || !strayRoles.isEmpty {
+            var bad: [String] = strayRoles.map { "\(shown($0.path)): not a digest the manifest names" }
+            let recomputed = (try? FileHasher.hash(path: dir + "/original/" + m.item.fileName, digests: others))?.digests ?? [:]
+            for a in others {
+                let hex = m.item.digests?[a.rawValue] ?? ""
+                let expectedLine = Data("\(hex)  original/\(m.item.fileName)\n".utf8)
+                if listed[Array(a.sumsFile.utf8)] == nil || BundleFiles.readRegular(dir + "/" + a.sumsFile) != expectedLine {
+                    bad.append("\(a.sumsFile) is missing or is not the one line `\(a.tool) -c` needs for the original")
+                }
+                if recomputed[a.rawValue] != hex {
+                    bad.append("the original's \(a.label) is \(recomputed[a.rawValue] ?? "unreadable"), the manifest says \(shown(hex))")
+                }
+            }
+            check("other digests", bad.isEmpty, bad.isEmpty ? others.map { "\($0.label) \(m.item.digests?[$0.rawValue] ?? "")" }.joined(separator: ", ")
+                                                            + " recomputed from the original" : bad.joined(separator: "; "))
+        }
+
         // 5. Proofs: every one the manifest lists must be confirmed, present and verify. Only an
         //    RFC 3161 token verified against an outside anchor proves anything.
         var listedStrings: [String: String] = [:]
@@ -285,7 +307,9 @@ public enum BundleVerifier {
             check("custody agrees with the manifest", problems.isEmpty,
                   problems.isEmpty ? "item #\(m.item.id), its hash and name, \(m.proofs.count) proof receipt(s), \(m.certificates.count) certificate(s) recorded"
                                    : problems.map(shown).joined(separator: "; "))
-            report.checks += BundleCustody.verify(dir: dir, manifest: m, events: events, listed: listed, trust: trust, at: at)
+            let custody = BundleCustody.verify(dir: dir, manifest: m, events: events, listed: listed, trust: trust, at: at)
+            report.checks += custody.checks
+            report.notes += custody.notes
             // A time-stamp bounds when the content existed; nothing bounds the times of events
             // before it, which anyone who can write the catalog could have back-dated.
             for e in events {
@@ -353,6 +377,13 @@ public enum BundleVerifier {
                     && (p.remoteID == nil || e.details["remote_id"] == p.remoteID)
             }
             if !recorded { problems.append("no notary-confirmed event of \(p.notary) with the receipt \(listed[file]?.prefix(16) ?? "-")… of \(file)") }
+        }
+        // The other digests: as recorded when the content was taken in.
+        let recorded = DigestAlgorithm.recorded(in: events)
+        for a in DigestAlgorithm.extras where m.item.digests?[a.rawValue] != nil || recorded[a] != nil {
+            if m.item.digests?[a.rawValue] != recorded[a] {
+                problems.append("the manifest's \(a.label) \(m.item.digests?[a.rawValue] ?? "-") is not the one recorded at ingest (\(recorded[a] ?? "none"))")
+            }
         }
         for origin in m.certificates {
             let rel = "certificates/\(BundleNames.safe(origin)).pdf"

@@ -12,7 +12,8 @@ public enum EvidenceCertificateMaker {
     /// from the token: `signers(home:proofs:)`), whose fingerprint the certificate prints.
     public static func content(item: Item, sources: [SourceSighting], proofs: [Proof], custodyHead: String?,
                                tsaSigners: [String: TSACertificates.Info] = [:], labels: CertificateLabels = .init(),
-                               timezone: LocalTime = .utc, poster: PosterFrames.Made? = nil, now: Date = Date()) -> CertificateContent {
+                               timezone: LocalTime = .utc, poster: PosterFrames.Made? = nil, digests: [DigestAlgorithm: String] = [:],
+                               now: Date = Date()) -> CertificateContent {
         let fileName = sources.first?.name ?? item.sha256.hex
         let shown = proofs.map { p -> CertificateContent.Proof in
             switch p.kind {
@@ -61,6 +62,7 @@ public enum EvidenceCertificateMaker {
                                          ingestedAt: item.createdAt, itemID: item.id, proofs: shown,
                                          verifyCommands: commands, custodyHead: custodyHead, generatedAt: now)
         content.verifyNotes = notes
+        content.otherDigests = DigestAlgorithm.extras.compactMap { a in digests[a].map { CertificateContent.Label(a.label, $0) } }
         content.labels = labels.printed.map { CertificateContent.Label($0.0, $0.1) }
         content.timezone = timezone
         if let p = poster { content.poster = .init(png: p.png, width: p.width, height: p.height) }
@@ -83,10 +85,11 @@ public enum EvidenceCertificateMaker {
                             poster: PosterFrames.Made? = nil) throws -> Certificate {
         let sources = try home.catalog.sources(itemID: item.id)
         let proofs = try home.catalog.proofs(itemID: item.id)
-        let head = try home.catalog.events(itemID: item.id).last?.hash
-        let pdf = try CertificateRenderer.render(content(item: item, sources: sources, proofs: proofs, custodyHead: head,
+        let events = try home.catalog.events(itemID: item.id)
+        let pdf = try CertificateRenderer.render(content(item: item, sources: sources, proofs: proofs, custodyHead: events.last?.hash,
                                                          tsaSigners: signers(home: home, proofs: proofs),
-                                                         labels: labels, timezone: timezone, poster: poster))
+                                                         labels: labels, timezone: timezone, poster: poster,
+                                                         digests: DigestAlgorithm.recorded(in: events)))
         let stored = try home.store.put(pdf)
         return Certificate(itemID: item.id, origin: "evidence", sha256: stored.digest, size: Int64(pdf.count))
     }

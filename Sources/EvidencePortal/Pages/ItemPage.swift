@@ -17,10 +17,15 @@ enum ItemPage {
         }
         let tz = d.timezone
         let taken: String = Show.local(it.dateTaken, tz) + (it.dateTaken == nil ? "" : it.media?.creationTime != nil ? " (media creation time)" : " (file modification time)")
+        let recorded = DigestAlgorithm.recorded(in: d.events)
+        let others = HTML.join(DigestAlgorithm.extras.compactMap { a -> HTML? in
+            recorded[a].map { hex -> HTML in "<dt>\(a.label)</dt><dd>\(Layout.mono(hex))</dd>" }
+        }, separator: "\n")
         let facts: HTML = """
             <dl class="facts" id="facts">
             <dt>State</dt><dd>\(Layout.badges(it))\(reason)</dd>
             <dt>SHA-256</dt><dd>\(Layout.mono(it.sha256.hex))</dd>
+            \(others)
             <dt>Size</dt><dd>\(Show.bytes(it.size))</dd>
             <dt>Media</dt><dd>\(media)</dd>
             <dt>Taken</dt><dd>\(taken)</dd>
