@@ -54,11 +54,15 @@ struct BadInputMatrixCLITests {
     final class CatalogLock {
         let helper: Helper
         init(_ catalog: String) throws {
-            helper = try Helper(["sqlite3", catalog])
+            // -bail and a busy timeout: a BEGIN that met the service's own write (a running
+            // `evidence run` writes at start) waits for it, and one that still fails stops sqlite3
+            // before the marker, instead of going on without the lock (the test then saw the
+            // dropped file recorded "while locked").
+            helper = try Helper(["sqlite3", "-bail", catalog])
             let marker = catalog + ".locked-marker"
             unlink(marker)
-            helper.send("BEGIN EXCLUSIVE;\n.output \(marker)\nSELECT 'locked';\n.output stdout\n")
-            #expect(waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: marker) })
+            helper.send(".timeout 20000\nBEGIN EXCLUSIVE;\n.output \(marker)\nSELECT 'locked';\n.output stdout\n")
+            #expect(waitUntil(timeout: 30) { FileManager.default.fileExists(atPath: marker) }, "sqlite3 did not get the catalog's lock")
             unlink(marker)
         }
         func release() {
