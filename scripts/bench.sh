@@ -212,19 +212,24 @@ if want run; then
   kill -TERM "$runpid"; wait "$runpid" || true
 fi
 
+# The sandbox (its openssl TSA) in folder $1, port chosen by the kernel: sets sandbox_pid and
+# sandbox_url once it listens, and saves its CA as $1/ca.pem.
+sandbox_up() {
+  "$(dirname "$bin")/evidence-sandbox" --state-dir "$1/sandbox" --port 0 --pending-seconds 0 >"$1/sandbox.out" 2>"$1/sandbox.log" &
+  sandbox_pid=$!
+  for _ in $(seq 100); do grep -q "^listening on " "$1/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+  sandbox_url=$(sed -n 's/^listening on //p' "$1/sandbox.out" | head -1)
+  curl -sf -o "$1/ca.pem" "$sandbox_url/tsa/ca.pem"
+}
+
 # 6b. RFC 4998 batching: BENCH_TSA_FILES small files dropped at once into `evidence run` whose rule
 # has one rfc3161 notary (the sandbox's openssl TSA, batch = "2s", the default): the TSA requests
 # the sandbox counted against one per file (batch = "0s", the reference), and the time from the
 # drop to every item confirmed.
 tsa_files=${BENCH_TSA_FILES:-2000}
 if want tsa; then
-  sandbox_bin="$(dirname "$bin")/evidence-sandbox"
   tsa_dir="$work/tsa"; mkdir -p "$tsa_dir/drop" "$tsa_dir/rules" "$tsa_dir/src"
-  "$sandbox_bin" --state-dir "$tsa_dir/sandbox" --port 0 --pending-seconds 0 >"$tsa_dir/sandbox.out" 2>"$tsa_dir/sandbox.log" &
-  sandboxpid=$!
-  for _ in $(seq 100); do grep -q "^listening on " "$tsa_dir/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-  tsa_url=$(sed -n 's/^listening on //p' "$tsa_dir/sandbox.out" | head -1)
-  curl -sf -o "$tsa_dir/ca.pem" "$tsa_url/tsa/ca.pem"
+  sandbox_up "$tsa_dir"; sandboxpid=$sandbox_pid; tsa_url=$sandbox_url
   printf '[notaries.tsa]\nkind = "rfc3161"\nurls = ["%s/tsa"]\nca_file = "%s"\nbatch = "2s"\n' "$tsa_url" "$tsa_dir/ca.pem" > "$tsa_dir/evidence.toml"
   printf 'path = "%s"\nsettle = "0s"\nnotary = ["tsa"]\n' "$tsa_dir/drop" > "$tsa_dir/rules/bench.toml"
   for i in $(seq -w 1 "$tsa_files"); do head -c 1024 /dev/urandom > "$tsa_dir/src/t$i.bin"; done
@@ -303,13 +308,8 @@ fi
 # (`python3 custody/check.py` and `evidence verify DIR --trust`): its proofs have ⌈log₂ n⌉ hashes.
 custody_events=${BENCH_CUSTODY_EVENTS:-1000000}
 if want custody; then
-  sandbox_bin="$(dirname "$bin")/evidence-sandbox"
   cu="$work/custody"; mkdir -p "$cu"
-  "$sandbox_bin" --state-dir "$cu/sandbox" --port 0 --pending-seconds 0 >"$cu/sandbox.out" 2>"$cu/sandbox.log" &
-  cusandbox=$!
-  for _ in $(seq 100); do grep -q "^listening on " "$cu/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-  cu_url=$(sed -n 's/^listening on //p' "$cu/sandbox.out" | head -1)
-  curl -sf -o "$cu/ca.pem" "$cu_url/tsa/ca.pem"
+  sandbox_up "$cu"; cusandbox=$sandbox_pid; cu_url=$sandbox_url
   printf '[notaries.tsa]\nkind = "rfc3161"\nurls = ["%s/tsa"]\nca_file = "%s"\n\n[custody]\nanchor_tsa = "tsa"\n' "$cu_url" "$cu/ca.pem" > "$cu/evidence.toml"
   cuev() { "$bin" --config "$cu/evidence.toml" --home "$cu/home" "$@"; }
   head -c 10000 /dev/urandom > "$cu/exhibit.bin"; head -c 10000 /dev/urandom > "$cu/viewed.bin"
@@ -331,7 +331,8 @@ with db:
     db.executemany("INSERT INTO custody_event (seq, item_id, at, kind, actor, details, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?)", rows)
 open(home + "/custody.head", "w").write("%d %s\n" % (total, prev))
 PY
-  cuev log anchor >/dev/null
+  t0=$(now); cuev log anchor >/dev/null; t_cuanchor=$(echo "$(now) - $t0" | bc -l)
+  cu_tsa=$(curl -sf "$cu_url/_sandbox/counters" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timestamps"])')
   cu_events=$(sqlite3 "$cu/home/catalog.sqlite" "SELECT count(*) FROM custody_event")
   t_logverify=$( { /usr/bin/time -f "%e %M" "$bin" --config "$cu/evidence.toml" --home "$cu/home" log verify >"$cu/verify.out"; } 2>&1 | tail -1)
   rss_logverify=$(echo "$t_logverify" | awk '{printf "%.0f", $2/1024}'); t_logverify=$(echo "$t_logverify" | awk '{print $1}')
@@ -434,6 +435,7 @@ if want link; then printf "%-52s %s %10s\n" "upload ${link_mb} MiB over a ${link
 if want link && [ "$link_row" != "-" ]; then printf "%-52s %8.1fMb/s %8.1fMb/s %10s %10s\n" "  the same with --read-back (the bytes cross twice)" "$link_mbit_rb" "$link_mbit_rc" "$(fmt "$(echo "$t_link_rc / $t_link_rb" | bc -l)")" "-"; fi
 if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "log verify of ${cu_events} custody events (tree + anchor)" "$(fmt "$t_logverify")" "-" "-" "<= 10 s"; fi
 if want custody; then printf "%-52s %10sMB %12s %10s %10s\n" "  its peak RSS" "$rss_logverify" "-" "-" "-"; fi
+if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  anchoring it: checkpoint + ${cu_tsa} TSA request(s)" "$(fmt "$t_cuanchor")" "-" "-" "-"; fi
 if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  bundle from it: write; proofs of ${cu_proof} hashes" "$(fmt "$t_cubundle")" "-" "-" "-"; fi
 if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  bundle from it: python3 custody/check.py (offline)" "$(fmt "$t_cucheck")" "-" "-" "-"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"; fi
