@@ -29,18 +29,18 @@ extension Loopback {
             defer { server.stop() }
             let client = makeClient { $0.maxConcurrentTransfers = 8 }
 
-            let (statuses, elapsed) = await timed {
-                await withTaskGroup(of: Int.self) { group in
-                    for _ in 0..<8 {
-                        group.addTask { (try? await client.send(HTTPRequest(url: server.url("/slow"))))?.status ?? -1 }
-                    }
-                    return await group.reduce(into: []) { $0.append($1) }
+            let statuses = await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { (try? await client.send(HTTPRequest(url: server.url("/slow"))))?.status ?? -1 }
                 }
+                return await group.reduce(into: []) { $0.append($1) }
             }
 
             #expect(statuses == Array(repeating: 200, count: 8))
+            // The server's own count: all 8 were in flight at once, which 2 blocked cooperative
+            // threads could not do (at most 2). A wall-clock bound said the same and failed on a
+            // loaded machine (3.76 s against 3.5 s in a fresh-clone run).
             #expect(server.peakInFlight("/slow") == 8)
-            #expect(elapsed < 3.5, "8 transfers of 1 s took \(elapsed)s")  // 4 s if only 2 ran at a time
         }
 
         @Test func totalTimeoutAbortsAServerThatNeverAnswers() async throws {
