@@ -78,7 +78,7 @@ public enum Hex {
 
     static func isHexDigit(_ c: UInt8) -> Bool { value(c) != nil }
     /// A lowercase hex digit (what every digest this tool writes is made of).
-    public static func isHexDigitPublic(_ c: UInt8) -> Bool { (0x30...0x39).contains(c) || (0x61...0x66).contains(c) }
+    public static func isLowercaseHexDigit(_ c: UInt8) -> Bool { (0x30...0x39).contains(c) || (0x61...0x66).contains(c) }
 
     private static func value(_ c: UInt8) -> UInt8? {
         switch c {

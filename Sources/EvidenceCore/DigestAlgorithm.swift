@@ -47,7 +47,7 @@ public enum DigestAlgorithm: String, CaseIterable, Sendable, Codable {
         for e in events where e.is(.ingested) || e.is(.seenAgain) {
             let d = e.fields
             for a in extras where out[a] == nil {
-                if let hex = d[a.rawValue], hex.utf8.count == a.byteCount * 2, hex.utf8.allSatisfy({ Hex.isHexDigitPublic($0) }) {
+                if let hex = d[a.rawValue], hex.utf8.count == a.byteCount * 2, hex.utf8.allSatisfy({ Hex.isLowercaseHexDigit($0) }) {
                     out[a] = hex
                 }
             }

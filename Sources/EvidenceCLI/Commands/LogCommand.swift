@@ -213,7 +213,7 @@ struct LogCommand: AsyncParsableCommand {
             let hashes = try home.catalog.eventHashes(through: Int64(largest))
             let hasher = MerkleHasher()
             var tree = MerkleTree()
-            for h in hashes { tree.append(eventHash: Hex.decode(h.hash).flatMap { $0.count == 32 ? $0 : nil } ?? [UInt8](repeating: 0, count: 32), hasher: hasher) }
+            for h in hashes { tree.append(eventHash: ChainAnchors.leafInput(h.hash), hasher: hasher) }
             var entries: [Entry] = []
             var mismatched: [String] = []
             var previous: Checkpoint?

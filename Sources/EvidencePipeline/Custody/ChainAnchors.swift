@@ -170,17 +170,31 @@ public enum ChainAnchors {
         do { hashes = try home.catalog.eventHashes(through: head.seq) } catch { throw .catalog(error) }
         var tree = MerkleTree.Accumulator()
         let hasher = MerkleHasher()
-        for (i, h) in hashes.enumerated() {
-            guard h.seq == Int64(i + 1), let d = Hex.decode(h.hash), d.count == 32 else {
-                throw .write("the custody log is not whole (event #\(i + 1) is missing or damaged): not anchored; run `evidence log verify`")
-            }
-            tree.append(eventHash: d, hasher: hasher)
+        if let bad = forEachLeafOfWholeLog(hashes, { tree.append(eventHash: $0, hasher: hasher) }) {
+            throw .write("the custody log is not whole (event #\(bad) is missing or damaged): not anchored; run `evidence log verify`")
         }
         guard Int64(tree.count) == head.seq else {
             throw .write("the custody log has \(tree.count) events up to #\(head.seq): not anchored; run `evidence log verify`")
         }
         return Checkpoint(origin: origin ?? defaultOrigin(firstEventHash: hashes.first?.hash ?? head.hash),
                           size: tree.count, root: tree.root(hasher: hasher))
+    }
+
+    /// Feeds `body` each event's 32-byte hash, in order, for a tree that must be the log's own:
+    /// events #1, #2, … without a gap, every hash 64 hex digits. Returns the first seq where that
+    /// fails (nil: all fed). What an anchor stamps and a bundle proves from.
+    static func forEachLeafOfWholeLog(_ hashes: [(seq: Int64, hash: String)], _ body: ([UInt8]) -> Void) -> Int64? {
+        for (i, h) in hashes.enumerated() {
+            guard h.seq == Int64(i + 1), let d = Hex.decode(h.hash), d.count == 32 else { return Int64(i + 1) }
+            body(d)
+        }
+        return nil
+    }
+
+    /// An event's hash as the tree's input when the log is only being checked: a hash that is not
+    /// 64 hex digits stands as zeros, keeping every later leaf in its place (the chain check names it).
+    public static func leafInput(_ hash: String) -> [UInt8] {
+        Hex.decode(hash).flatMap { $0.count == 32 ? $0 : nil } ?? [UInt8](repeating: 0, count: 32)
     }
 
     /// The checkpoints' origin line when `[custody] origin` does not name the log: unique to this
@@ -238,8 +252,7 @@ public enum ChainAnchors {
         let hasher = MerkleHasher()
         var tree = MerkleTree()
         if anchors.contains(where: { FileManager.default.fileExists(atPath: $0.checkpointFile) }) {
-            let damaged = [UInt8](repeating: 0, count: 32)   // an event whose hash is not hex: the chain check names it
-            for e in events { tree.append(eventHash: Hex.decode(e.hash).flatMap { $0.count == 32 ? $0 : nil } ?? damaged, hasher: hasher) }
+            for e in events { tree.append(eventHash: leafInput(e.hash), hasher: hasher) }
         }
         var previousCheckpoint: Checkpoint?
         for var a in anchors {

@@ -49,11 +49,8 @@ public enum BundleCustody {
             let hashes = try home.catalog.eventHashes(through: anchor.seq)
             let hasher = MerkleHasher()
             var tree = MerkleTree()
-            for (i, h) in hashes.enumerated() {
-                guard h.seq == Int64(i + 1), let d = Hex.decode(h.hash), d.count == 32 else {
-                    throw BundleError.io(home.catalog.location, "custody event #\(i + 1) is missing or damaged: run `evidence log verify`")
-                }
-                tree.append(eventHash: d, hasher: hasher)
+            if let bad = ChainAnchors.forEachLeafOfWholeLog(hashes, { tree.append(eventHash: $0, hasher: hasher) }) {
+                throw BundleError.io(home.catalog.location, "custody event #\(bad) is missing or damaged: run `evidence log verify`")
             }
             guard tree.count == checkpoint.size, tree.root(size: checkpoint.size, hasher: hasher) == checkpoint.root else {
                 throw BundleError.io(anchor.checkpointFile, "the custody log no longer has the tree this anchor time-stamped: run `evidence log verify`")
