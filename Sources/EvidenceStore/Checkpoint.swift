@@ -1,3 +1,4 @@
+import EvidenceCore
 import Foundation
 
 /// A C2SP `tlog-checkpoint` body: the custody tree at one size.
@@ -40,9 +41,9 @@ public struct Checkpoint: Equatable, Sendable {
         guard text.hasSuffix("\n") else { throw FormatError("a checkpoint ends with a newline") }
         let lines = text.dropLast().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard lines.count == 3 else { throw FormatError("a checkpoint has 3 lines (origin, size, root), not \(lines.count)") }
-        guard validOrigin(lines[0]) else { throw FormatError("the origin line \"\(lines[0].prefix(80))\" is not a log name") }
+        guard validOrigin(lines[0]) else { throw FormatError("the origin line \"\(TerminalText.escape(String(lines[0].prefix(80))))\" is not a log name") }
         guard let size = Int(lines[1]), size >= 0, String(size) == lines[1] else {
-            throw FormatError("the size line \"\(lines[1].prefix(40))\" is not a decimal number")
+            throw FormatError("the size line \"\(TerminalText.escape(String(lines[1].prefix(40))))\" is not a decimal number")
         }
         guard let root = Data(base64Encoded: lines[2]), root.count == 32, root.base64EncodedString() == lines[2] else {
             throw FormatError("the root line is not the base64 of 32 bytes")
@@ -98,7 +99,7 @@ public struct TlogProof: Equatable, Sendable {
         var hashes: [[UInt8]] = []
         for line in lines {
             guard let h = Data(base64Encoded: line), h.count == 32 else {
-                throw Checkpoint.FormatError("tlog-proof: \"\(line.prefix(60))\" is not the base64 of a 32-byte hash")
+                throw Checkpoint.FormatError("tlog-proof: \"\(TerminalText.escape(String(line.prefix(60))))\" is not the base64 of a 32-byte hash")
             }
             hashes.append([UInt8](h))
         }

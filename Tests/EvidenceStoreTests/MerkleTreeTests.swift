@@ -122,6 +122,10 @@ private enum Reference {
                     String(c.text.dropLast())] {
             #expect(throws: Checkpoint.FormatError.self, "\(bad.debugDescription)") { try Checkpoint.parse(Data(bad.utf8)) }
         }
+        // The refusal quotes the hostile line with its control characters escaped (it reaches a terminal).
+        var quoted = ""
+        do { _ = try Checkpoint.parse(Data("a\u{1b}[2Jb\n9\n\(c.text.split(separator: "\n")[2])\n".utf8)) } catch { quoted = error.description }
+        #expect(quoted.contains("is not a log name") && !quoted.contains("\u{1b}"), "\(quoted.debugDescription)")
         for bad in [text.replacingOccurrences(of: "index 3", with: "index 03"), text.replacingOccurrences(of: "@v1", with: "@v2"),
                     text.replacingOccurrences(of: "\n\n", with: "\n"), text.replacingOccurrences(of: "index 3\n", with: "index 3\n!!!!\n")] {
             #expect(throws: Checkpoint.FormatError.self, "\(bad.debugDescription)") { try TlogProof.parse(Data(bad.utf8)) }

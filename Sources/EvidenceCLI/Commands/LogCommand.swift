@@ -233,7 +233,7 @@ struct LogCommand: AsyncParsableCommand {
                 Output.line("no anchored checkpoints yet (`evidence log anchor` makes one)")
             } else {
                 for e in entries {
-                    Output.line("\(e.anchor): \(e.origin), \(e.size) events, root \(e.root)"
+                    Output.line("\(e.anchor): \(TerminalText.escape(e.origin)), \(e.size) events, root \(e.root)"
                                 + (e.from.map { " (consistent with \($0): \(e.consistency?.count ?? 0) hashes)" } ?? ""))
                 }
             }
