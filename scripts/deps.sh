@@ -40,4 +40,13 @@ if ! "$dropbox_venv/bin/python" -c 'import dropbox, sys; sys.exit(dropbox.__vers
   python3 -m venv "$dropbox_venv"
   "$dropbox_venv/bin/pip" install -q 'dropbox==12.2.4'
 fi
+# The OpenTimestamps reference client (PyPI opentimestamps-client, with python-opentimestamps
+# and python-bitcoinlib): `ots info` and scripts/oracles/ots_check.py read our .ots proofs in
+# the tests, and the same library drives the sandbox's calendars as a client. Pinned.
+ots_venv="${XDG_CACHE_HOME:-$HOME/.cache}/evidence/ots"
+if ! "$ots_venv/bin/ots" --version 2>&1 | grep -qx 'v0.7.2'; then
+  echo "deps: installing opentimestamps-client==0.7.2 into $ots_venv" >&2
+  python3 -m venv "$ots_venv"
+  "$ots_venv/bin/pip" install -q 'opentimestamps-client==0.7.2'
+fi
 command -v swift >/dev/null || { echo "deps: swift is not on PATH (Swift 6.1 or later is needed)" >&2; exit 2; }

@@ -69,11 +69,12 @@ enum ConfigFileParser {
     }
 
     static func notary(_ r: TOMLReader, _ t: TOMLTableRef, name: String) throws(ConfigError) -> NotaryConfig {
-        let kind = try r.require(r.choice(t, "kind", NotaryKind.self), t, "kind", hint: " (qed | rfc3161)")
+        let kind = try r.require(r.choice(t, "kind", NotaryKind.self), t, "kind", hint: " (qed | rfc3161 | opentimestamps)")
         var allowed: Set<String> = HTTPTimeouts.keys.union(["kind", "poll_first", "poll_max", "tls_ca_file"])
         switch kind {
         case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
         case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256", "allow_many_roots", "batch", "renew_before"])
+        case .opentimestamps: allowed.formUnion(["calendars", "min_calendars", "upgrade_urls", "headers_url", "batch"])
         }
         try r.checkKeys(t, allowed: allowed)
         var n = NotaryConfig(name: name, kind: kind)
@@ -112,6 +113,34 @@ enum ConfigFileParser {
             if n.caFile == nil && n.tsaCertSHA256.isEmpty {
                 throw r.error(t.path + ["ca_file"], "missing required field (the TSA's CA certificate, PEM, obtained from the TSA; "
                     + "or tsa_cert_sha256 = the SHA-256 fingerprint of its signing certificate): without it no token's signature can be verified")
+            }
+        case .opentimestamps:
+            func urlList(_ key: String, required: Bool) throws(ConfigError) -> [String] {
+                let list = required ? try r.require(r.stringArray(t, key), t, key, hint: " (the calendars' URLs)") : try r.stringArray(t, key) ?? []
+                if required && list.isEmpty { throw r.error(t.path + [key], "must list at least one calendar URL") }
+                for (i, u) in list.enumerated() {
+                    if let problem = TOMLReader.urlProblem(u) { throw r.error(t.path + [key], problem, element: i) }
+                    if !OTSURI.isValid(u) {
+                        throw r.error(t.path + [key], "\"\(u.prefix(100))\": a calendar URL may hold only letters, digits and -._/: "
+                                      + "(what an OpenTimestamps proof can name)", element: i)
+                    }
+                }
+                return list
+            }
+            n.calendars = try urlList("calendars", required: true)
+            n.upgradeURLs = try urlList("upgrade_urls", required: false)
+            let headers = try r.require(r.string(t, "headers_url"), t, "headers_url",
+                                        hint: " (an Esplora-style block header source you trust, e.g. https://blockstream.info/api)")
+            if let problem = TOMLReader.urlProblem(headers) { throw r.error(t.path + ["headers_url"], problem) }
+            n.headersURL = headers
+            let minimum = try r.int(t, "min_calendars", range: 1...max(1, n.calendars.count)) ?? min(2, n.calendars.count)
+            guard minimum >= 1, minimum <= n.calendars.count else {
+                throw r.error(t.path + ["min_calendars"], "must be 1…\(n.calendars.count) (how many of the \(n.calendars.count) calendars must answer)")
+            }
+            n.minCalendars = minimum
+            n.batch = try r.duration(t, "batch") ?? n.batch
+            guard n.batch <= 3600 else {
+                throw r.error(t.path + ["batch"], "must be at most 1h (a longer window only delays every proof)")
             }
         }
         return n

@@ -12,6 +12,13 @@
 ///   share one time-stamp over their hash tree, each with its own RFC 4998 evidence record
 ///   (`0s`: one token per item); `renew_before` (duration, default 180d): time-stamp renewal of
 ///   proofs whose newest token's signing certificate expires within it
+/// - `opentimestamps`: `calendars` (non-empty list of calendar URLs), `min_calendars` (default
+///   2, or 1 with one calendar: how many must answer a submission), `upgrade_urls` (further
+///   calendar URLs a proof's pending attestations may be upgraded from; the calendars' own are
+///   always allowed, no other URL a proof names is ever contacted), `headers_url` (required: an
+///   Esplora-style source of Bitcoin block headers the operator trusts; a Bitcoin attestation
+///   counts only when its message is the merkle root of that source's header), `batch` (duration,
+///   default 2s, more than 0: items of one window share one submission of their tree's root)
 /// File paths are absolute (resolved relative to the config file's directory).
 public struct NotaryConfig: Sendable, Equatable {
     public var name: String
@@ -40,6 +47,14 @@ public struct NotaryConfig: Sendable, Equatable {
     /// `renew_before`: how long before the signing certificate of a proof's newest time-stamp
     /// expires it is renewed (RFC 4998 §5.2). Default 180 days.
     public var renewBefore: Double = 180 * 86_400
+    /// `calendars` of an opentimestamps notary.
+    public var calendars: [String] = []
+    /// `upgrade_urls`: further calendars a pending attestation may be upgraded from.
+    public var upgradeURLs: [String] = []
+    /// `headers_url`: the Esplora-style block header source Bitcoin attestations are checked against.
+    public var headersURL: String?
+    /// `min_calendars`: how many calendars must answer a submission.
+    public var minCalendars = 1
 
     public init(
         name: String, kind: NotaryKind, baseURL: String? = nil, apiKeyEnv: String? = nil,
@@ -66,10 +81,21 @@ public struct NotaryConfig: Sendable, Equatable {
     }
 }
 
-/// `kind` of a notary: `qed` (REST) or `rfc3161` (time-stamp authority).
+/// `kind` of a notary: `qed` (REST), `rfc3161` (time-stamp authority) or `opentimestamps`
+/// (calendars, then Bitcoin).
 public enum NotaryKind: String, Sendable, Equatable, CaseIterable {
     case qed
     case rfc3161
+    case opentimestamps
+}
+
+/// What a URL in an OpenTimestamps proof may hold (the format's own rule: letters, digits and
+/// `-._/:`, at most 1000 bytes): a calendar whose URL could not be named in a proof cannot be used.
+public enum OTSURI {
+    static let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._/:".utf8)
+    public static func isValid(_ uri: String) -> Bool {
+        !uri.isEmpty && uri.utf8.count <= 1000 && uri.utf8.allSatisfy { allowed.contains($0) }
+    }
 }
 
 extension EvidenceConfig {

@@ -8,15 +8,38 @@ public enum ProofKind: String, Codable, Sendable, CaseIterable {
     /// An RFC 4998 evidence record: the item's reduced hash tree in a batch and the batch's
     /// RFC 3161 token over the tree's root (an `rfc3161` notary with `batch` > 0).
     case rfc4998
+    /// An OpenTimestamps proof (`.ots`): the item's way through its batch's tree to calendars'
+    /// commitments and on to a Bitcoin block header's merkle root.
+    case opentimestamps
 
     /// Proven by an RFC 3161 token, alone or inside an evidence record.
-    public var isTimestamp: Bool { self != .qed }
+    public var isTimestamp: Bool { self == .rfc3161 || self == .rfc4998 }
+    /// What the proof is, in words (disclosure indexes, declarations, the portal).
+    public var label: String {
+        switch self {
+        case .qed: "QED report"
+        case .rfc3161: "RFC 3161 time-stamp"
+        case .rfc4998: "RFC 4998 evidence record"
+        case .opentimestamps: "OpenTimestamps proof (Bitcoin)"
+        }
+    }
+
+    /// What a proof's `remoteID` is, in words, in `state`.
+    public func remoteIDLabel(pending: Bool) -> String {
+        switch self {
+        case .qed: "report"
+        case .rfc3161, .rfc4998: pending ? "batch" : "serial"
+        case .opentimestamps: pending ? "batch" : "block"
+        }
+    }
+
     /// The receipt's file extension: `json`, `tsr` (TimeStampResp) or `ers` (EvidenceRecord DER).
     public var receiptExtension: String {
         switch self {
         case .qed: "json"
         case .rfc3161: "tsr"
         case .rfc4998: "ers"
+        case .opentimestamps: "ots"
         }
     }
 }

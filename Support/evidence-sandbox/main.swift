@@ -54,6 +54,9 @@ struct EvidenceSandbox: AsyncParsableCommand {
     @Flag(help: "QED lists every report whatever ?hash= asks (a server without that filter).")
     var qedIgnoreHashFilter = false
 
+    @Option(help: "Seconds before an OpenTimestamps calendar's commitment is mined into a sandbox Bitcoin block (when it is asked for).")
+    var otsConfirm: Double = 0
+
     @Option(help: "Probability (0…1) of answering a request with 500, 502 or 503.")
     var failRate: Double = 0
 
@@ -97,6 +100,7 @@ struct EvidenceSandbox: AsyncParsableCommand {
         guard (0...1).contains(dropRate) else { throw ValidationError("--drop-rate must be between 0 and 1") }
         guard (0...1).contains(spikeRate) else { throw ValidationError("--spike-rate must be between 0 and 1") }
         do { _ = try DurationText.seconds(spike) } catch { throw ValidationError("--spike: \(error)") }
+        guard otsConfirm >= 0 else { throw ValidationError("--ots-confirm must not be negative") }
         guard pendingSeconds >= 0 else { throw ValidationError("--pending-seconds must not be negative") }
         guard rateLimit >= 0 else { throw ValidationError("--rate-limit must not be negative") }
         guard faultPaths.allSatisfy({ $0.hasPrefix("/") }) else { throw ValidationError("--fault-path must start with /") }
@@ -124,9 +128,11 @@ struct EvidenceSandbox: AsyncParsableCommand {
             faultPathPrefixes: faultPaths.isEmpty ? ["/v1/"] : faultPaths, seed: seed, tokenLifetime: tokenLifetime,
             owncloudFlavour: OwnCloudFlavour(rawValue: owncloudFlavour) ?? .owncloud,
             qedListShape: QEDEmulator.ListShape(rawValue: qedList) ?? .paginated, qedIgnoresHashFilter: qedIgnoreHashFilter)
+        var withOTS = options
+        withOTS.otsConfirmSeconds = otsConfirm
         let server: SandboxServer
         do {
-            server = try SandboxServer(options: options)
+            server = try SandboxServer(options: withOTS)
         } catch {
             logger.error("cannot start: \(error)")
             throw ExitCode(1)

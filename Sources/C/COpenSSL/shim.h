@@ -9,6 +9,7 @@ static inline const EVP_MD *evidence_evp_sha256(void) { return EVP_sha256(); }
 static inline const EVP_MD *evidence_evp_sha1(void) { return EVP_sha1(); }
 static inline const EVP_MD *evidence_evp_md5(void) { return EVP_md5(); }
 static inline const EVP_MD *evidence_evp_sha512(void) { return EVP_sha512(); }
+static inline const EVP_MD *evidence_evp_ripemd160(void) { return EVP_ripemd160(); }
 #endif
 
 /* Not OpenSSL, but the store is the only module that needs it and it lives beside the

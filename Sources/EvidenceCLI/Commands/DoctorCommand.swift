@@ -164,6 +164,13 @@ struct DoctorCommand: AsyncParsableCommand {
                         let local = asked.addingTimeInterval(answered.timeIntervalSince(asked) / 2)
                         tsaSkews.append((name, local.timeIntervalSince(token.genTime)))
                         c.detail = "time-stamp from \(url), serial \(token.serial), signature and chain verified against \(client.trust.summary)"
+                    case .opentimestamps(let client):
+                        let probe = SHA256Hasher.hash(Data("evidence doctor probe \(Date())".utf8))
+                        let (_, answered) = try await client.submit(Hex.decode(probe.hex) ?? [])
+                        let tip = try await client.tipHeight()
+                        let header = try await client.header(height: tip)
+                        c.detail = "\(answered.count) of \(client.calendars.count) calendars answered (\(client.minimum) needed); "
+                            + "headers_url serves block \(tip) (\(header.hashHex), time \(Timestamp.string(header.time)))"
                     }
                 } catch {
                     c.status = .fail

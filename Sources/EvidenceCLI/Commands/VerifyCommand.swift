@@ -165,6 +165,16 @@ struct VerifyCommand: AsyncParsableCommand {
                         checks.append(Check(check: "proof \(p.notary)", ok: false, detail: "receipt object missing from the store"))
                         continue
                     }
+                    if p.kind == .opentimestamps {
+                        let blocks = await BlockHeaders.fetch(for: [data], config: config, logger: Logger(label: "evidence"))
+                        let (c, attested) = ProofCheck.otsCheck(p, receipt: data, digest: i.sha256, label: home.store.location(of: r), blocks: blocks)
+                        checks.append(c)
+                        if let attested, provenAt.map({ attested.time < $0 }) ?? true {
+                            provenAt = attested.time
+                            provenBy = "\(ProofCheck.name(p)) (Bitcoin block \(attested.height))"
+                        }
+                        continue
+                    }
                     // This notary's own anchors, plus --trust.
                     let anchors = (config.notaries[p.notary]?.tsaTrust ?? TSATrust())
                         .merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
@@ -257,7 +267,18 @@ struct VerifyCommand: AsyncParsableCommand {
 
     private func verifyBundle() async throws {
         let (anchors, config) = try bundleAnchors()
-        var report = BundleVerifier.verify(target, trust: anchors, at: at?.date)
+        // Block headers for the bundle's OpenTimestamps proofs, from the config's header source.
+        let otsFiles = ((try? FileManager.default.contentsOfDirectory(atPath: target + "/proofs")) ?? [])
+            .filter { $0.hasSuffix(".ots") }.sorted().compactMap { name -> Data? in
+                // Hostile input: a regular file of proof size only (the verifier reads it again, strictly).
+                let path = target + "/proofs/" + name
+                guard let a = try? FileManager.default.attributesOfItem(atPath: path), a[.type] as? FileAttributeType == .typeRegular,
+                      (a[.size] as? Int ?? Int.max) <= OTSFile.maxSize else { return nil }
+                return FileManager.default.contents(atPath: path)
+            }
+        var blocks: BlockHeaders?
+        if let config, !otsFiles.isEmpty { blocks = await BlockHeaders.fetch(for: otsFiles, config: config, logger: Logger(label: "evidence")) }
+        var report = BundleVerifier.verify(target, trust: anchors, at: at?.date, blocks: blocks)
         if online, let data = FileManager.default.contents(atPath: target + "/manifest.json"),
            (try? StrictJSON.check(data)) != nil,
            let m = try? CanonicalJSON.decoder().decode(BundleManifest.self, from: data), let digest = SHA256Digest(hex: m.item.sha256) {

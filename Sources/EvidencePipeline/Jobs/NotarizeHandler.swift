@@ -53,8 +53,10 @@ public struct NotarizeHandler: JobHandler {
         case .qed(let qed):
             return try await context.qed(qed, existing: existing, sources: sources)
         case .rfc3161(let tsa):
-            if notary.config.batch > 0 { return try await context.batched(existing: existing) }
+            if notary.config.batch > 0 { return try await context.batched(existing: existing, kind: .rfc4998) }
             return try await context.timestamp(tsa)
+        case .opentimestamps:
+            return try await context.batched(existing: existing, kind: .opentimestamps)
         }
     }
 
@@ -122,11 +124,11 @@ public struct NotarizeHandler: JobHandler {
         /// key, and wait for its `stamp` job, which saves this item's evidence record. A window
         /// stamped without this item (it joined as the window was read) means joining the next
         /// one; a window whose time-stamp failed for good fails this proof (`retry` joins anew).
-        func batched(existing: Proof?) async throws(JobError) -> JobOutcome {
+        func batched(existing: Proof?, kind: ProofKind) async throws(JobError) -> JobOutcome {
             let catalog = home.catalog
             let itemID = item.id
             var submittedAt = now()
-            if let existing, existing.kind == .rfc4998, existing.state == .pending, let window = existing.remoteID {
+            if let existing, existing.kind == kind, existing.state == .pending, let window = existing.remoteID {
                 submittedAt = existing.submittedAt ?? submittedAt
                 // Re-enqueued after a crash between the proof and the job: due when the window ends, not now.
                 let spec = JobSpec(.stamp(notary: name, window: window), runAt: StampHandler.end(ofWindow: window))
@@ -140,7 +142,7 @@ public struct NotarizeHandler: JobHandler {
                     if now?.state == .confirmed { return .done(nil) }
                 case .failed:
                     let reason = "the time-stamp of batch \(window) failed: \(stamp.lastError ?? "no reason recorded")"
-                    let failed = Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .failed, remoteID: window,
+                    let failed = Proof(itemID: item.id, notary: name, kind: kind, state: .failed, remoteID: window,
                                        error: reason, submittedAt: existing.submittedAt)
                     // Only over the pending proof of that window (the job may have confirmed it before failing).
                     if try await save(failed, ifPendingIn: window) == nil {
@@ -152,12 +154,14 @@ public struct NotarizeHandler: JobHandler {
                     return .notYet(until: max(stamp.leaseExpiresAt ?? now(), now().addingTimeInterval(10)),
                                    reason: "\(name): batch \(window) is being time-stamped")
                 default:
+                    let what = kind == .opentimestamps && existing.receipt != nil
+                        ? "a Bitcoin block attesting batch \(window) (its calendars answered)" : "the time-stamp of batch \(window)"
                     return .notYet(until: max(stamp.nextRunAt.addingTimeInterval(1), now().addingTimeInterval(10)),
-                                   reason: "\(name): waiting for the time-stamp of batch \(window)")
+                                   reason: "\(name): waiting for \(what)")
                 }
                 // Stamped without this item (it joined as the members were read): the next window.
                 let (next, end) = StampHandler.window(notary: name, seconds: notary.config.batch, now: now())
-                let joined = Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .pending, remoteID: next, submittedAt: submittedAt)
+                let joined = Proof(itemID: item.id, notary: name, kind: kind, state: .pending, remoteID: next, submittedAt: submittedAt)
                 if try await save(joined, ifPendingIn: window) == nil {
                     return .notYet(until: now().addingTimeInterval(1), reason: "\(name): its proof changed; looking again")
                 }
@@ -166,7 +170,7 @@ public struct NotarizeHandler: JobHandler {
                 return .notYet(until: end.addingTimeInterval(1), reason: "\(name): in time-stamp batch \(next)")
             }
             let (window, end) = StampHandler.window(notary: name, seconds: notary.config.batch, now: now())
-            try await save(Proof(itemID: item.id, notary: name, kind: .rfc4998, state: .pending, remoteID: window, submittedAt: submittedAt))
+            try await save(Proof(itemID: item.id, notary: name, kind: kind, state: .pending, remoteID: window, submittedAt: submittedAt))
             let spec = JobSpec(.stamp(notary: name, window: window), runAt: end)
             _ = try await blockingJobWork { try catalog.enqueue(spec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: window)) }
             return .notYet(until: end.addingTimeInterval(1), reason: "\(name): in time-stamp batch \(window)")

@@ -61,8 +61,12 @@ public struct StampHandler: JobHandler {
         guard case .stamp(let notaryName, let window) = job.payload else {
             throw JobError("job \(job.id) is not a stamp job", retryable: false)
         }
-        guard let notary = notaries.entries[notaryName], case .rfc3161(let tsa) = notary.client else {
-            throw JobError("notary \"\(notaryName)\" is not a configured rfc3161 notary ([notaries.\(notaryName)] in evidence.toml)",
+        let kind: ProofKind
+        switch notaries.entries[notaryName]?.client {
+        case .rfc3161: kind = .rfc4998
+        case .opentimestamps: kind = .opentimestamps
+        default:
+            throw JobError("notary \"\(notaryName)\" is not a configured rfc3161 or opentimestamps notary ([notaries.\(notaryName)] in evidence.toml)",
                            retryable: true)
         }
         // Never before the window has closed (a job enqueued early, a node whose clock is behind).
@@ -73,7 +77,7 @@ public struct StampHandler: JobHandler {
         let rules = self.rules
         let members: [Member] = try await blockingJobWork {
             var found: [Member] = []
-            for proof in try catalog.proofs(notary: notaryName, remoteID: window) where proof.kind == .rfc4998 && proof.state == .pending {
+            for proof in try catalog.proofs(notary: notaryName, remoteID: window) where proof.kind == kind && proof.state == .pending {
                 guard let item = try catalog.item(id: proof.itemID) else { continue }
                 // The member's rule is its notarize job's; a member whose rule is gone waits
                 // (its job joins a later window once the rule is back).
@@ -87,6 +91,15 @@ public struct StampHandler: JobHandler {
             return found
         }
         if members.isEmpty { return .done(nil) }
+        guard let notary = notaries.entries[notaryName] else { return .done(nil) }
+        let tsa: TSAClient
+        switch notary.client {
+        case .rfc3161(let client): tsa = client
+        case .opentimestamps(let ots):
+            return try await OTSBatch(home: home, notary: notary.config, client: ots, window: window, metrics: metrics, now: now)
+                .run(members: members.map { ($0.proof, $0.item, $0.rule) })
+        case .qed: return .done(nil)
+        }
 
         let tree = HashTree(leaves: members.map(\.item.sha256))
         guard let root = tree.root else { return .done(nil) }

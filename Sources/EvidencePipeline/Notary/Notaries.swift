@@ -10,6 +10,7 @@ public struct Notaries: Sendable {
     public enum Client: Sendable {
         case qed(QEDClient)
         case rfc3161(TSAClient)
+        case opentimestamps(OTSClient)
     }
 
     public struct Entry: Sendable {
@@ -54,6 +55,8 @@ public struct Notaries: Sendable {
                 entries[name] = Entry(config: notary, client: .qed(client))
             case .rfc3161:
                 entries[name] = Entry(config: notary, client: .rfc3161(tsaClient(notary, logger: logger)))
+            case .opentimestamps:
+                entries[name] = Entry(config: notary, client: .opentimestamps(otsClient(notary, logger: logger)))
             }
         }
         return Notaries(entries: entries)
@@ -63,6 +66,12 @@ public struct Notaries: Sendable {
     static func httpClient(for notary: NotaryConfig, logger: Logger) -> HTTPClient {
         HTTPClient(configuration: HTTPClientConfiguration(table: "notaries.\(notary.name)", caFile: notary.tlsCAFile, timeouts: notary.timeouts),
                    logger: logger)
+    }
+
+    /// The client of an opentimestamps notary (no secrets: calendars and headers are public).
+    public static func otsClient(_ notary: NotaryConfig, logger: Logger) -> OTSClient {
+        OTSClient(name: notary.name, calendars: notary.calendars, upgradeFrom: notary.upgradeURLs, minimum: notary.minCalendars,
+                  headersURL: notary.headersURL ?? "", http: httpClient(for: notary, logger: logger))
     }
 
     /// The client of an rfc3161 notary alone, without reading any other notary's secrets

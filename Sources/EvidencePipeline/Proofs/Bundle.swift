@@ -160,6 +160,8 @@ public enum BundleWriter {
                     copies.ca = TSACertificates.infos(pem: pem)
                 }
                 tsaCertificates[p.notary] = copies
+            } else if p.kind == .opentimestamps {
+                try add("proofs/\(name).ots", role: "opentimestamps-proof", data: data)
             } else {
                 try add("proofs/\(name).json", role: "qed-report", data: data)
             }
@@ -419,6 +421,25 @@ public enum BundleWriter {
 
                     """
                 }
+            } else if p.kind == .opentimestamps {
+                s += """
+                \(step). OpenTimestamps proof by \(p.notary): `proofs/\(n).ots` leads from the file's SHA-256 through
+                   the batch's hash tree and the calendars' commitments to the merkle root of Bitcoin block
+                   \(p.blockHeight.map(String.init) ?? "?") (hash \(p.remoteID ?? "?"), time \(p.provenAt.map(Timestamp.string) ?? "?")).
+                   The reference client (`pip install opentimestamps-client`) shows every step:
+
+                       ots info proofs/\(n).ots
+
+                   and checks it against your own Bitcoin node (bitcoind with its RPC), trusting no calendar:
+
+                       ots verify -f 'original/\(m.item.fileName)' proofs/\(n).ots
+
+                   Without a node: `ots info` ends with `# Bitcoin block merkle root HEX` under
+                   `verify BitcoinBlockHeaderAttestation(\(p.blockHeight.map(String.init) ?? "?"))`; HEX must be that block's
+                   merkle root as a block explorer you trust shows it.
+
+
+                """
             } else {
                 s += """
                 \(step). QED report by \(p.notary): `proofs/\(n).json` is the operator's copy of the confirmed report;

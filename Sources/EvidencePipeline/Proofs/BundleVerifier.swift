@@ -1,7 +1,10 @@
 import EvidenceCatalog
+import EvidenceConfig
 import EvidenceCore
 import EvidenceNotary
 import EvidenceStore
+import EvidenceHTTP
+import Logging
 import Foundation
 
 /// Checks a bundle folder offline, point by point. One changed byte anywhere fails a check.
@@ -75,7 +78,7 @@ public enum BundleVerifier {
     static func shown(_ s: String) -> String { TerminalText.escape(s) }
 
     /// `at`: verify the time-stamps' certificates as of that date (`evidence verify --at`).
-    public static func verify(_ dir: String, trust: TSATrust, at: Date? = nil) -> Report {
+    public static func verify(_ dir: String, trust: TSATrust, at: Date? = nil, blocks: BlockHeaders? = nil) -> Report {
         var report = Report()
         func check(_ name: String, _ ok: Bool, _ detail: String, unproven: Bool? = nil) {
             report.checks.append(Check(check: name, ok: ok, detail: detail, unproven: unproven))
@@ -222,6 +225,15 @@ public enum BundleVerifier {
                     check(ProofCheck.name(p), false, "\(shown(file)): \(error.description)"); continue
                 }
             }
+            if p.kind == .opentimestamps {
+                let (c, attested) = ProofCheck.otsCheck(p, receipt: receipt, digest: digest, label: file, blocks: blocks)
+                report.checks.append(c)
+                if let attested, report.provenAt.map({ attested.time < $0 }) ?? true {
+                    report.provenAt = attested.time
+                    report.provenBy = "\(ProofCheck.name(p)) (\(shown(file)), Bitcoin block \(attested.height))"
+                }
+                continue
+            }
             let c = ProofCheck.check(p, receipt: receipt, digest: digest, trust: trust, label: file, at: at)
             report.checks.append(c)
             if p.kind.isTimestamp {
@@ -254,7 +266,7 @@ public enum BundleVerifier {
                                     + "\(shown(p.link ?? "the notary's explorer")), or run `evidence verify --online`")
             }
         }
-        if !m.proofs.contains(where: { $0.kind.isTimestamp && $0.state == .confirmed }) {
+        if !m.proofs.contains(where: { ($0.kind.isTimestamp || $0.kind == .opentimestamps) && $0.state == .confirmed }) {
             report.notes.append("no RFC 3161 time-stamp in this bundle: nothing in it can prove when the content existed")
         }
 
@@ -422,6 +434,7 @@ public enum ProofCheck {
         case .rfc3161: "RFC 3161 token \(p.notary)"
         case .rfc4998: "RFC 4998 evidence record \(p.notary)"
         case .qed: "QED report \(p.notary)"
+        case .opentimestamps: "OpenTimestamps proof \(p.notary)"
         }
     }
 
@@ -446,7 +459,7 @@ public enum ProofCheck {
             // The first time-stamp's: the one `proofs/N.tst` and `proofs/N-tsa.crt` are checked with.
             guard let record = try? EvidenceRecord(der: [UInt8](receipt)), let stamp = record.chains.first?.first else { return nil }
             return EvidenceRecord.response(wrapping: stamp.token)
-        case .qed: return nil
+        case .qed, .opentimestamps: return nil
         }
     }
 
@@ -454,7 +467,8 @@ public enum ProofCheck {
     /// token passes only when its signature and chain verify against `trust`; with no anchor it
     /// fails as "not verified", whatever its imprint says.
     public static func check(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust, label: String,
-                             at: Date? = nil) -> BundleVerifier.Check {
+                             at: Date? = nil, blocks: BlockHeaders? = nil) -> BundleVerifier.Check {
+        if p.kind == .opentimestamps { return otsCheck(p, receipt: receipt, digest: digest, label: label, blocks: blocks).check }
         if p.kind.isTimestamp {
             if trust.isEmpty {
                 let claim = (try? token(p, receipt: receipt, digest: digest, trust: nil))
@@ -482,6 +496,72 @@ public enum ProofCheck {
         return .init(check: name(p), ok: ok,
                      detail: ok ? "confirmed, tx \(tx ?? "") (the report's own claim: look the transaction up to confirm it)"
                          : "\(label): report hash \(hash ?? "-"), status \(status ?? "-"), tx \(tx ?? "-") (recorded tx \(p.txHash ?? "-"))")
+    }
+}
+
+/// Bitcoin block headers from a source the verifier trusts (an opentimestamps notary's
+/// `headers_url` in the config), by height: what a `.ots` proof's attestations are checked against.
+public struct BlockHeaders: Sendable {
+    public var headers: [Int: BitcoinHeader]
+    public var source: String
+    public var problems: [String] = []
+    public init(headers: [Int: BitcoinHeader], source: String, problems: [String] = []) {
+        self.headers = headers; self.source = source; self.problems = problems
+    }
+
+    /// The headers of every block the `.ots` proofs name, from the config's first opentimestamps
+    /// notary (by name) whose `headers_url` answers; nil when none is configured.
+    public static func fetch(for proofs: [Data], config: EvidenceConfig, logger: Logger) async -> BlockHeaders? {
+        let notaries = config.notaries.values.filter { $0.kind == .opentimestamps && $0.headersURL != nil }.sorted { $0.name < $1.name }
+        guard let notary = notaries.first else { return nil }
+        let client = Notaries.otsClient(notary, logger: logger)
+        var blocks = BlockHeaders(headers: [:], source: Redact.url(client.headersURL))
+        for data in proofs {
+            guard let file = try? OTSFile(bytes: [UInt8](data)) else { continue }
+            for case (_, .bitcoin(let h)) in file.timestamp.allAttestations where blocks.headers[h] == nil {
+                do { blocks.headers[h] = try await client.header(height: h) } catch { blocks.problems.append(error.message) }
+            }
+        }
+        return blocks
+    }
+}
+
+extension ProofCheck {
+    /// An OpenTimestamps proof: of this digest, and each Bitcoin attestation over the merkle root
+    /// of its block's header from `blocks` (never from the proof or a calendar). Without a header
+    /// source it proves nothing and says what it claims. The earliest attested block, when verified.
+    public static func otsCheck(_ p: Proof, receipt: Data, digest: SHA256Digest, label: String,
+                                blocks: BlockHeaders?) -> (check: BundleVerifier.Check, attested: OTSVerifier.Attested?) {
+        let file: OTSFile
+        let report: OTSVerifier.Report
+        do {
+            file = try OTSFile(bytes: [UInt8](receipt))
+            report = try OTSVerifier.check(file, digest: digest, headers: blocks?.headers ?? [:])
+        } catch {
+            return (.init(check: name(p), ok: false, detail: "\(label): not verified: \(error.message)"), nil)
+        }
+        let heights = file.timestamp.allAttestations.compactMap { a -> Int? in
+            if case .bitcoin(let h) = a.attestation { return h } else { return nil }
+        }
+        guard !heights.isEmpty else {
+            return (.init(check: name(p), ok: false, detail: "\(label): no Bitcoin attestation yet (pending at "
+                          + Set(report.pending.map(\.uri)).sorted().joined(separator: ", ") + ")"), nil)
+        }
+        guard let blocks else {
+            return (.init(check: name(p), ok: false,
+                          detail: "not verified: no source of Bitcoin block headers from outside the bundle; it claims block "
+                              + Set(heights).sorted().map(String.init).joined(separator: ", ")
+                              + ": check it with `ots verify` and a Bitcoin node, or configure an opentimestamps notary's headers_url",
+                          unproven: true), nil)
+        }
+        guard report.unchecked.isEmpty, let first = report.attested.first else {
+            return (.init(check: name(p), ok: false, detail: "\(label): no header of block "
+                          + report.unchecked.map(String.init).joined(separator: ", ") + " from \(blocks.source)"
+                          + (blocks.problems.isEmpty ? "" : " (\(blocks.problems.joined(separator: "; ")))"), unproven: true), nil)
+        }
+        return (.init(check: name(p), ok: true,
+                      detail: "Bitcoin block \(first.height) (\(first.blockHash), time \(Timestamp.string(first.time))): "
+                          + "the proof leads from the digest to the block's merkle root, header from \(blocks.source)"), first)
     }
 }
 

@@ -60,9 +60,9 @@ public enum Declaration {
             listed.append(.field("Received", timezone.both(item.createdAt)))
             for s in sources.prefix(3) { listed.append(.field("Source", s.path + (s.rule.map { " (rule \($0))" } ?? ""))) }
             for p in proofs {
-                var text = "\(p.kind == .rfc4998 ? "RFC 4998 evidence record" : p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED report"), \(p.state.rawValue)"
+                var text = "\(p.kind.label), \(p.state.rawValue)"
                 if let at = p.provenAt { text += ", \(timezone.both(at))" }
-                if let r = p.remoteID { text += ", \(p.kind.isTimestamp ? (p.state == .pending ? "batch" : "serial") : "report") \(r)" }
+                if let r = p.remoteID { text += ", \(p.kind.remoteIDLabel(pending: p.state == .pending)) \(r)" }
                 listed.append(.field("Proof \(p.notary)", text))
             }
             for c in certificates where c.origin == "evidence" { listed.append(.hash("Certificate", c.sha256.hex)) }

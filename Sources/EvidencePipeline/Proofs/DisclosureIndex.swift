@@ -37,9 +37,9 @@ enum DisclosureIndex {
             details.append(.field("Taken", time(e.dateTaken)))
             if let media = b.item.media { details.append(.field("Media", media)) }
             for p in b.proofs {
-                var text = "\(p.kind == .rfc4998 ? "RFC 4998 evidence record" : p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED report"), \(p.state.rawValue)"
+                var text = "\(p.kind.label), \(p.state.rawValue)"
                 if let at = p.provenAt { text += ", \(time(at))" }
-                if let r = p.remoteID { text += ", \(p.kind.isTimestamp ? (p.state == .pending ? "batch" : "serial") : "report") \(r)" }
+                if let r = p.remoteID { text += ", \(p.kind.remoteIDLabel(pending: p.state == .pending)) \(r)" }
                 details.append(.field("Proof \(p.notary)", text))
             }
             if b.proofs.isEmpty { details.append(.field("Proofs", "none recorded")) }

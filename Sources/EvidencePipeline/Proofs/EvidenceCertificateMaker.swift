@@ -24,6 +24,10 @@ public enum EvidenceCertificateMaker {
                 if let s = p.remoteID { detail.append("report \(s)") }
                 return .init(notary: "QED (\(p.notary))", status: p.state.rawValue, time: p.provenAt,
                              reference: p.txHash ?? p.remoteID ?? "-", detail: detail.joined(separator: " · "), link: p.link)
+            case .opentimestamps:
+                let block = p.blockHeight.map { "Bitcoin block \($0)" } ?? "awaiting a Bitcoin block"
+                return .init(notary: "OpenTimestamps (\(p.notary))", status: p.state.rawValue, time: p.provenAt,
+                             reference: block, detail: p.state == .confirmed ? "block hash \(p.remoteID ?? "-")" : (p.link ?? ""), link: nil)
             default:
                 return .init(notary: "RFC 3161 TSA (\(p.notary))", status: p.state.rawValue, time: p.provenAt,
                              reference: "serial \(p.remoteID ?? "-")", detail: p.network ?? p.link, link: nil)
@@ -52,6 +56,10 @@ public enum EvidenceCertificateMaker {
                     + " compare it with the fingerprint the TSA publishes."
             }
             notes.append(note)
+        }
+        for p in proofs where p.kind == .opentimestamps && p.state == .confirmed {
+            let n = BundleNames.safe(p.notary)
+            commands.append("ots verify -f 'original/\(BundleNames.safe(fileName))' proofs/\(n).ots   (opentimestamps-client, with a Bitcoin node)")
         }
         commands.append("evidence verify . --trust \(timestamps.first.map { BundleNames.safe($0.notary).uppercased() } ?? "TSA")-CA-FROM-THE-TSA.pem   (optional: every check at once)")
         if timestamps.isEmpty {

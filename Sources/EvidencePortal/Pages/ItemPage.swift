@@ -61,7 +61,7 @@ enum ItemPage {
             }
             let state: HTML = p.state == .failed ? "<span class=\"error\">failed: \(p.error ?? "no reason given")</span>"
                 : p.state == .confirmed ? "confirmed" : "pending"
-            return [.text(p.notary), .text(p.kind == .rfc4998 ? "RFC 4998 record (batched RFC 3161)" : p.kind == .rfc3161 ? "RFC 3161 time-stamp" : "QED blockchain"),
+            return [.text(p.notary), .text(p.kind == .rfc4998 ? "RFC 4998 record (batched RFC 3161)" : p.kind == .qed ? "QED blockchain" : p.kind.label),
                     state, .text(Show.date(p.submittedAt)), .text(Show.local(p.provenAt, tz)), reference]
         }
         let certificates = d.certificates.map { c -> [HTML] in

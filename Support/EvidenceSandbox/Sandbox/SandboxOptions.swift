@@ -38,6 +38,8 @@ public struct SandboxOptions: Sendable {
     /// Which server `/owncloud/` is: ownCloud 10 (computes and checks checksums) or Nextcloud
     /// (stores and echoes the client's `OC-Checksum`).
     public var owncloudFlavour: OwnCloudFlavour
+    /// Seconds before a calendar's commitment is mined into a block when asked for (`--ots-confirm`).
+    public var otsConfirmSeconds: Double = 0
 
     public init(
         host: String = "127.0.0.1",

@@ -13,6 +13,7 @@ import Logging
 ///   `POST /v1/reports/`, `GET /v1/reports/<slug>`, `GET /v1/reports/?hash=<hex>`,
 ///   `POST /v1/reports/<slug>/pdf`.
 /// - RFC 3161 — see `TSAEndpoint`: `POST /tsa`, `GET /tsa/ca.pem`, `/tsa/tsa.pem`, `/tsa/chain.pem`.
+/// - OpenTimestamps calendars `/ots/NAME/…` and an Esplora-style header source `/esplora/…` — see `OTSEmulator`.
 /// - Archive providers, each under its own prefix with its own auth: `/dropbox/…`
 ///   (`DropboxEmulator`), `/box/…` (`BoxEmulator`), `/sharefile/…` (`ShareFileEmulator`),
 ///   `/owncloud/…` (`OwnCloudEmulator`).
@@ -35,6 +36,8 @@ public final class SandboxServer: Sendable {
     public let misbehaviour: Misbehaviour
     public let requestLog: RequestLog
     let tsa: TSAEndpoint
+    /// OpenTimestamps calendars and Bitcoin block headers (`OTSEmulator`).
+    public let ots: OTSEmulator
     public let providerControl: ProviderControl
     public let dropbox: DropboxEmulator
     public let box: BoxEmulator
@@ -65,6 +68,7 @@ public final class SandboxServer: Sendable {
         self.faults = FaultInjector(options: options, random: faultRandom, counters: counters)
         self.misbehaviour = Misbehaviour()
         self.tsa = TSAEndpoint(directory: (dir as NSString).appendingPathComponent("tsa"), counters: counters)
+        self.ots = OTSEmulator(confirmSeconds: options.otsConfirmSeconds, clock: clock)
         let control = ProviderControl()
         self.providerControl = control
         func env(_ name: String) throws -> ProviderEnvironment {
@@ -93,6 +97,7 @@ public final class SandboxServer: Sendable {
                              misbehaviour: misbehaviour).add(to: router)
         qed.addRoutes(to: router)
         tsa.addRoutes(to: router)
+        ots.addRoutes(to: router)
         dropbox.addRoutes(to: router)
         box.addRoutes(to: router)
         sharefile.addRoutes(to: router)
