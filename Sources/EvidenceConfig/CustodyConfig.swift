@@ -1,3 +1,5 @@
+import EvidenceCore
+
 /// The `[custody]` table: time-stamped anchors of the custody chain.
 ///
 /// ```toml
@@ -55,8 +57,10 @@ extension ConfigFileParser {
             c.anchorArchive = account
         }
         if let origin = try r.string(t, "origin") {
-            guard !origin.isEmpty, origin.utf8.count <= 255, origin.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
-                throw r.error(t.path + ["origin"], "\"\(origin.prefix(80))\" cannot head a checkpoint: one word of printable characters, "
+            // As the checkpoint reader checks it (`Checkpoint.validOrigin`): no whitespace, no C0 or C1 control.
+            guard !origin.isEmpty, origin.utf8.count <= 255,
+                  origin.unicodeScalars.allSatisfy({ $0.value > 0x20 && !(0x7F...0x9F).contains($0.value) && !$0.properties.isWhitespace }) else {
+                throw r.error(t.path + ["origin"], "\"\(TerminalText.escape(String(origin.prefix(80))))\" cannot head a checkpoint: one word of printable characters, "
                               + "no spaces, at most 255 bytes (e.g. \"example.org/bodycam-custody\")")
             }
             c.origin = origin

@@ -30,7 +30,10 @@ public struct Checkpoint: Equatable, Sendable {
     /// Whether `origin` may head a checkpoint: non-empty printable text without spaces or
     /// control characters (C2SP: a schema-less URL naming the log).
     public static func validOrigin(_ origin: String) -> Bool {
-        !origin.isEmpty && origin.utf8.count <= 255 && origin.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F }
+        // No whitespace and no control character of either range: C1 (U+0080…U+009F) includes
+        // CSI, which a terminal obeys like ESC [ when a refusal quotes the line.
+        !origin.isEmpty && origin.utf8.count <= 255
+            && origin.unicodeScalars.allSatisfy { $0.value > 0x20 && !(0x7F...0x9F).contains($0.value) && !$0.properties.isWhitespace }
     }
 
     /// Reads a checkpoint written as above, and nothing else: exactly three lines.

@@ -276,8 +276,12 @@ struct NotarizationCLITests {
                 CLI.exec(["curl", "-sf", "-X", "POST", "\(sandbox.baseURL.absoluteString)/_sandbox/tsa/reissue?days=\(days)"])
             }
             let h = try harness(sandbox, notaries: ["tsa"])
-            // The custody log is anchored by the same TSA: its anchors are renewed with the records.
-            try (String(contentsOfFile: h.configPath!, encoding: .utf8) + "\n[custody]\nanchor_tsa = \"tsa\"\n")
+            // The custody log is anchored by the same TSA: its anchors are renewed with the records, and
+            // copied (renewals too) to a vault account.
+            let vault = h.scratch.path + "/vault"
+            try FileManager.default.createDirectory(atPath: vault, withIntermediateDirectories: true)
+            try (String(contentsOfFile: h.configPath!, encoding: .utf8) + "\n[archives.vault]\nkind = \"local\"\npath = \"\(vault)\"\n"
+                 + "\n[custody]\nanchor_tsa = \"tsa\"\nanchor_archive = \"vault\"\n")
                 .write(toFile: h.configPath!, atomically: true, encoding: .utf8)
             #expect(reissue(1).status == 0)
             try h.start()
@@ -306,6 +310,23 @@ struct NotarizationCLITests {
             #expect(records.count == anchors, "\(records)")
             let anchorsRenewed = h.cli.run(["--config", h.configPath!, "log", "verify", "--at", later])
             #expect(anchorsRenewed.status == 0, "\(anchorsRenewed.stdout)")
+            // The renewed records went to the vault as new files beside the first copies: with anchors/
+            // gone, the copies alone still verify the log years later.
+            #expect(renewed.stdout.isEmpty || !renewed.stdout.contains("cannot copy"), "\(renewed.stdout)")
+            let copies = vault + "/evidence-anchors"
+            let copied = (try? FileManager.default.contentsOfDirectory(atPath: copies)) ?? []
+            #expect(copied.filter { $0.hasSuffix(".r2.ers") }.count == anchors, "\(copied)")
+            let saved = h.scratch.path + "/anchors-saved"
+            #expect(rename(h.home + "/anchors", saved) == 0)
+            let fromCopies = h.cli.run(["--config", h.configPath!, "log", "verify", "--at", later, "--anchors", copies])
+            #expect(fromCopies.status == 0, "\(fromCopies.stdout)")
+            // Without the renewals among the copies, the same check fails: the first tokens have expired.
+            let bare = h.scratch.path + "/copies-without-renewals"
+            try FileManager.default.createDirectory(atPath: bare, withIntermediateDirectories: true)
+            for n in copied where !n.hasSuffix(".ers") { try FileManager.default.copyItem(atPath: copies + "/" + n, toPath: bare + "/" + n) }
+            let withoutRenewals = h.cli.run(["--config", h.configPath!, "log", "verify", "--at", later, "--anchors", bare])
+            #expect(withoutRenewals.status != 0, "\(withoutRenewals.stdout)")
+            #expect(rename(saved, h.home + "/anchors") == 0)
             let again = h.cli.run(["--config", h.configPath!, "renew"])
             #expect(again.status == 0 && again.stdout.contains("nothing due"), "\(again.stdout)")
             for id in ["1", "2"] {

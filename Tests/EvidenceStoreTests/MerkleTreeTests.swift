@@ -119,6 +119,7 @@ private enum Reference {
 
         for bad in ["example.org/custody\n9\n", "example.org/custody\n09\n\(c.text.split(separator: "\n")[2])\n",
                     "example.org/custody\n9\nAAAA\n", "exa mple\n9\n\(c.text.split(separator: "\n")[2])\n", c.text + "extension\n",
+                    "a\u{9b}2Jb\n9\n\(c.text.split(separator: "\n")[2])\n", "a\u{2003}b\n9\n\(c.text.split(separator: "\n")[2])\n",
                     String(c.text.dropLast())] {
             #expect(throws: Checkpoint.FormatError.self, "\(bad.debugDescription)") { try Checkpoint.parse(Data(bad.utf8)) }
         }

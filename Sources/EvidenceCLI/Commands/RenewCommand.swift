@@ -63,7 +63,8 @@ struct RenewCommand: AsyncParsableCommand {
         do { notaries = try Notaries.build(config: config, logger: logger, only: notary.map { [$0] } ?? names) } catch {
             throw CLIError.config(error.description)
         }
-        let renewal = RecordRenewal(home: home, notaries: notaries, anchorTSA: config.custody?.anchorTSA, logger: logger)
+        let renewal = RecordRenewal(home: home, notaries: notaries, anchorTSA: config.custody?.anchorTSA,
+                                   anchorArchive: config.custody?.anchorArchive, logger: logger)
         var summaries: [RecordRenewal.Summary] = []
         var failed = false
         for name in notary.map({ [$0] }) ?? names {
@@ -88,6 +89,23 @@ struct RenewCommand: AsyncParsableCommand {
                 var s = RecordRenewal.Summary(notary: name)
                 s.note = "failed: \(error)"
                 summaries.append(s)
+            }
+        }
+        // Renewed anchor records to [custody] anchor_archive now (the queued copy jobs then find
+        // them there); a copy that fails stays queued for `evidence run`.
+        if summaries.contains(where: { $0.anchors > 0 && $0.renewed > 0 }), let account = config.custody?.anchorArchive {
+            do {
+                let archives = try Archives.build(config: config, used: [account], home: home.path, logger: logger)
+                if let provider = archives.providers[account] {
+                    var copied = 0
+                    for anchor in ChainAnchors.list(home) where anchor.recordVersion > 0 {
+                        if try await ChainAnchors.copy(anchor, to: provider, scratch: home.store.scratchDirectory) { copied += 1 }
+                    }
+                    if !global.json { Output.line("✓ renewed custody anchor records at \(account):\(CustodyConfig.archiveFolder)/ (\(copied) copied now)") }
+                }
+            } catch {
+                failed = true
+                if !global.json { Output.err("cannot copy the renewed anchor records to \(account): \(error) (queued for evidence run)") }
             }
         }
         if global.json { Output.json(summaries) }

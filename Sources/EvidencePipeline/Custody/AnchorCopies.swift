@@ -2,6 +2,7 @@ import EvidenceArchive
 import EvidenceCatalog
 import EvidenceConfig
 import EvidenceCore
+import EvidenceNotary
 import EvidenceStore
 import Foundation
 import Logging
@@ -14,16 +15,17 @@ extension ChainAnchors {
     /// there. Proven by the provider's digest, or read back where it reports none; another file
     /// at that path is never replaced. Returns whether it uploaded.
     public static func copy(_ anchor: Anchor, to provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> Bool {
-        // The checkpoint first: the token verifies only with it beside it.
+        // The checkpoint first: the token verifies only with it beside it. Then the renewed
+        // record, when there is one: after the TSA's certificate expires it is what verifies.
         var uploaded = false
-        for file in anchor.files {
-            if try await copy(file: file, to: provider, scratch: scratch) { uploaded = true }
+        for (file, remote) in anchor.copies {
+            if try await copy(file: file, as: remote, to: provider, scratch: scratch) { uploaded = true }
         }
         return uploaded
     }
 
-    private static func copy(file: String, to provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> Bool {
-        let path = CustodyConfig.archiveFolder + "/" + (file as NSString).lastPathComponent
+    private static func copy(file: String, as remote: String, to provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> Bool {
+        let path = CustodyConfig.archiveFolder + "/" + remote
         let expected: String
         let local: FileHasher.Result
         do {
@@ -51,10 +53,11 @@ extension ChainAnchors {
         return true
     }
 
-    /// Queues the copy of anchor `name` (one job per anchor and account, however often asked).
-    public static func enqueueCopy(_ name: String, account: String, catalog: any Catalog) throws(CatalogError) {
+    /// Queues the copy of anchor `name` (one job per anchor and account, however often asked;
+    /// one more for each renewal of its record, `renewal` its number of archive time-stamps).
+    public static func enqueueCopy(_ name: String, account: String, catalog: any Catalog, renewal: Int = 0) throws(CatalogError) {
         _ = try catalog.enqueue(JobSpec(.anchorCopy(file: name, account: account)),
-                                itemID: nil, dedupeKey: "anchor-copy:\(account):\(name)")
+                                itemID: nil, dedupeKey: "anchor-copy:\(account):\(name)" + (renewal > 0 ? ":r\(renewal)" : ""))
     }
 }
 

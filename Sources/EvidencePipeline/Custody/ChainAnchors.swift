@@ -47,6 +47,38 @@ public enum ChainAnchors {
         public var files: [String] {
             [checkpointFile, file].filter { FileManager.default.fileExists(atPath: $0) }
         }
+
+        /// The renewed record to read: `<seq>-<hash>.ers` beside the token, or in a folder of
+        /// copies (where each renewal is its own file, never replaced) the newest
+        /// `<seq>-<hash>.r<N>.ers`, N its number of archive time-stamps.
+        public var readableRecordFile: String {
+            if FileManager.default.fileExists(atPath: recordFile) { return recordFile }
+            let dir = (file as NSString).deletingLastPathComponent
+            let base = String(name.dropLast(4)) + ".r"
+            let versions = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).compactMap { n -> (Int, String)? in
+                guard n.hasPrefix(base), n.hasSuffix(".ers"), let k = Int(n.dropFirst(base.count).dropLast(4)), k > 0 else { return nil }
+                return (k, dir + "/" + n)
+            }
+            return versions.max { $0.0 < $1.0 }?.1 ?? recordFile
+        }
+
+        /// What a copy of this anchor holds, as (local file, name in the copies' folder): the
+        /// checkpoint, the token, and the renewed record, if any, named for its number of
+        /// archive time-stamps (a renewal adds a file; a copy is never replaced).
+        public var copies: [(local: String, remote: String)] {
+            var out = files.map { ($0, ($0 as NSString).lastPathComponent) }
+            if let data = FileManager.default.contents(atPath: recordFile), let record = try? EvidenceRecord(der: [UInt8](data)) {
+                let stamps = record.chains.reduce(0) { $0 + $1.count }
+                out.append((recordFile, String(name.dropLast(4)) + ".r\(stamps).ers"))
+            }
+            return out
+        }
+
+        /// The number of archive time-stamps of this anchor's renewed record (0: not renewed).
+        public var recordVersion: Int {
+            guard let data = FileManager.default.contents(atPath: recordFile), let record = try? EvidenceRecord(der: [UInt8](data)) else { return 0 }
+            return record.chains.reduce(0) { $0 + $1.count }
+        }
     }
 
     public static func directory(_ home: EvidenceHome) -> String { home.path + "/anchors" }
@@ -285,7 +317,7 @@ public enum ChainAnchors {
                 }
                 a.genTime = token.genTime
             } catch {
-                guard let trust, let record = FileManager.default.contents(atPath: a.recordFile) else {
+                guard let trust, let record = FileManager.default.contents(atPath: a.readableRecordFile) else {
                     problems.append(.init(seq: a.seq, detail: "anchor \(name) does not verify: \(error.message)"))
                     continue
                 }
@@ -297,7 +329,7 @@ public enum ChainAnchors {
                     a.genTime = try EvidenceRecordVerifier.verify(record: record, digest: digest, trust: trust, at: at).tokens[0].genTime
                 } catch let renewed {
                     problems.append(.init(seq: a.seq, detail: "anchor \(name) does not verify: \(error.message); nor does its renewal "
-                                          + "\((a.recordFile as NSString).lastPathComponent): \(renewed.message)"))
+                                          + "\((a.readableRecordFile as NSString).lastPathComponent): \(renewed.message)"))
                     continue
                 }
             }

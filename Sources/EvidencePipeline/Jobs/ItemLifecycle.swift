@@ -98,6 +98,16 @@ public struct ItemLifecycle: Sendable {
     /// A transition that makes the item final, or records another rule's archive copy of a final
     /// item, wakes the item's parked after-actions: they are created parked with each source and
     /// run when this happens, instead of asking again and again whether the item is done.
+    /// The decision `Catalog.saveProof` asks for when `proof` is saved: this lifecycle's
+    /// transition on `.proofSaved`, given the item's state and the notaries confirmed then.
+    public func decide(onSaving proof: Proof) -> @Sendable (ItemState, Set<String>) -> JobTransition? {
+        let lifecycle = self
+        return { state, confirmed in
+            lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
+                                                              error: proof.error, confirmed: confirmed))
+        }
+    }
+
     public func transition(from state: ItemState, on event: Event) -> JobTransition? {
         guard var t = decide(from: state, on: event) else { return nil }
         if t.state == finalState || (state == finalState && t.event == .archived) { t.wake = [.afterAction] }

@@ -199,10 +199,7 @@ public struct NotarizeHandler: JobHandler {
             let catalog = home.catalog
             let lifecycle = ItemLifecycle(rule: rule)
             return try await blockingJobWork {
-                try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil) { state, confirmed in
-                    lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
-                                                                      error: proof.error, confirmed: confirmed))
-                }
+                try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: proof))
             }
         }
 
@@ -210,10 +207,7 @@ public struct NotarizeHandler: JobHandler {
             let catalog = home.catalog
             let lifecycle = ItemLifecycle(rule: rule)
             _ = try await blockingJobWork {
-                try catalog.saveProof(proof) { state, confirmed in
-                    lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
-                                                                      error: proof.error, confirmed: confirmed))
-                }
+                try catalog.saveProof(proof, then: lifecycle.decide(onSaving: proof))
             }
         }
     }

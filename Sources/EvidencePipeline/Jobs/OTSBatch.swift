@@ -71,10 +71,7 @@ struct OTSBatch {
                 let proof = Proof(itemID: m.item.id, notary: name, kind: .opentimestamps, state: .pending, remoteID: window,
                                   receipt: receipt, network: "bitcoin", link: link, submittedAt: m.proof.submittedAt)
                 let lifecycle = ItemLifecycle(rule: m.rule)
-                try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil) { state, confirmed in
-                    lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
-                                                                      error: proof.error, confirmed: confirmed))
-                }
+                try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: proof))
             }
         }
         return .notYet(until: now().addingTimeInterval(notary.pollFirst),
@@ -90,10 +87,7 @@ struct OTSBatch {
                 copy.remoteID = next
                 let moved = copy
                 let lifecycle = ItemLifecycle(rule: m.rule)
-                try catalog.saveProof(moved, ifCurrent: .pending, remoteID: window, receipt: nil) { state, confirmed in
-                    lifecycle.transition(from: state, on: .proofSaved(notary: moved.notary, state: moved.state,
-                                                                      error: moved.error, confirmed: confirmed))
-                }
+                try catalog.saveProof(moved, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: moved))
             }
             _ = try catalog.enqueue(JobSpec(.stamp(notary: name, window: next), runAt: end), itemID: nil,
                                     dedupeKey: StampHandler.dedupeKey(window: next))
@@ -168,10 +162,7 @@ struct OTSBatch {
                                   receipt: receipt, blockHeight: Int64(attested.height), network: "bitcoin",
                                   link: headersURL + "/block/" + attested.blockHash, provenAt: attested.time, submittedAt: m.proof.submittedAt)
                 let lifecycle = ItemLifecycle(rule: m.rule)
-                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: old) { state, confirmed in
-                    lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
-                                                                      error: proof.error, confirmed: confirmed))
-                }
+                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: old, then: lifecycle.decide(onSaving: proof))
                 if done != nil { saved.append(m.item.id) }
             }
             return saved

@@ -132,10 +132,7 @@ public struct StampHandler: JobHandler {
                                   submittedAt: m.proof.submittedAt)
                 let lifecycle = ItemLifecycle(rule: m.rule)
                 // Only a member still waiting for this window: never over a proof another run saved.
-                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil) { state, confirmed in
-                    lifecycle.transition(from: state, on: .proofSaved(notary: proof.notary, state: proof.state,
-                                                                      error: proof.error, confirmed: confirmed))
-                }
+                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: proof))
                 if done != nil { saved.append(m.item.id) }
             }
             return saved

@@ -45,8 +45,11 @@ public struct RecordRenewal: Sendable {
     let anchorTSA: String?
     let logger: Logger
 
-    public init(home: EvidenceHome, notaries: Notaries, anchorTSA: String? = nil, logger: Logger) {
-        self.home = home; self.notaries = notaries; self.anchorTSA = anchorTSA; self.logger = logger
+    /// `[custody] anchor_archive`: where a renewed anchor record is copied (a job per renewal).
+    let anchorArchive: String?
+
+    public init(home: EvidenceHome, notaries: Notaries, anchorTSA: String? = nil, anchorArchive: String? = nil, logger: Logger) {
+        self.home = home; self.notaries = notaries; self.anchorTSA = anchorTSA; self.anchorArchive = anchorArchive; self.logger = logger
     }
 
     /// Renews `notary`'s due proofs (of `items` only, when given; all of them with `force`).
@@ -146,6 +149,11 @@ public struct RecordRenewal: Sendable {
             for (d, record) in zip(chosen, renewed) {
                 if let anchor = d.anchor {
                     try AtomicFile.write(record, to: anchor.recordFile, mode: 0o444)
+                    // The renewal is what verifies once the first token's certificate has expired: it
+                    // goes to the anchor_archive copies too, as a new file there.
+                    if let account = anchorArchive {
+                        try ChainAnchors.enqueueCopy(anchor.name, account: account, catalog: catalog, renewal: anchor.recordVersion)
+                    }
                     saved += 1
                     continue
                 }

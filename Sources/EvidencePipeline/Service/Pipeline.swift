@@ -84,7 +84,8 @@ public struct Pipeline: Sendable {
         } else {
             anchorService = nil
         }
-        renewalService = RenewalService(renewal: RecordRenewal(home: home, notaries: notaries, anchorTSA: config.custody?.anchorTSA, logger: logger),
+        renewalService = RenewalService(renewal: RecordRenewal(home: home, notaries: notaries, anchorTSA: config.custody?.anchorTSA,
+                                   anchorArchive: config.custody?.anchorArchive, logger: logger),
                                         notaries: notaries, logger: logger)
     }
 
