@@ -329,6 +329,9 @@ struct NotarizationCLITests {
             #expect(rename(saved, h.home + "/anchors") == 0)
             let again = h.cli.run(["--config", h.configPath!, "renew"])
             #expect(again.status == 0 && again.stdout.contains("nothing due"), "\(again.stdout)")
+            // The records the renewal replaced stay in the store as history, not as orphans.
+            let fsck = h.cli.run(["--config", h.configPath!, "fsck"])
+            #expect(fsck.status == 0 && !fsck.stdout.contains("orphan") && fsck.stdout.contains("superseded receipt(s) kept"), "\(fsck.stdout)")
             for id in ["1", "2"] {
                 let v = h.cli.run(["--config", h.configPath!, "verify", id, "--at", later])
                 #expect(v.status == 0, "\(v.stdout)")

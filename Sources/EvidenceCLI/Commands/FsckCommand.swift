@@ -37,6 +37,8 @@ struct FsckCommand: ParsableCommand {
         var custodyEvents: Int
         var problems: [String]
         var orphans: [String]
+        /// Receipts an older custody event records and a newer one replaced (kept on purpose).
+        var supersededReceipts = 0
         var ok: Bool
     }
 
@@ -85,8 +87,16 @@ struct FsckCommand: ParsableCommand {
         // a receipt, certificate or original that an event records was left by a deleted row.
         let recorded = Dictionary(CustodyCrossCheck.expectedObjects(rows: try home.custodyRows(), events: try home.catalog.allEvents())
             .filter(\.recordedByEvent).map { ($0.digest, $0) }, uniquingKeysWith: { a, _ in a })
+        // A receipt an older event records and a newer one replaced (a renewed evidence record, an
+        // OpenTimestamps proof upgraded from pending) is kept on purpose: the history, not a leftover.
+        var superseded = Set<SHA256Digest>()
+        for e in try home.catalog.allEvents() where e.kind.hasPrefix("notary-") {
+            if let hex = CustodyCrossCheck.details(e)["receipt"], let d = SHA256Digest(hex: hex) { superseded.insert(d) }
+        }
         var orphans: [String] = []
+        var kept = 0
         for digest in storeReport.digests.subtracting(referenced).sorted() {
+            if recorded[digest] == nil, superseded.contains(digest) { kept += 1; continue }
             if let r = recorded[digest] {
                 problems.append("custody event #\(r.seq): records \(home.store.location(of: digest)), \(r.what), but no catalog row "
                                 + "refers to that object: the row was deleted")
@@ -98,13 +108,14 @@ struct FsckCommand: ParsableCommand {
         let ok = problems.isEmpty
         if global.json {
             Output.json(Report(objects: storeReport.objects, bytes: storeReport.bytes, items: items.count,
-                               custodyEvents: chain.events, problems: problems, orphans: orphans, ok: ok))
+                               custodyEvents: chain.events, problems: problems, orphans: orphans, supersededReceipts: kept, ok: ok))
         } else {
             Output.line("\(ok ? "✓" : "✗") store: \(storeReport.objects) objects, \(Output.bytes(storeReport.bytes))" + (quick ? " (not re-hashed: --quick)" : " re-hashed"))
             Output.line("✓ catalog: \(items.count) items")
             Output.line("\(chain.ok ? "✓" : "✗") custody chain: \(chain.events) events, head \(chain.headHash.prefix(16))…")
             for p in problems { Output.line("  ✗ \(p)") }
             for o in orphans { Output.line("  ! orphan object (not in catalog): \(o)") }
+            if kept > 0 { Output.line("  · \(kept) superseded receipt(s) kept (renewed or upgraded proofs; their events record them)") }
             Output.line(ok ? "clean" : "\(problems.count) problem(s) found")
         }
         if !ok { throw ExitCode(1) }
