@@ -376,6 +376,63 @@ struct NotarizationCLITests {
         }
     }
 
+    @Test("hash-tree renewal to SHA-512: a new chain over SHA-512(file ‖ the chains before), one TSA request, verified by Bouncy Castle's renewHash reading; then renewed in SHA-512")
+    func hashTreeRenewal() async throws {
+        try await withSandbox { sandbox in
+            let h = try harness(sandbox, notaries: ["tsa"])
+            try h.start()
+            h.write("a.bin", randomBytes(3_000))
+            h.write("b.bin", randomBytes(3_001))
+            #expect(waitUntil(timeout: 60) { state(h, "1") == "done" && state(h, "2") == "done" }, "log: \(h.log)")
+            #expect(h.stop() == 0)
+            let before = counters(sandbox)["timestamps"] as? Int ?? 0
+            #expect(h.cli.run(["--config", h.configPath!, "renew", "--hash", "sha512"]).status != 0, "--hash without ITEMs or --all")
+            let renewed = h.cli.run(["--config", h.configPath!, "renew", "--hash", "sha512", "--all"])
+            #expect(renewed.status == 0 && renewed.stdout.contains("hash-tree renewal to SHA-512 of 2 of 2"), "\(renewed.stdout) \(renewed.stderr)")
+            // One request for both records, with a SHA-512 imprint.
+            #expect(counters(sandbox)["timestamps"] as? Int == before + 1, "\(counters(sandbox))")
+            let stamped = (counters(sandbox)["timestamps_by_imprint"] as? [String: Int] ?? [:]).keys
+            #expect(stamped.contains { $0.count == 128 }, "\(stamped)")
+            let again = h.cli.run(["--config", h.configPath!, "renew", "--hash", "sha512", "--all"])
+            #expect(again.status == 0 && again.stdout.contains("nothing to hash-renew"), "\(again.stdout)")
+            for id in ["1", "2"] {
+                let v = h.cli.run(["--config", h.configPath!, "verify", id])
+                #expect(v.status == 0, "\(v.stdout)")
+            }
+            let ca = h.scratch.path + "/tsa-ca.pem"
+            let bundle = h.scratch.path + "/bundle"
+            #expect(h.cli.run(["--config", h.configPath!, "bundle", "1", "-o", bundle]).status == 0)
+            let v = h.cli.run(["verify", bundle, "--trust", ca])
+            #expect(v.status == 0, "\(v.stdout)")
+            let original = try #require(try FileManager.default.contentsOfDirectory(atPath: bundle + "/original").first)
+            // Bouncy Castle checks the newest chain against the file and the chains before it.
+            let bc = try BouncyCastleERS.check(record: bundle + "/proofs/tsa.ers", data: bundle + "/original/" + original, caFile: ca)
+            #expect(bc.succeeded, "\(bc.output)")
+            // The record moved to the other item's file, and the record with its first chain altered
+            // (a byte of the first time-stamp's token): both refused, by Bouncy Castle and by us.
+            let other = h.scratch.path + "/other.bin"
+            try randomBytes(3_002).write(to: URL(fileURLWithPath: other))
+            #expect(!(try BouncyCastleERS.check(record: bundle + "/proofs/tsa.ers", data: other, caFile: ca)).succeeded)
+            var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: bundle + "/proofs/tsa.ers")))
+            let token = try [UInt8](Data(contentsOf: URL(fileURLWithPath: bundle + "/proofs/tsa.tst")))
+            let at = try #require(bytes.firstRange(of: token.prefix(64)))
+            bytes[at.lowerBound + 40] ^= 0x01
+            let altered = h.scratch.path + "/altered.ers"
+            try Data(bytes).write(to: URL(fileURLWithPath: altered))
+            #expect(!(try BouncyCastleERS.check(record: altered, data: bundle + "/original/" + original, caFile: ca)).succeeded)
+            // Time-stamp renewal of the SHA-512 chain: a SHA-512 request again, and the record still verifies.
+            let later = h.cli.run(["--config", h.configPath!, "renew", "1", "--force"])
+            #expect(later.status == 0 && later.stdout.contains("renewed 1"), "\(later.stdout) \(later.stderr)")
+            #expect(h.cli.run(["--config", h.configPath!, "verify", "1"]).status == 0)
+            let bundle2 = h.scratch.path + "/bundle2"
+            #expect(h.cli.run(["--config", h.configPath!, "bundle", "1", "-o", bundle2]).status == 0)
+            #expect(h.cli.run(["verify", bundle2, "--trust", ca]).status == 0)
+            let bc2 = try BouncyCastleERS.check(record: bundle2 + "/proofs/tsa.ers", data: bundle2 + "/original/" + original, caFile: ca)
+            #expect(bc2.succeeded, "\(bc2.output)")
+            #expect(h.cli.run(["--config", h.configPath!, "fsck"]).status == 0)
+        }
+    }
+
     @Test("SIGKILL while the QED report is pending, restart: polling resumes, one submission, item done")
     func killWhilePending() async throws {
         try await withSandbox(pending: 3) { sandbox in

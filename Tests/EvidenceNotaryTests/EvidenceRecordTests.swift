@@ -193,7 +193,7 @@ struct EvidenceRecordTests {
             try tsa.reissueSigningCertificate(days: 3650)
             let leaves = try records.map { try EvidenceRecordRenewal.renewalGroup(of: $0).leaf }
             #expect(Set(leaves).count == 2, "the batch's members share a token, so a renewal leaf")
-            let tree = HashTree(leaves: leaves)
+            let tree = HashTree(values: leaves, algorithm: .sha256)
             let reply = try tsa.reply(to: try TimestampRequest.make(digest: try #require(tree.root)).der)
             records = try EvidenceRecordRenewal.renew(records, response: reply, tree: tree, trust: trust, digests: digests)
             for (record, digest) in zip(records, digests) {
@@ -209,7 +209,7 @@ struct EvidenceRecordTests {
 
             // A renewal whose time-stamp covers something else is refused by both.
             var forged = try EvidenceRecord(der: [UInt8](records[3]))
-            let other = HashTree(leaves: [SHA256Digest(bytes: HashTree.sha256([1, 2, 3])), leaves[0]])
+            let other = HashTree(leaves: [SHA256Digest(bytes: HashTree.sha256([1, 2, 3])), SHA256Digest(bytes: leaves[0])])
             let otherReply = try tsa.reply(to: try TimestampRequest.make(digest: try #require(other.root)).der)
             forged.chains[0][1] = .init(reducedTree: try #require(other.path(for: SHA256Digest(bytes: HashTree.sha256([1, 2, 3])))),
                                         token: try EvidenceRecord.token(ofResponse: otherReply))

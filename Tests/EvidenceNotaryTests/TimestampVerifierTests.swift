@@ -204,7 +204,7 @@ struct TimestampVerifierTests {
         }
     }
 
-    @Test("a rejection (md5 query to a sha256-only TSA) names the status and failure info")
+    @Test("a rejection (md5 query to a TSA that accepts SHA-2 only) names the status and failure info")
     func rejection() throws {
         try withTempDirectory { dir in
             let tsa = try TestTSA(directory: dir + "/tsa")

@@ -26,8 +26,15 @@ struct RenewCommand: AsyncParsableCommand {
         daily. Renewal is skipped, with a note, when the TSA's current certificate would not
         outlive the proofs' own (ask the TSA operator, or use --force).
 
+        Hash-tree renewal (--hash sha512): before SHA-256 weakens, each record gets a new chain of
+        time-stamps over SHA-512(SHA-512(file) ‖ SHA-512(every chain so far)), for all chosen
+        proofs with one TSA request (a SHA-512 imprint); later time-stamp renewals of that chain
+        use SHA-512 too. The originals are read from the store to hash them. ITEMs or --all.
+
         Examples:
           evidence renew                 renew every due proof of every rfc3161 notary
+          evidence renew --hash sha512 --all   hash-tree renewal of every time-stamp proof
+          evidence renew --hash sha512 12      only item 12's
           evidence renew 12 --force      renew item 12's time-stamp proofs now
           evidence renew --notary tsa --json
         Exit codes: 0 done (renewed or nothing due) · 1 the TSA failed or due proofs were not renewed · 2 usage or config error.
@@ -44,6 +51,20 @@ struct RenewCommand: AsyncParsableCommand {
 
     @Flag(help: "Renew the chosen proofs now, whether or not they are due.")
     var force = false
+
+    @Option(help: ArgumentHelp("Hash-tree renewal (RFC 4998 §5.2) to this hash instead: sha512.", valueName: "alg"))
+    var hash: String?
+
+    @Flag(help: "With --hash: every item's proofs (instead of naming ITEMs).")
+    var all = false
+
+    func validate() throws {
+        if let hash, hash != "sha512" { throw ValidationError("--hash: \"\(hash)\" is not supported; hash-tree renewal is to sha512") }
+        if hash != nil && items.isEmpty && !all { throw ValidationError("--hash needs ITEMs or --all") }
+        if all && !items.isEmpty { throw ValidationError("--all goes without ITEMs") }
+        if all && hash == nil { throw ValidationError("--all goes with --hash (time-stamp renewal renews every due proof by default)") }
+        if hash != nil && force { throw ValidationError("--force is for time-stamp renewal; --hash renews the chosen proofs whatever their dates") }
+    }
 
     func run() async throws {
         let config = try global.loadConfig()
@@ -69,8 +90,16 @@ struct RenewCommand: AsyncParsableCommand {
         var failed = false
         for name in notary.map({ [$0] }) ?? names {
             do {
-                let s = try await renewal.renew(notary: name, items: chosen, force: force)
+                let s = hash != nil ? try await renewal.renewHash(notary: name, items: chosen, algorithm: .sha512)
+                                    : try await renewal.renew(notary: name, items: chosen, force: force)
                 summaries.append(s)
+                if hash != nil, !global.json {
+                    Output.line(s.renewed > 0 ? "✓ \(name): hash-tree renewal to SHA-512 of \(s.renewed) of \(s.checked) time-stamp proof(s)"
+                                              : "✓ \(name): nothing to hash-renew (\(s.checked) time-stamp proof(s) checked)")
+                    for skipped in s.skipped { Output.line("✗ \(name): not renewed: \(skipped)") }
+                    if s.due > s.renewed || !s.skipped.isEmpty { failed = true }
+                    continue
+                }
                 if s.due > s.renewed || !s.skipped.isEmpty { failed = true }
                 if !global.json {
                     if s.renewed > 0 {

@@ -178,9 +178,14 @@ struct VerifyCommand: AsyncParsableCommand {
                     // This notary's own anchors, plus --trust.
                     let anchors = (config.notaries[p.notary]?.tsaTrust ?? TSATrust())
                         .merging(TSATrust(caFiles: trust.map { URL(fileURLWithPath: $0).standardizedFileURL.path }))
-                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.location(of: r), at: at?.date)
+                    // A record hash-renewed to SHA-512 is checked with the stored object's SHA-512 too.
+                    let sha512 = p.kind == .rfc4998 && EvidenceRecordRenewal.hasSHA512Chain(data)
+                        ? try? ItemDigests.sha512(of: i, store: home.store) : nil
+                    let c = ProofCheck.check(p, receipt: data, digest: i.sha256, trust: anchors, label: home.store.location(of: r), at: at?.date,
+                                             sha512: sha512)
                     checks.append(c)
-                    if p.kind.isTimestamp, c.ok, let token = try? ProofCheck.token(p, receipt: data, digest: i.sha256, trust: anchors, at: at?.date),
+                    if p.kind.isTimestamp, c.ok, let token = try? ProofCheck.token(p, receipt: data, digest: i.sha256, trust: anchors, at: at?.date,
+                                                                                    sha512: sha512),
                        provenAt.map({ token.genTime < $0 }) ?? true {
                         provenAt = token.genTime
                         provenBy = "\(ProofCheck.name(p)) (serial \(token.serial))"

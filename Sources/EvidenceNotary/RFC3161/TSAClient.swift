@@ -24,8 +24,13 @@ public struct TSAClient: Sendable {
     /// The verified token and the URL that issued it. Every TSA failing throws the last failure,
     /// retryable when any of them was.
     public func timestamp(_ digest: SHA256Digest) async throws(NotaryError) -> (token: TimestampToken, url: String) {
+        try await timestamp(imprint: Imprint(digest))
+    }
+
+    /// `timestamp(_:)` over a hash of either algorithm (SHA-512 for a hash-tree renewal).
+    public func timestamp(imprint: Imprint) async throws(NotaryError) -> (token: TimestampToken, url: String) {
         let request: TimestampRequest
-        do { request = try TimestampRequest.make(digest: digest) } catch {
+        do { request = try TimestampRequest.make(imprint: imprint) } catch {
             throw NotaryError("\(name): cannot build the time-stamp request: \(error)", retryable: false)
         }
         var failures: [NotaryError] = []

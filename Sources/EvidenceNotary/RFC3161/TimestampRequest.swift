@@ -2,36 +2,82 @@ import COpenSSL
 import EvidenceCore
 import Foundation
 
-/// An RFC 3161 `TimeStampReq` for one SHA-256 digest, ready to POST with
+/// The hash a time-stamp is over: SHA-256 (everything this program stamps first) or SHA-512
+/// (an RFC 4998 hash-tree renewal's new chain).
+public struct Imprint: Sendable, Codable, Equatable, Hashable {
+    public enum Algorithm: String, Sendable, Codable, CaseIterable {
+        case sha256
+        case sha512
+
+        public var size: Int { self == .sha256 ? 32 : 64 }
+        var nid: Int32 { self == .sha256 ? NID_sha256 : NID_sha512 }
+        public var label: String { self == .sha256 ? "SHA-256" : "SHA-512" }
+        /// The algorithm's hash of `bytes`.
+        public func hash(_ bytes: [UInt8]) -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: 64)
+            var length: UInt32 = 0
+            let md = self == .sha256 ? evidence_evp_sha256() : evidence_evp_sha512()
+            let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &out, &length, md, nil) }
+            precondition(ok == 1 && Int(length) == size, "EVP_Digest failed")
+            return Array(out.prefix(size))
+        }
+    }
+
+    public let algorithm: Algorithm
+    /// Lowercase hex of the hash.
+    public let hex: String
+
+    public init(_ digest: SHA256Digest) { algorithm = .sha256; hex = digest.hex }
+
+    public init?(algorithm: Algorithm, bytes: [UInt8]) {
+        guard bytes.count == algorithm.size else { return nil }
+        self.algorithm = algorithm
+        hex = Hex.encode(bytes)
+    }
+
+    public var bytes: [UInt8] { Hex.decode(hex) ?? [] }
+    /// The SHA-256 digest, when that is the algorithm.
+    public var sha256: SHA256Digest? { algorithm == .sha256 ? SHA256Digest(hex: hex) : nil }
+}
+
+/// An RFC 3161 `TimeStampReq` for one digest, ready to POST with
 /// `Content-Type: application/timestamp-query`.
 public struct TimestampRequest: Sendable, Codable, Equatable {
-    public let digest: SHA256Digest
+    public let imprint: Imprint
+    /// The SHA-256 digest the request is over (nil for a SHA-512 request).
+    public var digest: SHA256Digest? { imprint.sha256 }
     /// Lowercase hex of the 8 random bytes sent as the request nonce.
     public let nonce: String
     /// Whether the TSA was asked to include its signing certificate in the token.
     public let certReq: Bool
-    /// DER `TimeStampReq`: version 1, SHA-256 message imprint, nonce, certReq.
+    /// DER `TimeStampReq`: version 1, message imprint, nonce, certReq.
     public let der: Data
 
     /// Builds a request with a fresh 64-bit nonce from `RAND_bytes`.
     public static func make(digest: SHA256Digest, certReq: Bool = true) throws(TimestampError) -> TimestampRequest {
+        try make(imprint: Imprint(digest), certReq: certReq)
+    }
+
+    public static func make(imprint: Imprint, certReq: Bool = true) throws(TimestampError) -> TimestampRequest {
         ERR_clear_error()
         var nonce = [UInt8](repeating: 0, count: 8)
         guard RAND_bytes(&nonce, Int32(nonce.count)) == 1 else {
             throw TimestampError(.requestFailed, OpenSSLSupport.withErrors("RAND_bytes failed"))
         }
-        let der = try RFC3161Request.encode(digest: digest, nonce: nonce, certReq: certReq)
-        return TimestampRequest(digest: digest, nonce: Hex.encode(nonce), certReq: certReq, der: der)
+        let der = try RFC3161Request.encode(imprint: imprint, nonce: nonce, certReq: certReq)
+        return TimestampRequest(imprint: imprint, nonce: Hex.encode(nonce), certReq: certReq, der: der)
     }
 }
 
 /// Building `TS_REQ` objects (for the wire and for `TS_REQ_to_TS_VERIFY_CTX`).
 enum RFC3161Request {
-    /// A new TS_REQ (caller frees with `TS_REQ_free`): version 1, SHA-256 imprint of `digest`,
-    /// the nonce when given, certReq.
-    static func build(digest: SHA256Digest, nonce: [UInt8]?, certReq: Bool) throws(TimestampError) -> OpaquePointer {
-        guard let hash = Hex.decode(digest.hex), hash.count == 32 else {
-            throw TimestampError(.requestFailed, "digest is not 32 bytes of SHA-256")
+    /// A new TS_REQ (caller frees with `TS_REQ_free`): version 1, the imprint, the nonce when
+    /// given, certReq.
+    static func build(imprint: Imprint, nonce: [UInt8]?, certReq: Bool) throws(TimestampError) -> OpaquePointer {
+        let hash = imprint.bytes
+        let hashAlgorithm = imprint.algorithm
+        guard hash.count == imprint.algorithm.size else {
+            throw TimestampError(.requestFailed, "digest is not \(imprint.algorithm.size) bytes of \(imprint.algorithm.label)")
         }
         guard let req = TS_REQ_new() else {
             throw TimestampError(.requestFailed, OpenSSLSupport.withErrors("TS_REQ_new failed"))
@@ -43,7 +89,7 @@ enum RFC3161Request {
             throw TimestampError(.requestFailed, OpenSSLSupport.withErrors("TS_REQ_set_version failed"))
         }
 
-        // Message imprint: AlgorithmIdentifier { sha256, NULL } + 32-byte hash.
+        // Message imprint: AlgorithmIdentifier { sha256 or sha512, NULL } + the hash.
         guard let imprint = TS_MSG_IMPRINT_new() else {
             throw TimestampError(.requestFailed, OpenSSLSupport.withErrors("TS_MSG_IMPRINT_new failed"))
         }
@@ -52,10 +98,10 @@ enum RFC3161Request {
             throw TimestampError(.requestFailed, OpenSSLSupport.withErrors("X509_ALGOR_new failed"))
         }
         defer { X509_ALGOR_free(algorithm) }
-        // X509_ALGOR_set0 takes the (static) sha256 object; a NULL parameter needs no value.
-        guard let sha256 = OBJ_nid2obj(NID_sha256),
-              X509_ALGOR_set0(algorithm, sha256, V_ASN1_NULL, nil) == 1 else {
-            throw TimestampError(.requestFailed, OpenSSLSupport.withErrors("X509_ALGOR_set0(sha256) failed"))
+        // X509_ALGOR_set0 takes the (static) hash object; a NULL parameter needs no value.
+        guard let object = OBJ_nid2obj(hashAlgorithm.nid),
+              X509_ALGOR_set0(algorithm, object, V_ASN1_NULL, nil) == 1 else {
+            throw TimestampError(.requestFailed, OpenSSLSupport.withErrors("X509_ALGOR_set0(\(hashAlgorithm.rawValue)) failed"))
         }
         // The setters below copy their arguments.
         guard TS_MSG_IMPRINT_set_algo(imprint, algorithm) == 1 else {
@@ -85,8 +131,8 @@ enum RFC3161Request {
         return req
     }
 
-    static func encode(digest: SHA256Digest, nonce: [UInt8]?, certReq: Bool) throws(TimestampError) -> Data {
-        let req = try build(digest: digest, nonce: nonce, certReq: certReq)
+    static func encode(imprint: Imprint, nonce: [UInt8]?, certReq: Bool) throws(TimestampError) -> Data {
+        let req = try build(imprint: imprint, nonce: nonce, certReq: certReq)
         defer { TS_REQ_free(req) }
         let length = i2d_TS_REQ(req, nil)
         guard length > 0 else {

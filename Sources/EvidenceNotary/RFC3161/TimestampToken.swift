@@ -15,19 +15,21 @@ public struct TimestampToken: Sendable, Codable, Equatable {
     public let policy: String
     /// The TSTInfo `tsa` name, else the signing certificate's subject (RFC 2253), when known.
     public let tsaName: String?
-    /// The SHA-256 message imprint the token covers.
-    public let digest: SHA256Digest
+    /// The message imprint the token covers.
+    public let imprint: Imprint
+    /// The SHA-256 message imprint the token covers (nil for a SHA-512 token).
+    public var digest: SHA256Digest? { imprint.sha256 }
     /// Lowercase hex of the token's nonce (at least 8 bytes, left-padded), "" when it has none.
     public let nonce: String
 
     public init(response: Data, genTime: Date, serial: String, policy: String, tsaName: String?,
-                digest: SHA256Digest, nonce: String) {
+                imprint: Imprint, nonce: String) {
         self.response = response
         self.genTime = genTime
         self.serial = serial
         self.policy = policy
         self.tsaName = tsaName
-        self.digest = digest
+        self.imprint = imprint
         self.nonce = nonce
     }
 }

@@ -14,7 +14,7 @@ public enum TimestampVerifier {
         guard let nonce = Hex.decode(request.nonce), !nonce.isEmpty else {
             throw TimestampError(.requestFailed, "request nonce is not hex: \(request.nonce.prefix(40))")
         }
-        return try check(response: response, digest: request.digest, nonce: nonce,
+        return try check(response: response, imprint: request.imprint, nonce: nonce,
                          trust: trust, untrustedFile: untrustedFile)
     }
 
@@ -25,7 +25,17 @@ public enum TimestampVerifier {
     /// each renewed time-stamp of an evidence record as of the time-stamp that renewed it).
     public static func verify(response: Data, digest: SHA256Digest, trust: TSATrust,
                               untrustedFile: String? = nil, at: Date? = nil) throws(TimestampError) -> TimestampToken {
-        try check(response: response, digest: digest, nonce: nil, trust: trust, untrustedFile: untrustedFile, at: at)
+        try check(response: response, imprint: Imprint(digest), nonce: nil, trust: trust, untrustedFile: untrustedFile, at: at)
+    }
+
+    /// `verify(response:digest:trust:)` for an imprint of either algorithm.
+    public static func verify(response: Data, imprint: Imprint, trust: TSATrust, at: Date? = nil) throws(TimestampError) -> TimestampToken {
+        try check(response: response, imprint: imprint, nonce: nil, trust: trust, untrustedFile: nil, at: at)
+    }
+
+    /// `inspect(response:digest:)` for an imprint of either algorithm.
+    public static func inspect(response: Data, imprint: Imprint) throws(TimestampError) -> TimestampToken {
+        try check(response: response, imprint: imprint, nonce: nil, trust: nil, untrustedFile: nil)
     }
 
     /// `verify(response:for:trust:)` with one CA file.
@@ -46,19 +56,19 @@ public enum TimestampVerifier {
         guard let nonce = Hex.decode(request.nonce), !nonce.isEmpty else {
             throw TimestampError(.requestFailed, "request nonce is not hex: \(request.nonce.prefix(40))")
         }
-        return try check(response: response, digest: request.digest, nonce: nonce, trust: nil, untrustedFile: nil)
+        return try check(response: response, imprint: request.imprint, nonce: nonce, trust: nil, untrustedFile: nil)
     }
 
     /// Only status, imprint and (when given) nonce: what a token claims, with nothing proving who
     /// signed it. For showing a token that could not be verified, never for accepting one.
     public static func inspect(response: Data, digest: SHA256Digest) throws(TimestampError) -> TimestampToken {
-        try check(response: response, digest: digest, nonce: nil, trust: nil, untrustedFile: nil)
+        try check(response: response, imprint: Imprint(digest), nonce: nil, trust: nil, untrustedFile: nil)
     }
 
     // MARK: - Implementation
 
     /// `trust` nil: no signature check (only `inspect`); empty: refused.
-    private static func check(response: Data, digest: SHA256Digest, nonce: [UInt8]?,
+    private static func check(response: Data, imprint: Imprint, nonce: [UInt8]?,
                               trust: TSATrust?, untrustedFile: String?, at: Date? = nil) throws(TimestampError) -> TimestampToken {
         if let trust, trust.isEmpty {
             throw TimestampError(.trustConfiguration, "no trust anchor for the TSA's signature: "
@@ -80,11 +90,11 @@ public enum TimestampVerifier {
             throw TimestampError(.malformedResponse, "unsupported TSTInfo version \(version)")
         }
 
-        let tokenDigest = try checkImprint(tst, expected: digest)
+        let tokenImprint = try checkImprint(tst, expected: imprint)
         let tokenNonce = try checkNonce(tst, expected: nonce)
 
         if let trust {
-            try verifySignature(resp, digest: digest, nonce: nonce, trust: trust, untrustedFile: untrustedFile, at: at)
+            try verifySignature(resp, imprint: imprint, nonce: nonce, trust: trust, untrustedFile: untrustedFile, at: at)
         }
 
         guard let time = TS_TST_INFO_get_time(tst), let genTime = generalizedTime(time) else {
@@ -105,7 +115,7 @@ public enum TimestampVerifier {
         let tsaName = tsaName(tst, token: TS_RESP_get_token(resp))
 
         return TimestampToken(response: response, genTime: genTime, serial: Hex.encode(serialBytes),
-                              policy: policy, tsaName: tsaName, digest: tokenDigest, nonce: tokenNonce)
+                              policy: policy, tsaName: tsaName, imprint: tokenImprint, nonce: tokenNonce)
     }
 
     /// d2i of the whole buffer; trailing bytes after the DER are rejected.
@@ -170,8 +180,9 @@ public enum TimestampVerifier {
         throw TimestampError(.refused, message, pkiStatus: status, failureInfo: failures)
     }
 
-    /// The token's imprint must be SHA-256 (parameters absent or NULL) over exactly `expected`.
-    private static func checkImprint(_ tst: OpaquePointer, expected: SHA256Digest) throws(TimestampError) -> SHA256Digest {
+    /// The token's imprint must be the expected algorithm (parameters absent or NULL) over exactly
+    /// the expected hash.
+    private static func checkImprint(_ tst: OpaquePointer, expected: Imprint) throws(TimestampError) -> Imprint {
         guard let imprint = TS_TST_INFO_get_msg_imprint(tst),
               let algorithm = TS_MSG_IMPRINT_get_algo(imprint),
               let message = TS_MSG_IMPRINT_get_msg(imprint) else {
@@ -181,18 +192,19 @@ public enum TimestampVerifier {
         var parameterType: Int32 = 0
         var parameter: UnsafeRawPointer? = nil
         X509_ALGOR_get0(&object, &parameterType, &parameter, algorithm)
-        guard let object, OBJ_obj2nid(object) == NID_sha256,
+        let wanted = expected.algorithm
+        guard let object, OBJ_obj2nid(object) == wanted.nid,
               parameterType == V_ASN1_UNDEF || parameterType == V_ASN1_NULL else {
             let oid = OpenSSLSupport.oidText(object) ?? "unknown"
             throw TimestampError(.imprintMismatch,
-                                 "reply imprint does not match the request (hash algorithm \(oid), expected SHA-256)")
+                                 "reply imprint does not match the request (hash algorithm \(oid), expected \(wanted.label))")
         }
         let length = Int(ASN1_STRING_length(message))
-        guard length == 32, let data = ASN1_STRING_get0_data(message) else {
+        guard length == wanted.size, let data = ASN1_STRING_get0_data(message),
+              let got = Imprint(algorithm: wanted, bytes: Array(UnsafeBufferPointer(start: data, count: length))) else {
             throw TimestampError(.imprintMismatch,
-                                 "reply imprint does not match the request (\(length)-byte hash, expected 32)")
+                                 "reply imprint does not match the request (\(length)-byte hash, expected \(wanted.size))")
         }
-        let got = SHA256Digest(bytes: UnsafeBufferPointer(start: data, count: 32))
         guard got == expected else {
             throw TimestampError(.imprintMismatch,
                                  "reply imprint does not match the request (token \(got.hex), expected \(expected.hex))")
@@ -228,12 +240,12 @@ public enum TimestampVerifier {
     /// TS_RESP_verify_response with signature, version, imprint, nonce (when known) and signer checks
     /// against an X509_STORE holding every certificate of `trust.caFiles` and, when the token's
     /// signer certificate has a pinned fingerprint, that certificate (as a partial-chain anchor).
-    private static func verifySignature(_ resp: OpaquePointer, digest: SHA256Digest, nonce: [UInt8]?,
+    private static func verifySignature(_ resp: OpaquePointer, imprint: Imprint, nonce: [UInt8]?,
                                         trust: TSATrust, untrustedFile: String?, at: Date? = nil) throws(TimestampError) {
         ERR_clear_error()
         // The verify context is derived from an equivalent request: it carries the imprint,
         // its algorithm and the nonce (TS_VERIFY_CTX has no nonce setter in OpenSSL 3.0).
-        let req = try RFC3161Request.build(digest: digest, nonce: nonce, certReq: true)
+        let req = try RFC3161Request.build(imprint: imprint, nonce: nonce, certReq: true)
         let ctx = TS_REQ_to_TS_VERIFY_CTX(req, nil)
         TS_REQ_free(req)
         guard let ctx else {

@@ -14,22 +14,48 @@ import SwiftASN1
 ///                                     timeStamp ContentInfo }                       -- the RFC 3161 token
 ///     PartialHashtree ::= SEQUENCE OF OCTET STRING
 ///
-/// Only SHA-256 is written or accepted. Parsing is strict DER (swift-asn1): trailing bytes, a
-/// wrong tag, another version or algorithm are refused with what was found.
+/// SHA-256 and SHA-512 (a hash-tree renewal's chain, RFC 4998 §5.2) are written and accepted,
+/// nothing else. Parsing is strict DER (swift-asn1): trailing bytes, a wrong tag, another
+/// version or algorithm are refused with what was found.
 public struct EvidenceRecord: Sendable, Equatable {
     public struct ArchiveTimeStamp: Sendable, Equatable {
+        /// The hash of its tree and of what it covers (the same in every time-stamp of a chain).
+        public var algorithm: Imprint.Algorithm = .sha256
         /// The reduced hash tree; empty when the time-stamp is over the covered hash itself.
         public var reducedTree: [[[UInt8]]]
         /// DER `ContentInfo`: the TSA's token (CMS SignedData over a TSTInfo).
         public var token: [UInt8]
 
-        public init(reducedTree: [[[UInt8]]], token: [UInt8]) { self.reducedTree = reducedTree; self.token = token }
+        public init(reducedTree: [[[UInt8]]], token: [UInt8], algorithm: Imprint.Algorithm = .sha256) {
+            self.reducedTree = reducedTree; self.token = token; self.algorithm = algorithm
+        }
     }
 
-    /// Archive time-stamp chains, oldest first (a chain grows by time-stamp renewal, RFC 4998 §5.2).
-    public var chains: [[ArchiveTimeStamp]]
+    /// Archive time-stamp chains, oldest first (a chain grows by time-stamp renewal, a new chain
+    /// starts with a hash-tree renewal, RFC 4998 §5.2).
+    public var chains: [[ArchiveTimeStamp]] {
+        // A chain changed here is no longer the one read: its DER is written afresh.
+        didSet {
+            parsedChainDER = parsedChainDER.indices.map { i in
+                i < chains.count && i < oldValue.count && chains[i] == oldValue[i] ? parsedChainDER[i] : nil
+            }
+        }
+    }
+    /// Each chain's DER as read (nil for chains built here): what a hash-tree renewal covers is
+    /// these bytes exactly.
+    var parsedChainDER: [[UInt8]?] = []
 
     public init(chains: [[ArchiveTimeStamp]]) { self.chains = chains }
+
+    /// Time-stamp renewal: `stamp` appended to the newest chain (whose DER as read no longer holds).
+    public mutating func appendToNewestChain(_ stamp: ArchiveTimeStamp) {
+        chains[chains.count - 1].append(stamp)
+    }
+
+    /// Hash-tree renewal: a new chain of `stamp`.
+    public mutating func appendChain(_ stamp: ArchiveTimeStamp) {
+        chains.append([stamp])
+    }
 
     /// A record of one archive time-stamp: `token` over the root `reducedTree` leads to.
     public init(reducedTree: [[[UInt8]]], token: [UInt8]) {
@@ -41,40 +67,62 @@ public struct EvidenceRecord: Sendable, Equatable {
     static let sha256OID: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 1]
 
     public func der() -> [UInt8] {
+        var algorithms: [Imprint.Algorithm] = []
+        for chain in chains { for stamp in chain where !algorithms.contains(stamp.algorithm) { algorithms.append(stamp.algorithm) } }
+        if algorithms.isEmpty { algorithms = [.sha256] }
         var s = DER.Serializer()
         // Serializing values we built ourselves cannot fail.
         try! s.appendConstructedNode(identifier: .sequence) { s in
             try s.serialize(1)
-            try s.appendConstructedNode(identifier: .sequence) { s in try Self.serializeSHA256(&s, identifier: .sequence) }
             try s.appendConstructedNode(identifier: .sequence) { s in
-                for chain in chains {
-                    try s.appendConstructedNode(identifier: .sequence) { s in
-                        for stamp in chain {
-                            try s.appendConstructedNode(identifier: .sequence) { s in
-                                try Self.serializeSHA256(&s, identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific))
-                                if !stamp.reducedTree.isEmpty {
-                                    try s.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 2, tagClass: .contextSpecific)) { s in
-                                        for list in stamp.reducedTree {
-                                            try s.appendConstructedNode(identifier: .sequence) { s in
-                                                for value in list { try s.serialize(ASN1OctetString(contentBytes: value[...])) }
-                                            }
-                                        }
-                                    }
+                for a in algorithms { try Self.serializeAlgorithm(&s, a, identifier: .sequence) }
+            }
+            s.serializeRawBytes(sequenceDER(chainCount: chains.count))
+        }
+        return s.serializedBytes
+    }
+
+    /// DER of the ArchiveTimeStampSequence of the first `chainCount` chains: with all of them,
+    /// the record's own; with the chains before a hash-tree renewal, what that renewal covers.
+    public func sequenceDER(chainCount: Int) -> [UInt8] {
+        var s = DER.Serializer()
+        s.appendConstructedNode(identifier: .sequence) { (s: inout DER.Serializer) in
+            for i in 0..<chainCount { s.serializeRawBytes(chainDER(i)) }
+        }
+        return s.serializedBytes
+    }
+
+    /// One chain's DER: as read when it was read, else as this program writes it.
+    func chainDER(_ index: Int) -> [UInt8] {
+        if index < parsedChainDER.count, let raw = parsedChainDER[index] { return raw }
+        var s = DER.Serializer()
+        try! s.appendConstructedNode(identifier: .sequence) { s in
+            for stamp in chains[index] {
+                try s.appendConstructedNode(identifier: .sequence) { s in
+                    try Self.serializeAlgorithm(&s, stamp.algorithm, identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific))
+                    if !stamp.reducedTree.isEmpty {
+                        try s.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 2, tagClass: .contextSpecific)) { s in
+                            for list in stamp.reducedTree {
+                                try s.appendConstructedNode(identifier: .sequence) { s in
+                                    for value in list { try s.serialize(ASN1OctetString(contentBytes: value[...])) }
                                 }
-                                s.serializeRawBytes(stamp.token)
                             }
                         }
                     }
+                    s.serializeRawBytes(stamp.token)
                 }
             }
         }
         return s.serializedBytes
     }
 
-    /// AlgorithmIdentifier { id-sha256, NULL }, as OpenSSL writes the time-stamp request's imprint.
-    private static func serializeSHA256(_ s: inout DER.Serializer, identifier: ASN1Identifier) throws {
+    static let sha512OID: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 3]
+
+    /// AlgorithmIdentifier { id-sha256 or id-sha512, NULL }, as OpenSSL writes the time-stamp
+    /// request's imprint.
+    private static func serializeAlgorithm(_ s: inout DER.Serializer, _ algorithm: Imprint.Algorithm, identifier: ASN1Identifier) throws {
         try s.appendConstructedNode(identifier: identifier) { s in
-            try s.serialize(sha256OID)
+            try s.serialize(algorithm == .sha256 ? sha256OID : sha512OID)
             try s.serialize(ASN1Null())
         }
     }
@@ -83,22 +131,26 @@ public struct EvidenceRecord: Sendable, Equatable {
         do {
             let root = try DER.parse(bytes)
             guard root.encodedBytes.count == bytes.count else { throw Refusal("trailing bytes after the record") }
-            chains = try DER.sequence(root, identifier: .sequence) { nodes in
+            (chains, parsedChainDER) = try DER.sequence(root, identifier: .sequence) { nodes -> ([[ArchiveTimeStamp]], [[UInt8]?]) in
                 let version = try Int(derEncoded: &nodes)
                 guard version == 1 else { throw Refusal("version \(version), not 1") }
                 guard let algorithms = nodes.next() else { throw Refusal("no digestAlgorithms") }
                 let found = try Self.children(algorithms, .sequence)
                 guard !found.isEmpty else { throw Refusal("empty digestAlgorithms") }
-                for node in found { try Self.checkSHA256(node, identifier: .sequence) }
+                for node in found { _ = try Self.readAlgorithm(node, identifier: .sequence) }
                 guard let sequence = nodes.next() else { throw Refusal("no archiveTimeStampSequence") }
                 guard sequence.identifier == .sequence else {
                     throw Refusal("cryptoInfos or encryptionInfo (tag \(sequence.identifier)) are not supported")
                 }
-                let chains = try Self.children(sequence, .sequence).map { chain in
+                let chainNodes = try Self.children(sequence, .sequence)
+                let chains = try chainNodes.map { chain in
                     try Self.children(chain, .sequence).map(Self.parseStamp)
                 }
                 guard !chains.isEmpty, !chains.contains(where: \.isEmpty) else { throw Refusal("an empty archive time-stamp chain") }
-                return chains
+                for chain in chains where chain.contains(where: { $0.algorithm != chain[0].algorithm }) {
+                    throw Refusal("the time-stamps of one chain use different hash algorithms")
+                }
+                return (chains, chainNodes.map { Array($0.encodedBytes) })
             }
         } catch let refusal as Refusal {
             throw TimestampError(.malformedResponse, "not an RFC 4998 evidence record of this program: \(refusal.reason)")
@@ -118,19 +170,23 @@ public struct EvidenceRecord: Sendable, Equatable {
 
     struct Refusal: Error { let reason: String; init(_ reason: String) { self.reason = reason } }
 
-    private static func checkSHA256(_ node: ASN1Node, identifier: ASN1Identifier) throws {
+    private static func readAlgorithm(_ node: ASN1Node, identifier: ASN1Identifier) throws -> Imprint.Algorithm {
         try DER.sequence(node, identifier: identifier) { nodes in
             let oid = try ASN1ObjectIdentifier(derEncoded: &nodes)
-            guard oid == sha256OID else { throw Refusal("digest algorithm \(oid), only SHA-256 (\(sha256OID)) is accepted") }
+            guard oid == sha256OID || oid == sha512OID else {
+                throw Refusal("digest algorithm \(oid), only SHA-256 (\(sha256OID)) and SHA-512 (\(sha512OID)) are accepted")
+            }
             if let parameters = nodes.next() {
                 _ = try ASN1Null(derEncoded: parameters)
             }
+            return oid == sha256OID ? .sha256 : .sha512
         }
     }
 
     private static func parseStamp(_ node: ASN1Node) throws -> ArchiveTimeStamp {
         try DER.sequence(node, identifier: .sequence) { nodes in
             var tree: [[[UInt8]]] = []
+            var algorithm = Imprint.Algorithm.sha256
             var token: [UInt8]?
             var lastTag: UInt = 0
             var seen = false
@@ -141,12 +197,12 @@ public struct EvidenceRecord: Sendable, Equatable {
                     guard !seen || tag > lastTag else { throw Refusal("archive time-stamp fields out of order") }
                     seen = true; lastTag = tag
                     switch tag {
-                    case 0: try checkSHA256(child, identifier: child.identifier)
+                    case 0: algorithm = try readAlgorithm(child, identifier: child.identifier)
                     case 2:
                         tree = try Self.children(child, child.identifier).map { list in
                             let values = try DER.sequence(of: ASN1OctetString.self, identifier: .sequence, rootNode: list).map { Array($0.bytes) }
-                            guard !values.isEmpty, values.allSatisfy({ $0.count == 32 }) else {
-                                throw Refusal("a partial hash tree that is not a list of 32-byte SHA-256 values")
+                            guard !values.isEmpty, values.allSatisfy({ $0.count == algorithm.size }) else {
+                                throw Refusal("a partial hash tree that is not a list of \(algorithm.size)-byte \(algorithm.label) values")
                             }
                             return values
                         }
@@ -159,7 +215,7 @@ public struct EvidenceRecord: Sendable, Equatable {
                 }
             }
             guard let token else { throw Refusal("an archive time-stamp without its time-stamp token") }
-            return ArchiveTimeStamp(reducedTree: tree, token: token)
+            return ArchiveTimeStamp(reducedTree: tree, token: token, algorithm: algorithm)
         }
     }
 

@@ -12,65 +12,100 @@ public enum EvidenceRecordVerifier {
         public let tokens: [TimestampToken]
         /// The root the first token is over (the digest itself for a record without a tree).
         public let root: SHA256Digest
+        /// How many of `tokens` each chain holds (more than one chain: hash-tree renewals).
+        public var chainLengths: [Int] = []
     }
 
     /// `trust` nil only shows what the record claims (`inspect`): never for accepting it.
     /// `at`: the date the newest time-stamp's certificates are checked as of (nil: now). Each
     /// earlier time-stamp is checked as of the time-stamp that renewed it (RFC 4998 §5.3): a
     /// record renewed before its first TSA certificate expired still verifies after it.
-    public static func verify(record data: Data, digest: SHA256Digest, trust: TSATrust?, at: Date? = nil) throws(TimestampError) -> Verified {
+    /// `sha512`: the data's SHA-512, needed for a record with a hash-tree renewal (§5.2): that
+    /// chain's first time-stamp covers SHA-512(SHA-512(data) ‖ SHA-512(the chains before it)).
+    public static func verify(record data: Data, digest: SHA256Digest, trust: TSATrust?, at: Date? = nil,
+                              sha512: [UInt8]? = nil) throws(TimestampError) -> Verified {
         let record = try EvidenceRecord(der: [UInt8](data))
-        guard record.chains.count == 1, let chain = record.chains.first else {
-            throw TimestampError(.malformedResponse, "the evidence record has \(record.chains.count) hash-tree chains; "
-                + "hash-tree renewal (RFC 4998 §5.2) is not read by this version")
+        guard record.chains.first?.first?.algorithm == .sha256 else {
+            throw TimestampError(.malformedResponse, "the evidence record's first chain is not SHA-256")
         }
         // What each time-stamp claims and the root it must be over; then the signatures.
-        var covered = digest
-        var roots: [SHA256Digest] = []
+        var roots: [Imprint] = []
         var claims: [TimestampToken] = []
-        for (index, stamp) in chain.enumerated() {
-            let root = try rootOf(stamp, covering: covered, index: index)
-            let claim: TimestampToken
-            do { claim = try TimestampVerifier.inspect(response: EvidenceRecord.response(wrapping: stamp.token), digest: root) } catch {
-                throw TimestampError(error.kind, "archive time-stamp \(index + 1) of the evidence record: \(error.message)")
+        var stamps: [EvidenceRecord.ArchiveTimeStamp] = []
+        for (k, chain) in record.chains.enumerated() {
+            let algorithm = chain[0].algorithm
+            let dataHash: [UInt8]
+            switch algorithm {
+            case .sha256: dataHash = Hex.decode(digest.hex) ?? []
+            case .sha512:
+                guard let sha512, sha512.count == 64 else {
+                    throw TimestampError(.requestFailed, "the evidence record was hash-renewed to SHA-512: checking it needs the data's SHA-512")
+                }
+                dataHash = sha512
             }
-            if let previous = claims.last, claim.genTime < previous.genTime {
-                throw TimestampError(.verificationFailed, "archive time-stamp \(index + 1) is older than the one it renews")
+            // The first chain covers the data's hash; a later one the data's hash with the chains before it.
+            var covered = k == 0 ? dataHash : algorithm.hash(dataHash + algorithm.hash(record.sequenceDER(chainCount: k)))
+            for stamp in chain {
+                let index = stamps.count
+                let root = try rootOf(stamp, covering: covered, algorithm: algorithm, index: index, first: k == 0 ? nil : k)
+                let claim: TimestampToken
+                do { claim = try TimestampVerifier.inspect(response: EvidenceRecord.response(wrapping: stamp.token), imprint: root) } catch {
+                    throw TimestampError(error.kind, "archive time-stamp \(index + 1) of the evidence record: \(error.message)")
+                }
+                if let previous = claims.last, claim.genTime < previous.genTime {
+                    throw TimestampError(.verificationFailed, "archive time-stamp \(index + 1) is older than the one it renews")
+                }
+                roots.append(root)
+                claims.append(claim)
+                stamps.append(stamp)
+                covered = algorithm.hash(stamp.token)
             }
-            roots.append(root)
-            claims.append(claim)
-            covered = SHA256Digest(bytes: HashTree.sha256(stamp.token))
         }
-        guard let trust else { return Verified(tokens: claims, root: roots[0]) }
+        guard let firstRoot = roots[0].sha256 else { throw TimestampError(.malformedResponse, "the first time-stamp is not over a SHA-256 root") }
+        let lengths = record.chains.map(\.count)
+        guard let trust else { return Verified(tokens: claims, root: firstRoot, chainLengths: lengths) }
         if let at, let newest = claims.last, newest.genTime > at {
             throw TimestampError(.verificationFailed, "the record's newest time-stamp was made \(Timestamp.string(newest.genTime)), "
                 + "after the date it is to be checked as of (\(Timestamp.string(at)))")
         }
         var tokens: [TimestampToken] = []
-        for (index, stamp) in chain.enumerated() {
-            let asOf = index + 1 < chain.count ? claims[index + 1].genTime : at
+        for (index, stamp) in stamps.enumerated() {
+            let asOf = index + 1 < stamps.count ? claims[index + 1].genTime : at
             do {
-                tokens.append(try TimestampVerifier.verify(response: EvidenceRecord.response(wrapping: stamp.token), digest: roots[index],
+                tokens.append(try TimestampVerifier.verify(response: EvidenceRecord.response(wrapping: stamp.token), imprint: roots[index],
                                                            trust: trust, at: asOf))
             } catch {
                 let when = asOf.map { " as of \(ISO8601DateFormatter().string(from: $0))" } ?? ""
                 throw TimestampError(error.kind, "archive time-stamp \(index + 1) of the evidence record\(when): \(error.message)")
             }
         }
-        return Verified(tokens: tokens, root: roots[0])
+        return Verified(tokens: tokens, root: firstRoot, chainLengths: lengths)
     }
 
     /// The root `stamp` leads to from `covered`, which must be in its reduced tree's first list.
     static func rootOf(_ stamp: EvidenceRecord.ArchiveTimeStamp, covering covered: SHA256Digest, index: Int) throws(TimestampError) -> SHA256Digest {
-        guard !stamp.reducedTree.isEmpty else { return covered }
-        guard let bytes = Hex.decode(covered.hex), stamp.reducedTree[0].contains(bytes) else {
-            let what = index == 0 ? "the data's SHA-256 \(covered.hex)" : "the previous time-stamp's SHA-256 \(covered.hex)"
+        let root = try rootOf(stamp, covering: Hex.decode(covered.hex) ?? [], algorithm: .sha256, index: index, first: nil)
+        guard let digest = root.sha256 else { throw TimestampError(.malformedResponse, "not a SHA-256 root") }
+        return digest
+    }
+
+    /// `first`: the chain number when `stamp` starts a hash-tree renewal's chain.
+    static func rootOf(_ stamp: EvidenceRecord.ArchiveTimeStamp, covering covered: [UInt8], algorithm: Imprint.Algorithm,
+                       index: Int, first: Int?) throws(TimestampError) -> Imprint {
+        guard stamp.algorithm == algorithm, let coveredImprint = Imprint(algorithm: algorithm, bytes: covered) else {
+            throw TimestampError(.malformedResponse, "archive time-stamp \(index + 1) uses another hash than its chain")
+        }
+        guard !stamp.reducedTree.isEmpty else { return coveredImprint }
+        guard stamp.reducedTree[0].contains(covered) else {
+            let what = index == 0 ? "the data's SHA-256 \(coveredImprint.hex)"
+                : first.map { "the data's \(algorithm.label) with the \($0) chain(s) before it, \(coveredImprint.hex)" }
+                    ?? "the previous time-stamp's \(algorithm.label) \(coveredImprint.hex)"
             throw TimestampError(.imprintMismatch, "archive time-stamp \(index + 1) of the evidence record does not cover \(what)")
         }
-        guard let root = HashTree.root(of: stamp.reducedTree) else {
+        guard let root = HashTree.root(of: stamp.reducedTree, algorithm: algorithm), let imprint = Imprint(algorithm: algorithm, bytes: root) else {
             throw TimestampError(.malformedResponse, "archive time-stamp \(index + 1) has an empty list in its reduced hash tree")
         }
-        return SHA256Digest(bytes: root)
+        return imprint
     }
 
     /// The record of one batch member: its reduced tree in `tree` and the batch's token from the
@@ -122,13 +157,16 @@ public enum EvidenceRecordRenewal {
         Data(EvidenceRecord(reducedTree: [], token: try EvidenceRecord.token(ofResponse: response)).der())
     }
 
-    /// The hashes the renewal covers, as Bouncy Castle's `renewTimeStamp` makes them: the SHA-256 of
-    /// each time-stamp (`ContentInfo`, DER) of the newest chain, sorted; and the leaf they make.
-    public static func renewalGroup(of record: Data) throws(TimestampError) -> (values: [[UInt8]], leaf: SHA256Digest) {
+    /// The hashes the renewal covers, as Bouncy Castle's `renewTimeStamp` makes them: the hash
+    /// (the newest chain's algorithm) of each time-stamp (`ContentInfo`, DER) of the newest
+    /// chain, sorted; and the leaf they make.
+    public static func renewalGroup(of record: Data) throws(TimestampError) -> (values: [[UInt8]], leaf: [UInt8], algorithm: Imprint.Algorithm) {
         let parsed = try EvidenceRecord(der: [UInt8](record))
-        guard let chain = parsed.chains.last else { throw TimestampError(.malformedResponse, "an evidence record without a chain") }
-        let values = chain.map { HashTree.sha256($0.token) }.sorted(by: HashTree.precedes)
-        return (values, SHA256Digest(bytes: HashTree.nodeHash(values)))
+        guard let chain = parsed.chains.last, let algorithm = chain.first?.algorithm else {
+            throw TimestampError(.malformedResponse, "an evidence record without a chain")
+        }
+        let values = chain.map { algorithm.hash($0.token) }.sorted(by: HashTree.precedes)
+        return (values, HashTree.nodeHash(values, algorithm: algorithm), algorithm)
     }
 
     /// The signing certificate's expiry of the record's newest time-stamp.
@@ -137,24 +175,61 @@ public enum EvidenceRecordRenewal {
         return TSACertificates.signerNotAfter(response: EvidenceRecord.response(wrapping: stamp.token))
     }
 
+    /// Whether the record has a chain over SHA-512 (a hash-tree renewal): checking it needs the data's SHA-512.
+    public static func hasSHA512Chain(_ record: Data) -> Bool {
+        (try? EvidenceRecord(der: [UInt8](record)))?.chains.contains { $0.first?.algorithm == .sha512 } ?? false
+    }
+
+    /// The hash algorithm of the record's newest chain (what its next time-stamp renewal uses).
+    public static func newestAlgorithm(of record: Data) -> Imprint.Algorithm? {
+        (try? EvidenceRecord(der: [UInt8](record)))?.chains.last?.first?.algorithm
+    }
+
     /// Each record with a new archive time-stamp appended to its newest chain: `response` is the
     /// TSA's reply over the root of `tree`, whose leaves are the records' renewal leaves. Every
     /// renewed record is verified against `trust` before it is returned.
     public static func renew(_ records: [Data], response: Data, tree: HashTree, trust: TSATrust,
-                             digests: [SHA256Digest]) throws(TimestampError) -> [Data] {
+                             digests: [SHA256Digest], sha512: [[UInt8]?]? = nil) throws(TimestampError) -> [Data] {
         let token = try EvidenceRecord.token(ofResponse: response)
         var renewed: [Data] = []
-        for (record, digest) in zip(records, digests) {
+        for (i, (record, digest)) in zip(records, digests).enumerated() {
             let group = try renewalGroup(of: record)
-            guard var path = tree.path(for: group.leaf) else {
+            guard group.algorithm == tree.algorithm, var path = tree.path(forValue: group.leaf) else {
                 throw TimestampError(.requestFailed, "a record's renewal hash is not a leaf of the renewal tree")
             }
             if group.values.count > 1 || path.isEmpty { path = [group.values] + path.dropFirst() }
             if path == [group.values], group.values.count == 1 { path = [] }
             var parsed = try EvidenceRecord(der: [UInt8](record))
-            parsed.chains[parsed.chains.count - 1].append(EvidenceRecord.ArchiveTimeStamp(reducedTree: path, token: token))
+            parsed.appendToNewestChain(EvidenceRecord.ArchiveTimeStamp(reducedTree: path, token: token, algorithm: group.algorithm))
             let der = Data(parsed.der())
-            _ = try EvidenceRecordVerifier.verify(record: der, digest: digest, trust: trust)
+            _ = try EvidenceRecordVerifier.verify(record: der, digest: digest, trust: trust, sha512: sha512?[i] ?? nil)
+            renewed.append(der)
+        }
+        return renewed
+    }
+
+    /// Hash-tree renewal (RFC 4998 §5.2, Bouncy Castle's `renewHash`): the leaf a record's new
+    /// chain covers, `algorithm`(`algorithm`(data) ‖ `algorithm`(DER of every chain so far)).
+    public static func hashRenewalLeaf(of record: Data, dataHash: [UInt8], algorithm: Imprint.Algorithm) throws(TimestampError) -> [UInt8] {
+        let parsed = try EvidenceRecord(der: [UInt8](record))
+        return algorithm.hash(dataHash + algorithm.hash(parsed.sequenceDER(chainCount: parsed.chains.count)))
+    }
+
+    /// Each record with a new chain whose first archive time-stamp is `response`'s token over the
+    /// root of `tree` (of `hashRenewalLeaf`s), verified against `trust` with the data's SHA-512.
+    public static func renewHash(_ records: [Data], response: Data, tree: HashTree, trust: TSATrust,
+                                 digests: [SHA256Digest], sha512: [[UInt8]]) throws(TimestampError) -> [Data] {
+        let token = try EvidenceRecord.token(ofResponse: response)
+        var renewed: [Data] = []
+        for (i, record) in records.enumerated() {
+            let leaf = try hashRenewalLeaf(of: record, dataHash: sha512[i], algorithm: tree.algorithm)
+            guard let path = tree.path(forValue: leaf) else {
+                throw TimestampError(.requestFailed, "a record's hash-renewal leaf is not a leaf of the renewal tree")
+            }
+            var parsed = try EvidenceRecord(der: [UInt8](record))
+            parsed.appendChain(EvidenceRecord.ArchiveTimeStamp(reducedTree: path, token: token, algorithm: tree.algorithm))
+            let der = Data(parsed.der())
+            _ = try EvidenceRecordVerifier.verify(record: der, digest: digests[i], trust: trust, sha512: sha512[i])
             renewed.append(der)
         }
         return renewed

@@ -60,7 +60,11 @@ public struct RecordRenewal: Sendable {
         var summary = Summary(notary: name)
         let catalog = home.catalog, store = home.store
         /// A proof of an item, or (proof nil) a custody anchor.
-        struct Due { let proof: Proof?; let digest: SHA256Digest; let record: Data; let expiry: Date?; let anchor: ChainAnchors.Anchor? }
+        struct Due {
+            let proof: Proof?; let digest: SHA256Digest; let record: Data; let expiry: Date?; let anchor: ChainAnchors.Anchor?
+            /// The data's SHA-512, for a record hash-renewed to it.
+            var sha512: [UInt8]? = nil
+        }
         let horizon = now.addingTimeInterval(entry.config.renewBefore)
         let trust = tsa.trust
         let (checked, proofsDue, skippedProofs): (Int, [Due], [String]) = try await onIOThread {
@@ -75,12 +79,20 @@ public struct RecordRenewal: Sendable {
                 let record = proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data)
                 let expiry = EvidenceRecordRenewal.expiry(of: record)
                 guard force || expiry.map({ $0 <= horizon }) ?? false else { continue }
+                // A record hash-renewed to SHA-512 is checked with the data's SHA-512, read from the store.
+                var sha512: [UInt8]?
+                if EvidenceRecordRenewal.hasSHA512Chain(record) {
+                    do { sha512 = try ItemDigests.sha512(of: item, store: store) } catch {
+                        skipped.append("item \(item.id): \(error)")
+                        continue
+                    }
+                }
                 // Only a record that verifies now: one broken record must not stop the rest.
-                do throws(TimestampError) { _ = try EvidenceRecordVerifier.verify(record: record, digest: item.sha256, trust: trust) } catch {
+                do throws(TimestampError) { _ = try EvidenceRecordVerifier.verify(record: record, digest: item.sha256, trust: trust, sha512: sha512) } catch {
                     skipped.append("item \(item.id): \(error.message)")
                     continue
                 }
-                due.append(Due(proof: proof, digest: item.sha256, record: record, expiry: expiry, anchor: nil))
+                due.append(Due(proof: proof, digest: item.sha256, record: record, expiry: expiry, anchor: nil, sha512: sha512))
             }
             return (checked, due, skipped)
         }
@@ -117,36 +129,49 @@ public struct RecordRenewal: Sendable {
                 }
             }
         }
-        var due = proofsDue + anchorsDue
+        let due = proofsDue + anchorsDue
         summary.checked += checked
         summary.due = due.count
         guard !due.isEmpty else { return summary }
 
-        var leaves: [SHA256Digest] = []
-        for d in due { leaves.append(try EvidenceRecordRenewal.renewalGroup(of: d.record).leaf) }
-        let tree = HashTree(leaves: leaves)
-        guard let root = tree.root else { return summary }
-        let (reply, url) = try await tsa.timestamp(root)
-        let newExpiry = TSACertificates.signerNotAfter(response: reply.response)
-        if !force, let newExpiry {
-            // Only records the new time-stamp outlives: renewing the others would shorten them.
-            let waiting = due.filter { d in d.expiry.map { newExpiry <= $0 } ?? false }
-            if !waiting.isEmpty {
-                let oldest = waiting.compactMap(\.expiry).min() ?? newExpiry
-                summary.note = "the TSA's signing certificate expires \(Timestamp.string(newExpiry)), no later than "
-                    + "\(waiting.count) record(s)' own (from \(Timestamp.string(oldest))): renewing those with it gains nothing; "
-                    + "they wait for a TSA certificate that outlives theirs"
-                logger.warning("\(name): time-stamp renewal waits", metadata: ["reason": "\(summary.note ?? "")"])
+        // One request per hash algorithm of the records' newest chains (SHA-256, and SHA-512 after
+        // a hash-tree renewal): a chain's time-stamps all use its algorithm.
+        var chosen: [Due] = []
+        var renewed: [Data] = []
+        var url = ""
+        var newExpiry: Date?
+        for algorithm in Imprint.Algorithm.allCases {
+            var group = due.filter { EvidenceRecordRenewal.newestAlgorithm(of: $0.record) == algorithm }
+            guard !group.isEmpty else { continue }
+            var leaves: [[UInt8]] = []
+            for d in group { leaves.append(try EvidenceRecordRenewal.renewalGroup(of: d.record).leaf) }
+            let tree = HashTree(values: leaves, algorithm: algorithm)
+            guard let root = tree.rootImprint else { continue }
+            let (reply, answeredBy) = try await tsa.timestamp(imprint: root)
+            url = answeredBy
+            newExpiry = TSACertificates.signerNotAfter(response: reply.response)
+            if !force, let newExpiry {
+                // Only records the new time-stamp outlives: renewing the others would shorten them.
+                let waiting = group.filter { d in d.expiry.map { newExpiry <= $0 } ?? false }
+                if !waiting.isEmpty {
+                    let oldest = waiting.compactMap(\.expiry).min() ?? newExpiry
+                    summary.note = "the TSA's signing certificate expires \(Timestamp.string(newExpiry)), no later than "
+                        + "\(waiting.count) record(s)' own (from \(Timestamp.string(oldest))): renewing those with it gains nothing; "
+                        + "they wait for a TSA certificate that outlives theirs"
+                    logger.warning("\(name): time-stamp renewal waits", metadata: ["reason": "\(summary.note ?? "")"])
+                }
+                group.removeAll { d in d.expiry.map { newExpiry <= $0 } ?? false }
+                guard !group.isEmpty else { continue }
             }
-            due.removeAll { d in d.expiry.map { newExpiry <= $0 } ?? false }
-            guard !due.isEmpty else { return summary }
+            renewed += try EvidenceRecordRenewal.renew(group.map(\.record), response: reply.response, tree: tree, trust: trust,
+                                                       digests: group.map(\.digest), sha512: group.map(\.sha512))
+            chosen += group
         }
-        let renewed = try EvidenceRecordRenewal.renew(due.map(\.record), response: reply.response, tree: tree, trust: trust,
-                                                      digests: due.map(\.digest))
-        let chosen = due
+        guard !chosen.isEmpty else { return summary }
+        let toSave = chosen, records = renewed, tsaURL = url
         let saved = try await onIOThread {
             var saved = 0
-            for (d, record) in zip(chosen, renewed) {
+            for (d, record) in zip(toSave, records) {
                 if let anchor = d.anchor {
                     try AtomicFile.write(record, to: anchor.recordFile, mode: 0o444)
                     // The renewal is what verifies once the first token's certificate has expired: it
@@ -161,7 +186,7 @@ public struct RecordRenewal: Sendable {
                 let receipt = try store.put(record).digest
                 proof.kind = .rfc4998
                 proof.receipt = receipt
-                proof.link = proof.link ?? url
+                proof.link = proof.link ?? tsaURL
                 proof.updatedAt = Date()
                 // The item's state does not change: it was proven and stays proven. Saved only over
                 // the receipt read (another node or `evidence renew` may have renewed it meanwhile).
@@ -174,6 +199,87 @@ public struct RecordRenewal: Sendable {
         summary.anchors = anchorsDue.count
         summary.renewedUntil = newExpiry
         logger.info("\(name): renewed \(saved) time-stamp proof(s)", metadata: ["until": "\(newExpiry.map(Timestamp.string) ?? "-")", "tsa": "\(Redact.url(url))"])
+        return summary
+    }
+}
+
+/// The data hashes a hash-renewed record needs, read from the store (the SHA-256 checked on the way).
+public enum ItemDigests {
+    public static func sha512(of item: Item, store: any ContentStore) throws -> [UInt8] {
+        let read = try store.withLocalCopy(of: item.sha256) { path in Result { try FileHasher.hash(path: path, digests: [.sha512]) } }.get()
+        guard read.result.digest == item.sha256, let hex = read.digests[DigestAlgorithm.sha512.rawValue], let bytes = Hex.decode(hex) else {
+            throw RenewalError("item \(item.id): its stored object no longer hashes to \(item.sha256.hex)")
+        }
+        return bytes
+    }
+}
+
+extension RecordRenewal {
+    /// Hash-tree renewal (RFC 4998 §5.2) of `notary`'s confirmed time-stamp proofs (of `items`
+    /// only, when given): each record gets a new chain over `algorithm` (SHA-512) whose first
+    /// time-stamp covers algorithm(algorithm(data) ‖ algorithm(every chain so far)), for all of
+    /// them with one TSA request. Records already hash-renewed to it are left as they are. A
+    /// per-item `.tsr` becomes the first chain of a record first. Custody anchors are not
+    /// hash-renewed (their data is the checkpoint; time-stamp renewal keeps them).
+    public func renewHash(notary name: String, items: Set<Int64>? = nil, algorithm: Imprint.Algorithm = .sha512) async throws -> Summary {
+        guard let entry = notaries.entries[name], case .rfc3161(let tsa) = entry.client else {
+            throw RenewalError("notary \"\(name)\" is not a configured rfc3161 notary")
+        }
+        guard algorithm == .sha512 else { throw RenewalError("hash-tree renewal is to SHA-512 (the records are SHA-256)") }
+        var summary = Summary(notary: name)
+        let catalog = home.catalog, store = home.store, trust = tsa.trust
+        struct Due { let proof: Proof; let item: Item; let record: Data; let sha512: [UInt8] }
+        let (checked, due, skipped): (Int, [Due], [String]) = try await onIOThread {
+            var due: [Due] = [], skipped: [String] = [], checked = 0
+            for proof in try catalog.allProofs() where proof.notary == name && proof.kind.isTimestamp && proof.state == .confirmed {
+                if let items, !items.contains(proof.itemID) { continue }
+                checked += 1
+                guard let receipt = proof.receipt, let item = try catalog.item(id: proof.itemID) else { continue }
+                let data = try store.read(receipt)
+                let record = proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data)
+                if EvidenceRecordRenewal.newestAlgorithm(of: record) == algorithm { continue }
+                let sha512: [UInt8]
+                do { sha512 = try ItemDigests.sha512(of: item, store: store) } catch {
+                    skipped.append("item \(item.id): \(error)"); continue
+                }
+                do throws(TimestampError) {
+                    _ = try EvidenceRecordVerifier.verify(record: record, digest: item.sha256, trust: trust, sha512: sha512)
+                } catch {
+                    skipped.append("item \(item.id): \(error.message)"); continue
+                }
+                due.append(Due(proof: proof, item: item, record: record, sha512: sha512))
+            }
+            return (checked, due, skipped)
+        }
+        summary.checked = checked
+        summary.skipped = skipped
+        summary.due = due.count
+        guard !due.isEmpty else { return summary }
+        var leaves: [[UInt8]] = []
+        for d in due { leaves.append(try EvidenceRecordRenewal.hashRenewalLeaf(of: d.record, dataHash: d.sha512, algorithm: algorithm)) }
+        let tree = HashTree(values: leaves, algorithm: algorithm)
+        guard let root = tree.rootImprint else { return summary }
+        let (reply, url) = try await tsa.timestamp(imprint: root)
+        let renewed = try EvidenceRecordRenewal.renewHash(due.map(\.record), response: reply.response, tree: tree, trust: trust,
+                                                          digests: due.map(\.item.sha256), sha512: due.map(\.sha512))
+        let chosen = due
+        let saved = try await onIOThread {
+            var saved = 0
+            for (d, record) in zip(chosen, renewed) {
+                guard let read = d.proof.receipt else { continue }
+                var proof = d.proof
+                proof.kind = .rfc4998
+                proof.receipt = try store.put(record).digest
+                proof.link = proof.link ?? url
+                proof.updatedAt = Date()
+                let kept = try catalog.saveProof(proof, ifCurrent: .confirmed, remoteID: d.proof.remoteID ?? "", receipt: read) { _, _ in nil }
+                if kept != nil { saved += 1 }
+            }
+            return saved
+        }
+        summary.renewed = saved
+        summary.renewedUntil = TSACertificates.signerNotAfter(response: reply.response)
+        logger.info("\(name): hash-tree renewal to \(algorithm.label) of \(saved) proof(s)", metadata: ["tsa": "\(Redact.url(url))"])
         return summary
     }
 }

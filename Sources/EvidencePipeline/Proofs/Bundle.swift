@@ -149,7 +149,10 @@ public enum BundleWriter {
                     try add("proofs/\(name).tsr", role: "rfc3161-token", data: data)
                 }
                 var copies = TSACertificateCopies()
-                if p.kind == .rfc4998 { copies.stampTimes = recordTimes(data, digest: item.sha256.hex) }
+                if p.kind == .rfc4998 {
+                    let sha512 = EvidenceRecordRenewal.hasSHA512Chain(data) ? try ItemDigests.sha512(of: item, store: home.store) : nil
+                    (copies.stampTimes, copies.hashRenewedAt) = recordTimes(data, digest: item.sha256.hex, sha512: sha512)
+                }
                 if let signer = ProofCheck.signerResponse(p, receipt: data).flatMap(TSACertificates.signerPEM(response:)) {
                     try add("proofs/\(name)-tsa.crt", role: "rfc3161-signer", data: signer)
                     copies.signer = TSACertificates.infos(pem: signer).first
@@ -203,6 +206,8 @@ public enum BundleWriter {
         var ca: [TSACertificates.Info] = []
         /// An evidence record's time-stamp times, oldest first (empty for a per-item token).
         var stampTimes: [Date] = []
+        /// When the record's first chain was hash-renewed (its newest time-stamp is checked as of then).
+        var hashRenewedAt: Date?
     }
 
     /// VERIFY.md: written for an auditor who trusts nothing in the folder. Every check it lists
@@ -212,7 +217,8 @@ public enum BundleWriter {
     /// renewal time-stamp k ≥ 2, and `proofs/<notary>.root.py` (file → the root time-stamp k is
     /// over). Nothing of the item (its file name above all) is written into the script.
     static func recordFiles(_ p: Proof, record: Data, fileName: String) -> [String: Data] {
-        guard let parsed = try? EvidenceRecord(der: [UInt8](record)), parsed.chains.count == 1, let chain = parsed.chains.first,
+        // The first chain (SHA-256): a hash-tree renewal's later chains are for RFC 4998 implementations.
+        guard let parsed = try? EvidenceRecord(der: [UInt8](record)), let chain = parsed.chains.first,
               !chain.isEmpty else { return [:] }
         let n = BundleNames.safe(p.notary)
         let trees = chain.enumerated().map { k, stamp in
@@ -263,12 +269,15 @@ public enum BundleWriter {
         return files
     }
 
-    /// The generation times of an evidence record's time-stamps, oldest first (for VERIFY.md's
-    /// `-attime`: each is checked as of the one that renewed it).
-    static func recordTimes(_ record: Data, digest: String) -> [Date] {
+    /// The generation times of an evidence record's first chain's time-stamps, oldest first (for
+    /// VERIFY.md's `-attime`: each is checked as of the one that renewed it), and the time of the
+    /// hash-tree renewal's first time-stamp after it, if any.
+    static func recordTimes(_ record: Data, digest: String, sha512: [UInt8]? = nil) -> ([Date], Date?) {
         guard let d = SHA256Digest(hex: digest),
-              let verified = try? EvidenceRecordVerifier.verify(record: record, digest: d, trust: nil) else { return [] }
-        return verified.tokens.map(\.genTime)
+              let verified = try? EvidenceRecordVerifier.verify(record: record, digest: d, trust: nil, sha512: sha512) else { return ([], nil) }
+        let first = verified.chainLengths.first ?? verified.tokens.count
+        let times = verified.tokens.map(\.genTime)
+        return (Array(times.prefix(first)), first < times.count ? times[first] : nil)
     }
 
     /// ⌈log₂ n⌉: the longest inclusion proof in a tree of n leaves.
@@ -349,8 +358,10 @@ public enum BundleWriter {
                 }
                 if p.kind == .rfc4998 {
                     let times = copies.stampTimes
-                    // Renewed: the first token is checked as of the time-stamp that renewed it.
-                    let firstAt = times.count > 1 ? " -attime \(Int(times[1].timeIntervalSince1970))" : ""
+                    // Renewed: the first token is checked as of the time-stamp that renewed it (the
+                    // hash-tree renewal's, for the newest of the first chain).
+                    let firstAt = times.count > 1 ? " -attime \(Int(times[1].timeIntervalSince1970))"
+                        : copies.hashRenewedAt.map { " -attime \(Int($0.timeIntervalSince1970))" } ?? ""
                     s += """
                        b. The token is over the root of the batch's hash tree (for a record without a tree, over
                           the file's own SHA-256). Recompute it from the file with the record's path
@@ -389,7 +400,8 @@ public enum BundleWriter {
                         """
                         for k in 2...times.count {
                             let previous = k == 2 ? "proofs/\(n).tst" : "proofs/\(n).\(k - 1).tst"
-                            let at = k < times.count ? " -attime \(Int(times[k].timeIntervalSince1970))" : ""
+                            let at = k < times.count ? " -attime \(Int(times[k].timeIntervalSince1970))"
+                                : copies.hashRenewedAt.map { " -attime \(Int($0.timeIntervalSince1970))" } ?? ""
                             s += """
                                       openssl ts -verify -digest "$(python3 proofs/\(n).root.py \(previous) \(k))" \\
                                           -token_in -in proofs/\(n).\(k).tst\(at) -CAfile /path/to/tsa-ca-from-the-tsa.pem
@@ -397,6 +409,21 @@ public enum BundleWriter {
                             """
                         }
                         s += "\n"
+                    }
+                    if let renewedAt = copies.hashRenewedAt {
+                        s += """
+                           e. The record was hash-tree renewed to SHA-512 (RFC 4998 §5.2) on \(Timestamp.string(renewedAt)):
+                              a later chain of time-stamps covers SHA-512(SHA-512(file) ‖ SHA-512(the chains before it)),
+                              which keeps the proof when SHA-256 or the first TSA certificate no longer can. The
+                              steps above check the first chain as of that date; the later chain is checked by an
+                              RFC 4998 implementation (Bouncy Castle's `ERSEvidenceRecord.validatePresent` and
+                              `validate` on `proofs/\(n).ers` with the original) or by `evidence verify`. The file's
+                              SHA-512:
+
+                                  sha512sum 'original/\(m.item.fileName)'
+
+
+                        """
                     }
                 } else {
                     s += """

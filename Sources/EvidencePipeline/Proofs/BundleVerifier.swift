@@ -234,10 +234,16 @@ public enum BundleVerifier {
                 }
                 continue
             }
-            let c = ProofCheck.check(p, receipt: receipt, digest: digest, trust: trust, label: file, at: at)
+            // A record hash-renewed to SHA-512 is checked with the original's SHA-512 too.
+            var sha512: [UInt8]?
+            if p.kind == .rfc4998, EvidenceRecordRenewal.hasSHA512Chain(receipt) {
+                sha512 = (try? FileHasher.hash(path: dir + "/original/" + m.item.fileName, digests: [.sha512]))?
+                    .digests[DigestAlgorithm.sha512.rawValue].flatMap { Hex.decode($0) }
+            }
+            let c = ProofCheck.check(p, receipt: receipt, digest: digest, trust: trust, label: file, at: at, sha512: sha512)
             report.checks.append(c)
             if p.kind.isTimestamp {
-                if c.ok, let token = try? ProofCheck.token(p, receipt: receipt, digest: digest, trust: trust, at: at) {
+                if c.ok, let token = try? ProofCheck.token(p, receipt: receipt, digest: digest, trust: trust, at: at, sha512: sha512) {
                     if report.provenAt.map({ token.genTime < $0 }) ?? true {
                         report.provenAt = token.genTime
                         report.provenBy = "\(ProofCheck.name(p)) (\(shown(file)), serial \(token.serial))"
@@ -258,7 +264,7 @@ public enum BundleVerifier {
                 var copies = BundleWriter.TSACertificateCopies()
                 copies.signer = TSACertificates.signerPEM(response: signerReply).flatMap { TSACertificates.infos(pem: $0).first }
                 if let pem = BundleFiles.readRegular("\(dir)/proofs/\(n)-ca.pem") { copies.ca = TSACertificates.infos(pem: pem) }
-                if p.kind == .rfc4998 { copies.stampTimes = BundleWriter.recordTimes(receipt, digest: m.item.sha256) }
+                if p.kind == .rfc4998 { (copies.stampTimes, copies.hashRenewedAt) = BundleWriter.recordTimes(receipt, digest: m.item.sha256, sha512: sha512) }
                 certificateCopies[p.notary] = copies
             } else {
                 report.notes.append("QED report \(shown(p.notary)) corroborates only: the bundle's copy of a report is the operator's word. "
@@ -441,10 +447,11 @@ public enum ProofCheck {
     /// The first token of a time-stamp proof, verified against `trust` (nil: only what it claims):
     /// the token itself over `digest` (rfc3161), or the evidence record leading from `digest` to
     /// the root its token is over (rfc4998).
-    public static func token(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust?, at: Date? = nil) throws(TimestampError) -> TimestampToken {
+    public static func token(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust?, at: Date? = nil,
+                             sha512: [UInt8]? = nil) throws(TimestampError) -> TimestampToken {
         switch p.kind {
         case .rfc4998:
-            return try EvidenceRecordVerifier.verify(record: receipt, digest: digest, trust: trust, at: at).tokens[0]
+            return try EvidenceRecordVerifier.verify(record: receipt, digest: digest, trust: trust, at: at, sha512: sha512).tokens[0]
         default:
             if let trust { return try TimestampVerifier.verify(response: receipt, digest: digest, trust: trust, at: at) }
             return try TimestampVerifier.inspect(response: receipt, digest: digest)
@@ -467,18 +474,18 @@ public enum ProofCheck {
     /// token passes only when its signature and chain verify against `trust`; with no anchor it
     /// fails as "not verified", whatever its imprint says.
     public static func check(_ p: Proof, receipt: Data, digest: SHA256Digest, trust: TSATrust, label: String,
-                             at: Date? = nil, blocks: BlockHeaders? = nil) -> BundleVerifier.Check {
+                             at: Date? = nil, blocks: BlockHeaders? = nil, sha512: [UInt8]? = nil) -> BundleVerifier.Check {
         if p.kind == .opentimestamps { return otsCheck(p, receipt: receipt, digest: digest, label: label, blocks: blocks).check }
         if p.kind.isTimestamp {
             if trust.isEmpty {
-                let claim = (try? token(p, receipt: receipt, digest: digest, trust: nil))
+                let claim = (try? token(p, receipt: receipt, digest: digest, trust: nil, sha512: sha512))
                     .map { "it claims serial \($0.serial), time \(Timestamp.string($0.genTime)), but " } ?? ""
                 return .init(check: name(p), ok: false,
                              detail: "not verified: no trust anchor from outside the bundle; \(claim)anyone can make such a token "
                                  + "with a CA of their own: \(BundleVerifier.noAnchorAdvice)", unproven: true)
             }
             do {
-                let token = try token(p, receipt: receipt, digest: digest, trust: trust, at: at)
+                let token = try token(p, receipt: receipt, digest: digest, trust: trust, at: at, sha512: sha512)
                 let serialOK = p.remoteID == nil || p.remoteID == token.serial
                 return .init(check: name(p), ok: serialOK,
                              detail: "serial \(token.serial)\(serialOK ? "" : " (recorded \(p.remoteID ?? "-"))"), time \(Timestamp.string(token.genTime))"

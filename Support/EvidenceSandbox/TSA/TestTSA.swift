@@ -222,7 +222,7 @@ public final class TestTSA: Sendable {
         certs = ca.crt
         default_policy = \(policyOID)
         other_policies = 1.2.3.4.5
-        digests = sha256
+        digests = sha256, sha384, sha512
         accuracy = secs:1, millisecs:0, microsecs:0
         clock_precision_digits = 3
         ordering = yes
