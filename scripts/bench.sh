@@ -436,6 +436,7 @@ if want link && [ "$link_row" != "-" ]; then printf "%-52s %8.1fMb/s %8.1fMb/s %
 if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "log verify of ${cu_events} custody events (tree + anchor)" "$(fmt "$t_logverify")" "-" "-" "<= 10 s"; fi
 if want custody; then printf "%-52s %10sMB %12s %10s %10s\n" "  its peak RSS" "$rss_logverify" "-" "-" "-"; fi
 if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  anchoring it: checkpoint + ${cu_tsa} TSA request(s)" "$(fmt "$t_cuanchor")" "-" "-" "-"; fi
+if want custody; then printf "%-52s %10.2fus %12s %10s %10s\n" "  anchoring cost per custody event" "$(echo "$t_cuanchor * 1000000 / $cu_events" | bc -l)" "-" "-" "-"; fi
 if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  bundle from it: write; proofs of ${cu_proof} hashes" "$(fmt "$t_cubundle")" "-" "-" "-"; fi
 if want custody; then printf "%-52s %11ss %12s %10s %10s\n" "  bundle from it: python3 custody/check.py (offline)" "$(fmt "$t_cucheck")" "-" "-" "-"; fi
 if want s3; then printf "%-52s %s %10s\n" "S3 ingest ${s3_files:-0} x ${file_kb} KB vs boto3 upload_file (speed)" "$s3_row_small" ">= 1.0"; fi

@@ -68,6 +68,10 @@ struct NotarizationCLITests {
         (h.cli.run(["show", item, "--json"]).json as? [String: Any]) ?? [:]
     }
 
+    func proof(_ h: RunHarness, _ item: String, _ notary: String) -> [String: Any]? {
+        (show(h, item)["proofs"] as? [[String: Any]])?.first { $0["notary"] as? String == notary }
+    }
+
     func state(_ h: RunHarness, _ item: String) -> String? {
         (show(h, item)["item"] as? [String: Any])?["state"] as? String
     }
@@ -379,12 +383,20 @@ struct NotarizationCLITests {
     @Test("hash-tree renewal to SHA-512: a new chain over SHA-512(file ‖ the chains before), one TSA request, verified by Bouncy Castle's renewHash reading; then renewed in SHA-512")
     func hashTreeRenewal() async throws {
         try await withSandbox { sandbox in
-            let h = try harness(sandbox, notaries: ["tsa"])
+            let h = try harness(sandbox, notaries: ["tsa"], ruleExtra: "archive = \"vault\"\nremote_path = \"evidence/{name}\"")
+            let vault = h.scratch.path + "/vault"
+            try FileManager.default.createDirectory(atPath: vault, withIntermediateDirectories: true)
+            try (String(contentsOfFile: h.configPath!, encoding: .utf8) + "\n[archives.vault]\nkind = \"local\"\npath = \"\(vault)\"\n")
+                .write(toFile: h.configPath!, atomically: true, encoding: .utf8)
             try h.start()
             h.write("a.bin", randomBytes(3_000))
             h.write("b.bin", randomBytes(3_001))
             #expect(waitUntil(timeout: 60) { state(h, "1") == "done" && state(h, "2") == "done" }, "log: \(h.log)")
             #expect(h.stop() == 0)
+            func archivedRecords() -> [String] {
+                ((try? FileManager.default.contentsOfDirectory(atPath: vault + "/evidence")) ?? []).filter { $0.hasSuffix(".ers") }.sorted()
+            }
+            #expect(archivedRecords().count == 2, "\(archivedRecords())")
             let before = counters(sandbox)["timestamps"] as? Int ?? 0
             #expect(h.cli.run(["--config", h.configPath!, "renew", "--hash", "sha512"]).status != 0, "--hash without ITEMs or --all")
             let renewed = h.cli.run(["--config", h.configPath!, "renew", "--hash", "sha512", "--all"])
@@ -395,6 +407,16 @@ struct NotarizationCLITests {
             #expect(stamped.contains { $0.count == 128 }, "\(stamped)")
             let again = h.cli.run(["--config", h.configPath!, "renew", "--hash", "sha512", "--all"])
             #expect(again.status == 0 && again.stdout.contains("nothing to hash-renew"), "\(again.stdout)")
+            // The renewed records reach the archive once the service runs its queued archive jobs:
+            // beside the first ones (never over them), each the bytes of the item's current receipt.
+            try h.start(scanned: false)
+            #expect(waitUntil(timeout: 60) { archivedRecords().count == 4 }, "\(archivedRecords()) \(h.log.suffix(1500))")
+            #expect(h.stop() == 0)
+            for id in ["1", "2"] {
+                let receipt = try #require((proof(h, id, "tsa")?["receipt"]) as? String)
+                let copies = archivedRecords().map { vault + "/evidence/" + $0 }
+                #expect(copies.contains { sha256(FileManager.default.contents(atPath: $0) ?? Data()) == receipt }, "item \(id): \(copies)")
+            }
             for id in ["1", "2"] {
                 let v = h.cli.run(["--config", h.configPath!, "verify", id])
                 #expect(v.status == 0, "\(v.stdout)")

@@ -33,7 +33,7 @@ struct RenewCommand: AsyncParsableCommand {
 
         Examples:
           evidence renew                 renew every due proof of every rfc3161 notary
-          evidence renew --hash sha512 --all   hash-tree renewal of every time-stamp proof
+          evidence renew --hash sha512 --all   hash-tree renewal of every proof
           evidence renew --hash sha512 12      only item 12's
           evidence renew 12 --force      renew item 12's time-stamp proofs now
           evidence renew --notary tsa --json

@@ -47,6 +47,9 @@ public struct EvidenceRecord: Sendable, Equatable {
 
     public init(chains: [[ArchiveTimeStamp]]) { self.chains = chains }
 
+    /// Records are equal when their chains are (how their DER was read does not matter).
+    public static func == (a: EvidenceRecord, b: EvidenceRecord) -> Bool { a.chains == b.chains }
+
     /// Time-stamp renewal: `stamp` appended to the newest chain (whose DER as read no longer holds).
     public mutating func appendToNewestChain(_ stamp: ArchiveTimeStamp) {
         chains[chains.count - 1].append(stamp)

@@ -191,7 +191,10 @@ public struct RecordRenewal: Sendable {
                 // The item's state does not change: it was proven and stays proven. Saved only over
                 // the receipt read (another node or `evidence renew` may have renewed it meanwhile).
                 let kept = try catalog.saveProof(proof, ifCurrent: .confirmed, remoteID: d.proof?.remoteID ?? "", receipt: read) { _, _ in nil }
-                if kept != nil { saved += 1 }
+                if kept != nil {
+                    saved += 1
+                    try Self.refreshArchives(catalog: catalog, itemID: proof.itemID, receipt: receipt)
+                }
             }
             return saved
         }
@@ -200,6 +203,20 @@ public struct RecordRenewal: Sendable {
         summary.renewedUntil = newExpiry
         logger.info("\(name): renewed \(saved) time-stamp proof(s)", metadata: ["until": "\(newExpiry.map(Timestamp.string) ?? "-")", "tsa": "\(Redact.url(url))"])
         return summary
+    }
+}
+
+extension RecordRenewal {
+    /// A renewed record goes to the item's archives too: each archive job the item has had runs
+    /// once more for it (the archive puts the new record beside the old one, never over it, and
+    /// a new manifest naming both), so an auditor holding only the archive keeps the renewal.
+    static func refreshArchives(catalog: any Catalog, itemID: Int64, receipt: SHA256Digest) throws {
+        var rules = Set<String>()
+        for job in try catalog.jobs(itemID: itemID) {
+            guard case .archive(let rule) = job.payload, rules.insert(rule).inserted else { continue }
+            _ = try catalog.enqueue(JobSpec(.archive(rule: rule)), itemID: itemID,
+                                    dedupeKey: "archive-refresh:item:\(itemID):\(rule):\(receipt.hex)")
+        }
     }
 }
 
@@ -269,11 +286,15 @@ extension RecordRenewal {
                 guard let read = d.proof.receipt else { continue }
                 var proof = d.proof
                 proof.kind = .rfc4998
-                proof.receipt = try store.put(record).digest
+                let receipt = try store.put(record).digest
+                proof.receipt = receipt
                 proof.link = proof.link ?? url
                 proof.updatedAt = Date()
                 let kept = try catalog.saveProof(proof, ifCurrent: .confirmed, remoteID: d.proof.remoteID ?? "", receipt: read) { _, _ in nil }
-                if kept != nil { saved += 1 }
+                if kept != nil {
+                    saved += 1
+                    try Self.refreshArchives(catalog: catalog, itemID: proof.itemID, receipt: receipt)
+                }
             }
             return saved
         }
