@@ -25,6 +25,11 @@ public struct OTSClient: Sendable {
     let http: HTTPClient
 
     public static let accept = "application/vnd.opentimestamps.v1"
+    /// A calendar's answer is a few hundred bytes; anything past this is refused unread.
+    static let maxAnswer = 64 << 10
+    /// Distinct Bitcoin blocks one timestamp may name before its headers are fetched: a real
+    /// proof names one or two; a hostile one naming thousands would make thousands of requests.
+    public static let maxBlocks = 8
 
     public init(name: String, calendars: [String], upgradeFrom: [String] = [], minimum: Int, headersURL: String, http: HTTPClient) {
         self.name = name
@@ -81,6 +86,7 @@ public struct OTSClient: Sendable {
             return .failure(NotaryError("\(name) calendar \(Redact.url(calendar))", error))
         }
         do throws(OTSError) {
+            guard response.body.count <= Self.maxAnswer else { throw OTSError("an answer of \(response.body.count) bytes (at most \(Self.maxAnswer))") }
             let t = try OTSTimestamp(message: root, bytes: [UInt8](response.body))
             guard !t.allAttestations.isEmpty else { throw OTSError("its timestamp has no attestation") }
             return .success(t)
@@ -107,7 +113,8 @@ public struct OTSClient: Sendable {
             throw NotaryError("\(name) calendar \(Redact.url(base))", error)
         }
         if response.status == 404 { return nil }
-        do {
+        do throws(OTSError) {
+            guard response.body.count <= Self.maxAnswer else { throw OTSError("an answer of \(response.body.count) bytes (at most \(Self.maxAnswer))") }
             return try OTSTimestamp(message: commitment, bytes: [UInt8](response.body))
         } catch {
             throw NotaryError("\(name) calendar \(Redact.url(base)): its upgrade is not a timestamp of the commitment: \(error.message)",
@@ -161,6 +168,10 @@ public struct OTSClient: Sendable {
 
     /// The headers of every Bitcoin block `timestamp` names.
     public func headers(for timestamp: OTSTimestamp) async throws(NotaryError) -> [Int: BitcoinHeader] {
+        let heights = Set(timestamp.allAttestations.compactMap { a -> Int? in if case .bitcoin(let h) = a.attestation { h } else { nil } })
+        guard heights.count <= Self.maxBlocks else {
+            throw NotaryError("\(name): a timestamp naming \(heights.count) Bitcoin blocks (at most \(Self.maxBlocks)): not looked up", retryable: false)
+        }
         var out: [Int: BitcoinHeader] = [:]
         for case (_, .bitcoin(let h)) in timestamp.allAttestations where out[h] == nil { out[h] = try await header(height: h) }
         return out

@@ -526,6 +526,10 @@ public struct BlockHeaders: Sendable {
         for data in proofs {
             guard let file = try? OTSFile(bytes: [UInt8](data)) else { continue }
             for case (_, .bitcoin(let h)) in file.timestamp.allAttestations where blocks.headers[h] == nil {
+                // A hostile proof naming thousands of blocks gets no more than a real one's lookups.
+                guard blocks.headers.count + blocks.problems.count < OTSClient.maxBlocks else {
+                    blocks.problems.append("more than \(OTSClient.maxBlocks) Bitcoin blocks named: the rest not looked up"); break
+                }
                 do { blocks.headers[h] = try await client.header(height: h) } catch { blocks.problems.append(error.message) }
             }
         }
