@@ -1,5 +1,6 @@
 import EvidenceArchive
 import EvidenceCore
+import Foundation
 
 /// Turns a parsed `evidence.toml` into an `EvidenceConfig` (all checks that need only this file).
 enum ConfigFileParser {
@@ -74,7 +75,7 @@ enum ConfigFileParser {
         switch kind {
         case .qed: allowed.formUnion(["base_url", "api_key_env", "api_key_file"])
         case .rfc3161: allowed.formUnion(["urls", "ca_file", "tsa_cert_sha256", "allow_many_roots", "batch", "renew_before"])
-        case .opentimestamps: allowed.formUnion(["calendars", "min_calendars", "upgrade_urls", "headers_url", "batch"])
+        case .opentimestamps: allowed.formUnion(["calendars", "min_calendars", "upgrade_urls", "headers_url", "batch", "network", "confirmations"])
         }
         try r.checkKeys(t, allowed: allowed)
         var n = NotaryConfig(name: name, kind: kind)
@@ -133,6 +134,17 @@ enum ConfigFileParser {
                                         hint: " (an Esplora-style block header source you trust, e.g. https://blockstream.info/api)")
             if let problem = TOMLReader.urlProblem(headers) { throw r.error(t.path + ["headers_url"], problem) }
             n.headersURL = headers
+            n.otsNetwork = try r.string(t, "network") ?? "bitcoin"
+            guard ["bitcoin", "regtest"].contains(n.otsNetwork) else {
+                throw r.error(t.path + ["network"], "\"\(TerminalText.escape(String(n.otsNetwork.prefix(40))))\" is not a network: bitcoin or regtest")
+            }
+            // The header source is the trust anchor of every Bitcoin attestation: reached over TLS,
+            // unless it is this machine (a node of one's own).
+            if n.otsNetwork == "bitcoin", !headers.lowercased().hasPrefix("https://"), !Self.isLoopback(url: headers) {
+                throw r.error(t.path + ["headers_url"], "must be https:// (or a node on this machine): the block headers it serves "
+                              + "decide what every Bitcoin attestation proves")
+            }
+            n.confirmations = try r.int(t, "confirmations", range: 1...1000) ?? 6
             let minimum = try r.int(t, "min_calendars", range: 1...max(1, n.calendars.count)) ?? min(2, n.calendars.count)
             guard minimum >= 1, minimum <= n.calendars.count else {
                 throw r.error(t.path + ["min_calendars"], "must be 1…\(n.calendars.count) (how many of the \(n.calendars.count) calendars must answer)")
@@ -144,6 +156,12 @@ enum ConfigFileParser {
             }
         }
         return n
+    }
+
+    /// Whether a URL's host is this machine (127.0.0.0/8, ::1, localhost).
+    static func isLoopback(url: String) -> Bool {
+        guard let host = URLComponents(string: url)?.host?.lowercased() else { return false }
+        return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
     /// A SHA-256 certificate fingerprint, or a list of them, in any common spelling

@@ -18,7 +18,9 @@
 ///   always allowed, no other URL a proof names is ever contacted), `headers_url` (required: an
 ///   Esplora-style source of Bitcoin block headers the operator trusts; a Bitcoin attestation
 ///   counts only when its message is the merkle root of that source's header), `batch` (duration,
-///   default 2s, more than 0: items of one window share one submission of their tree's root)
+///   default 2s, more than 0: items of one window share one submission of their tree's root),
+///   `network` (`bitcoin`, default, or `regtest` for a test chain), `confirmations` (default 6:
+///   blocks, the attesting one included, before an attestation counts)
 /// File paths are absolute (resolved relative to the config file's directory).
 public struct NotaryConfig: Sendable, Equatable {
     public var name: String
@@ -55,6 +57,11 @@ public struct NotaryConfig: Sendable, Equatable {
     public var headersURL: String?
     /// `min_calendars`: how many calendars must answer a submission.
     public var minCalendars = 1
+    /// `network`: `bitcoin` (headers must carry real proof of work, `headers_url` https) or
+    /// `regtest` (a test chain: headers need only meet their own target).
+    public var otsNetwork = "bitcoin"
+    /// `confirmations`: blocks (the attesting one included) before an attestation counts.
+    public var confirmations = 6
 
     public init(
         name: String, kind: NotaryKind, baseURL: String? = nil, apiKeyEnv: String? = nil,

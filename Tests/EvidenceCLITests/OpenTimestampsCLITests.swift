@@ -30,7 +30,7 @@ struct OpenTimestampsCLITests {
         }
     }
 
-    func harness(_ sandbox: SandboxProcess, extra: String = "") throws -> RunHarness {
+    func harness(_ sandbox: SandboxProcess, confirmations: Int = 2, extra: String = "") throws -> RunHarness {
         let base = sandbox.baseURL.absoluteString
         let h = RunHarness(extra: "notary = [\"ots\"]\n")
         let config = """
@@ -38,6 +38,8 @@ struct OpenTimestampsCLITests {
             kind = "opentimestamps"
             calendars = ["\(base)/ots/a", "\(base)/ots/b", "\(base)/ots/c"]
             headers_url = "\(base)/esplora"
+            network = "regtest"
+            confirmations = \(confirmations)
             batch = "2s"
             poll_first = "300ms"
             poll_max = "1s"
@@ -160,7 +162,7 @@ struct OpenTimestampsCLITests {
     @Test("SIGKILL while a batch waits for its Bitcoin block, restart: the upgrade resumes from the stored proofs, nothing is submitted twice")
     func killWhileWaitingForBlock() async throws {
         try await withSandbox(confirm: 3600) { sandbox in
-            let h = try harness(sandbox)
+            let h = try harness(sandbox, confirmations: 3)
             try h.start()
             for i in 0..<3 { _ = h.write("k\(i).bin", randomBytes(1_500 + i)) }
             // Submitted: each proof pending with its stored .ots.
@@ -169,9 +171,13 @@ struct OpenTimestampsCLITests {
             _ = h.stop(SIGKILL)
             try h.start(scanned: false)
             post(sandbox, "/_sandbox/ots/mine")
+            // In a block with one more after it: 2 confirmations of the 3 asked for, so not yet.
+            #expect(waitUntil(timeout: 60) { h.log.contains("2 of 3 confirmations") }, "log: \(h.log)")
+            #expect((1...3).allSatisfy { proof(h, $0)?["state"] as? String == "pending" })
+            post(sandbox, "/_sandbox/ots/mine")
             #expect(waitUntil(timeout: 60) { (1...3).allSatisfy { state(h, $0) == "done" } }, "log: \(h.log)")
             #expect(submissions(sandbox) == before, "\(submissions(sandbox)) vs \(before)")
-            #expect(stats(sandbox)["blocks"] as? Int == 1, "\(stats(sandbox))")
+            #expect(stats(sandbox)["blocks"] as? Int == 3, "\(stats(sandbox))")
             #expect(h.stop() == 0)
         }
     }

@@ -125,4 +125,37 @@ struct OpenTimestampsTests {
         #expect(throws: OTSError.self) { try OTSFile(bytes: OTSFile.magic + [1, 0x02] + Array(repeating: 0, count: 20) + [0x00] + OTSAttestation.bitcoinTag + [1, 1]) }
         #expect(throws: OTSError.self) { try OTSFile(bytes: OTSFile.magic + [2, 0x08] + Array(repeating: 0, count: 32) + [0x00] + OTSAttestation.bitcoinTag + [1, 1]) }
     }
+
+    @Test("the reference format's readings: a repeated operation keeps the later, padded numbers and an empty URI read, attestations in its order; calendar answers keep only promises; a node budget")
+    func referenceReadings() throws {
+        let head = OTSFile.magic + [1, 0x08] + Array(repeating: 0, count: 32)
+        let btc = { (h: UInt8) -> [UInt8] in [0x00] + OTSAttestation.bitcoinTag + [1, h] }
+        // append 01 → Bitcoin 5, then append 01 again → Bitcoin 7: the later branch is the one kept.
+        let twice = try OTSFile(bytes: head + [0xff, 0xf0, 1, 1] + btc(5) + [0xf0, 1, 1] + btc(7))
+        #expect(twice.timestamp.branches.count == 1 && twice.timestamp.allAttestations.map(\.attestation) == [.bitcoin(height: 7)])
+        // A height written with padding groups, and a pending attestation with an empty URI.
+        let padded = try OTSFile(bytes: head + [0x00] + OTSAttestation.bitcoinTag + [3, 0x85, 0x80, 0x00])
+        #expect(padded.timestamp.attestations == [.bitcoin(height: 5)])
+        let empty = try OTSFile(bytes: head + [0x00] + OTSAttestation.pendingTag + [1, 0])
+        #expect(empty.timestamp.attestations == [.pending(uri: "")])
+        // Serialized as the reference sorts: Bitcoin by height (200 before 300), before pending.
+        var t = OTSTimestamp(message: Array(repeating: 0, count: 32))
+        t.attestations = [.pending(uri: "https://b.example"), .bitcoin(height: 300), .bitcoin(height: 200), .pending(uri: "https://a.example/long")]
+        let order = try OTSTimestamp(message: t.message, bytes: t.bytes).attestations
+        #expect(order == [.bitcoin(height: 200), .bitcoin(height: 300), .pending(uri: "https://a.example/long"), .pending(uri: "https://b.example")])
+        // A calendar's fresh answer keeps its promises only.
+        var answer = OTSTimestamp(message: Array(repeating: 1, count: 32))
+        answer.attestations = [.bitcoin(height: 9), .pending(uri: "https://c.example")]
+        #expect(answer.pendingOnly?.allAttestations.map(\.attestation) == [.pending(uri: "https://c.example")])
+        answer.attestations = [.bitcoin(height: 9)]
+        #expect(answer.pendingOnly == nil)
+        // 25,000 sibling branches: past the node budget, refused rather than held in memory.
+        var many = head
+        for i in 0..<25_000 { many += [0xff, 0xf0, 2, UInt8(i & 0xff), UInt8(i >> 8)] + btc(1) }
+        many += btc(2)
+        #expect(throws: OTSError.self) { try OTSFile(bytes: many) }
+        // The sandbox-style header has no real work: a Bitcoin header check refuses it.
+        let f = try Self.fixture()
+        #expect(f.header.leadingZeroBits < OTSClient.minimumWorkBits)
+    }
 }

@@ -169,8 +169,9 @@ struct VerifyCommand: AsyncParsableCommand {
                         let blocks = await BlockHeaders.fetch(for: [data], config: config, logger: Logger(label: "evidence"))
                         let (c, attested) = ProofCheck.otsCheck(p, receipt: data, digest: i.sha256, label: home.store.location(of: r), blocks: blocks)
                         checks.append(c)
-                        if let attested, provenAt.map({ attested.time < $0 }) ?? true {
-                            provenAt = attested.time
+                        let latest = attested.map { $0.time.addingTimeInterval(OTSClient.blockTimeMargin) }
+                        if let attested, let latest, provenAt.map({ latest < $0 }) ?? true {
+                            provenAt = latest
                             provenBy = "\(ProofCheck.name(p)) (Bitcoin block \(attested.height))"
                         }
                         continue

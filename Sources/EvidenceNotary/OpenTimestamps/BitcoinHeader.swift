@@ -32,6 +32,17 @@ public struct BitcoinHeader: Sendable, Equatable {
         (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + $1]) << (8 * UInt32($1)) }
     }
 
+    /// Leading zero bits of the block hash (as a 256-bit number): the work it shows.
+    public var leadingZeroBits: Int {
+        var n = 0
+        for byte in hash.reversed() {
+            if byte == 0 { n += 8; continue }
+            n += byte.leadingZeroBitCount
+            break
+        }
+        return n
+    }
+
     /// Whether the header's hash meets the target its own `bits` encode (proof of work done for
     /// that difficulty; which difficulty the chain required is the header source's word).
     public var meetsOwnTarget: Bool {

@@ -22,17 +22,34 @@ public struct OTSClient: Sendable {
     /// How many calendars must answer a submission (`min_calendars`).
     public let minimum: Int
     public let headersURL: String
+    /// `network = "regtest"`: a test chain, whose headers need only meet their own target.
+    public let regtest: Bool
+    /// Blocks (the attesting one included) before an attestation counts.
+    public let confirmations: Int
     let http: HTTPClient
+
+    /// Leading zero bits a Bitcoin header's hash must have. Every block since OpenTimestamps
+    /// began (2016, height ≈ 400,000) has about 69 or more; 60 is 2^60 hashes to forge one header.
+    public static let minimumWorkBits = 60
+    /// How much earlier than the real time a miner may set a block's time (it must only exceed the
+    /// median of the previous 11 blocks): an attestation proves existence no later than
+    /// the header's time plus this.
+    public static let blockTimeMargin: TimeInterval = 2 * 3600
 
     public static let accept = "application/vnd.opentimestamps.v1"
     /// A calendar's answer is a few hundred bytes; anything past this is refused unread.
     static let maxAnswer = 64 << 10
+    /// Levels of operations a calendar's answer may have (real ones have a handful).
+    static let maxAnswerDepth = 64
     /// Distinct Bitcoin blocks one timestamp may name before its headers are fetched: a real
     /// proof names one or two; a hostile one naming thousands would make thousands of requests.
     public static let maxBlocks = 8
 
-    public init(name: String, calendars: [String], upgradeFrom: [String] = [], minimum: Int, headersURL: String, http: HTTPClient) {
+    public init(name: String, calendars: [String], upgradeFrom: [String] = [], minimum: Int, headersURL: String,
+                regtest: Bool = false, confirmations: Int = 6, http: HTTPClient) {
         self.name = name
+        self.regtest = regtest
+        self.confirmations = confirmations
         self.calendars = calendars.map(Self.trimmed)
         self.upgradeFrom = Set((calendars + upgradeFrom).map(Self.trimmed))
         self.minimum = minimum
@@ -87,8 +104,17 @@ public struct OTSClient: Sendable {
         }
         do throws(OTSError) {
             guard response.body.count <= Self.maxAnswer else { throw OTSError("an answer of \(response.body.count) bytes (at most \(Self.maxAnswer))") }
-            let t = try OTSTimestamp(message: root, bytes: [UInt8](response.body))
-            guard !t.allAttestations.isEmpty else { throw OTSError("its timestamp has no attestation") }
+            let answer = try OTSTimestamp(message: root, bytes: [UInt8](response.body))
+            // A fresh answer is a promise: only its pending attestations are kept, and only those
+            // naming a calendar we may ask for the upgrade count (a pool names its own back ends:
+            // list them in upgrade_urls). Real answers are a few levels deep.
+            guard answer.depth <= Self.maxAnswerDepth else { throw OTSError("\(answer.depth) levels of operations (at most \(Self.maxAnswerDepth))") }
+            guard let t = answer.pendingOnly else { throw OTSError("its timestamp has no pending attestation") }
+            let named = Set(t.allAttestations.compactMap { a -> String? in if case .pending(let uri) = a.attestation { Self.trimmed(uri) } else { nil } })
+            guard !named.isDisjoint(with: upgradeFrom) else {
+                throw OTSError("its pending attestation names \(named.sorted().map { Redact.url($0) }.joined(separator: ", ")), which is not in "
+                               + "calendars or upgrade_urls: the proof could never be upgraded (add it to upgrade_urls)")
+            }
             return .success(t)
         } catch {
             return .failure(NotaryError("\(name) calendar \(Redact.url(calendar)): its answer is not a timestamp of the digest sent: \(error.message)",
@@ -162,6 +188,11 @@ public struct OTSClient: Sendable {
         }
         guard header.meetsOwnTarget else {
             throw NotaryError("\(name) headers_url: the header of block \(height) does not meet its own proof-of-work target", retryable: false)
+        }
+        // A header made up by whoever answers for headers_url would have to carry real work.
+        guard regtest || header.leadingZeroBits >= Self.minimumWorkBits else {
+            throw NotaryError("\(name) headers_url: the header served for block \(height) shows \(header.leadingZeroBits) bits of work, "
+                              + "not the \(Self.minimumWorkBits) or more of any Bitcoin block of that era: not a real block", retryable: false)
         }
         return header
     }

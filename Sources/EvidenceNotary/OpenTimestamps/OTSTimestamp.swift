@@ -68,12 +68,23 @@ public enum OTSOp: Sendable, Hashable {
         case .hexlify:
             guard !message.isEmpty, message.count <= Self.maxLength / 2 else { throw OTSError("hexlify of \(message.count) bytes") }
             result = Array(Hex.encode(message).utf8)
-        case .sha1: result = Self.digest(message, evidence_evp_sha1(), 20)
-        case .ripemd160: result = Self.digest(message, evidence_evp_ripemd160(), 20)
-        case .sha256: result = Self.digest(message, evidence_evp_sha256(), 32)
+        case .sha1: result = try Self.checkedDigest(message, evidence_evp_sha1(), 20, "SHA-1")
+        case .ripemd160: result = try Self.checkedDigest(message, evidence_evp_ripemd160(), 20, "RIPEMD-160")
+        case .sha256: result = try Self.checkedDigest(message, evidence_evp_sha256(), 32, "SHA-256")
         }
         guard result.count <= Self.maxLength else { throw OTSError("an operation's result of \(result.count) bytes (at most \(Self.maxLength))") }
         return result
+    }
+
+    /// A hash a proof asks for; one this OpenSSL cannot compute (RIPEMD-160 under a FIPS
+    /// provider) is a refusal of the proof, never a crash.
+    static func checkedDigest(_ bytes: [UInt8], _ md: OpaquePointer?, _ size: Int, _ name: String) throws(OTSError) -> [UInt8] {
+        guard let md else { throw OTSError("\(name) is not available in this OpenSSL") }
+        var out = [UInt8](repeating: 0, count: 64)
+        var length: UInt32 = 0
+        let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &out, &length, md, nil) }
+        guard ok == 1, Int(length) == size else { throw OTSError("\(name) failed in this OpenSSL") }
+        return Array(out.prefix(size))
     }
 
     static func digest(_ bytes: [UInt8], _ md: OpaquePointer?, _ size: Int) -> [UInt8] {
@@ -132,6 +143,17 @@ public enum OTSAttestation: Sendable, Hashable {
         }
     }
 
+    /// The reference implementation's order: by tag, then Bitcoin attestations by height,
+    /// pending ones by URI, others by payload.
+    static func precedes(_ a: OTSAttestation, _ b: OTSAttestation) -> Bool {
+        switch (a, b) {
+        case (.bitcoin(let x), .bitcoin(let y)): return x < y
+        case (.pending(let x), .pending(let y)): return Array(x.utf8).lexicographicallyPrecedes(Array(y.utf8))
+        default:
+            return a.tag != b.tag ? a.tag.lexicographicallyPrecedes(b.tag) : a.payload.lexicographicallyPrecedes(b.payload)
+        }
+    }
+
     public static func isValidURI(_ uri: String) -> Bool {
         !uri.isEmpty && uri.utf8.count <= maxURI && uri.utf8.allSatisfy { uriBytes.contains($0) }
     }
@@ -163,9 +185,20 @@ public struct OTSTimestamp: Sendable, Equatable {
         guard r.atEnd else { throw OTSError("\(r.remaining) bytes after the timestamp's end") }
     }
 
+    /// Nodes and message bytes one parse may build: every node keeps its message, so a small
+    /// hostile file of many short operations under a 4 KiB message would otherwise cost hundreds of MB.
+    static let maxNodes = 20_000
+    static let maxMessageBytes = 8 << 20
+
     static func read(_ r: inout OTSReader, message: [UInt8], depth: Int) throws(OTSError) -> OTSTimestamp {
         guard depth < maxDepth else { throw OTSError("nested deeper than \(maxDepth) levels") }
+        r.nodes += 1
+        r.messageBytes += message.count
+        guard r.nodes <= maxNodes, r.messageBytes <= maxMessageBytes else {
+            throw OTSError("more than \(maxNodes) operations or \(maxMessageBytes >> 20) MiB of messages: not a proof this program reads")
+        }
         var t = OTSTimestamp(message: message)
+        var seen: [OTSOp: Int] = [:]   // each operation's branch, found without a scan
         func one(_ tag: UInt8, _ r: inout OTSReader) throws(OTSError) {
             if tag == 0x00 {
                 let aTag = try r.bytes(8)
@@ -178,7 +211,7 @@ public struct OTSTimestamp: Sendable, Equatable {
                     attestation = .bitcoin(height: Int(height))
                 } else if aTag == OTSAttestation.pendingTag {
                     let raw = try p.varbytes(max: OTSAttestation.maxURI, min: 0)
-                    guard let uri = String(validating: raw, as: UTF8.self), OTSAttestation.isValidURI(uri) else {
+                    guard let uri = String(validating: raw, as: UTF8.self), uri.isEmpty || OTSAttestation.isValidURI(uri) else {
                         throw OTSError("a pending attestation's calendar URI has characters the format does not allow")
                     }
                     attestation = .pending(uri: uri)
@@ -202,7 +235,10 @@ public struct OTSTimestamp: Sendable, Equatable {
             default: throw OTSError(String(format: "unknown operation tag 0x%02x at byte %d", tag, r.position - 1))
             }
             let next = try op.apply(message)
-            t.branches.append(Branch(op: op, timestamp: try read(&r, message: next, depth: depth + 1)))
+            let branch = Branch(op: op, timestamp: try read(&r, message: next, depth: depth + 1))
+            // The same operation twice: the reference implementation keeps the later one (a
+            // dictionary by operation), so `ots verify` sees only it; so do we.
+            if let i = seen[op] { t.branches[i] = branch } else { seen[op] = t.branches.count; t.branches.append(branch) }
         }
         var tag = try r.byte()
         while tag == 0xff {
@@ -221,9 +257,7 @@ public struct OTSTimestamp: Sendable, Equatable {
     }
 
     func write(_ w: inout OTSWriter) {
-        let atts = attestations.sorted {
-            $0.tag != $1.tag ? $0.tag.lexicographicallyPrecedes($1.tag) : $0.payload.lexicographicallyPrecedes($1.payload)
-        }
+        let atts = attestations.sorted(by: OTSAttestation.precedes)
         let ops = branches.sorted { OTSOp.precedes($0.op, $1.op) }
         precondition(!atts.isEmpty || !ops.isEmpty, "an empty timestamp cannot be serialized")
         for (i, a) in atts.enumerated() {
@@ -239,6 +273,18 @@ public struct OTSTimestamp: Sendable, Equatable {
             if case .prepend(let a) = b.op { w.varbytes(a) }
             b.timestamp.write(&w)
         }
+    }
+
+    /// Levels of operations below this node (0 for attestations alone).
+    public var depth: Int { branches.map { 1 + $0.timestamp.depth }.max() ?? 0 }
+
+    /// This timestamp with every attestation that is not a pending one removed, and branches
+    /// left empty by that removed: what a calendar's fresh answer may carry.
+    public var pendingOnly: OTSTimestamp? {
+        var t = self
+        t.attestations.removeAll { if case .pending = $0 { return false } else { return true } }
+        t.branches = branches.compactMap { b in b.timestamp.pendingOnly.map { Branch(op: b.op, timestamp: $0) } }
+        return t.attestations.isEmpty && t.branches.isEmpty ? nil : t
     }
 
     /// Every attestation with the message it attests, depth first.
@@ -354,6 +400,8 @@ public struct OTSFile: Sendable, Equatable {
 struct OTSReader {
     let data: [UInt8]
     var position = 0
+    var nodes = 0
+    var messageBytes = 0
     init(_ data: [UInt8]) { self.data = data }
     var atEnd: Bool { position == data.count }
     var remaining: Int { data.count - position }
@@ -370,14 +418,18 @@ struct OTSReader {
         return Array(data[(position - n)..<position])
     }
 
-    /// LEB128, at most 9 groups (63 bits).
+    /// LEB128 of at most 63 bits; padding groups (0x80 … 0x00) beyond them are read as the
+    /// reference implementation reads them, up to 16 groups in all.
     mutating func varuint() throws(OTSError) -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
+        var groups = 0
         while true {
             let b = try byte()
-            guard shift <= 56 else { throw OTSError("a number longer than 63 bits at byte \(position - 1)") }
-            value |= UInt64(b & 0x7f) << shift
+            groups += 1
+            let bits = UInt64(b & 0x7f)
+            guard groups <= 16, shift <= 56 || bits == 0 else { throw OTSError("a number longer than 63 bits at byte \(position - 1)") }
+            if shift <= 56 { value |= bits << shift }
             if b & 0x80 == 0 { return value }
             shift += 7
         }

@@ -46,7 +46,12 @@ struct OTSBatch {
 
     func submit(_ members: [(proof: Proof, item: Item, rule: WatchRule)]) async throws(JobError) -> JobOutcome {
         let tree = HashTree(leaves: members.map(\.item.sha256))
-        guard let root = tree.root, let rootBytes = Hex.decode(root.hex) else { return .done(nil) }
+        guard let root = tree.root, let treeRoot = Hex.decode(root.hex) else { return .done(nil) }
+        // A random nonce before the calendars see it, as the reference client adds one: a window
+        // of one item would otherwise hand its file's SHA-256 to public servers.
+        var nonce = [UInt8](repeating: 0, count: 16)
+        for i in nonce.indices { nonce[i] = UInt8.random(in: 0...255) }
+        let rootBytes = HashTree.sha256(treeRoot + nonce)
         let client = self.client
         let (stamp, answered): (OTSTimestamp, [String])
         do {
@@ -57,10 +62,16 @@ struct OTSBatch {
         var files: [Int64: [UInt8]] = [:]
         for m in members {
             guard let leaf = Hex.decode(m.item.sha256.hex), let ops = OTSTimestamp.treeOps(leaf: m.item.sha256, in: tree),
-                  let chained = try? OTSTimestamp.chain(from: leaf, ops: ops, tail: stamp) else {
+                  let chained = try? OTSTimestamp.chain(from: leaf, ops: ops + [.append(nonce), .sha256], tail: stamp) else {
                 throw JobError("\(name): cannot build the proof of item \(m.item.id) in batch \(window)", retryable: false)
             }
-            files[m.item.id] = OTSFile(timestamp: chained).bytes
+            let bytes = OTSFile(timestamp: chained).bytes
+            // Read back as any reader will (depth, size): a calendar's answer must not make a proof
+            // that our own parser, or the reference client, refuses.
+            do { _ = try OTSFile(bytes: bytes) } catch {
+                throw JobError("\(name): the proof of item \(m.item.id) in batch \(window) would not read back: \(error.message)", retryable: true)
+            }
+            files[m.item.id] = bytes
         }
         let catalog = home.catalog, store = home.store, window = self.window, name = self.name, made = files
         let link = answered.map { Redact.url($0) }.joined(separator: " ")
@@ -114,6 +125,7 @@ struct OTSBatch {
         var upgrades: [(uri: String, commitment: [UInt8], stamp: OTSTimestamp)] = []
         var headers: [Int: BitcoinHeader] = [:]
         var problems: [String] = []
+        var waits: [String] = []
         for p in pending {
             do throws(NotaryError) {
                 guard let up = try await metrics.timeNotary(name, .poll, { () throws(NotaryError) in
@@ -129,6 +141,12 @@ struct OTSBatch {
                                     + "block's merkle root from \(Redact.url(client.headersURL)): ignored")
                     continue
                 }
+                // Deep enough that a reorganisation will not orphan it (`confirmations`).
+                let tip = try await client.tipHeight()
+                if let shallow = bitcoin.map(\.0).max(), tip - shallow + 1 < client.confirmations {
+                    waits.append("Bitcoin block \(shallow) has \(max(0, tip - shallow + 1)) of \(client.confirmations) confirmations")
+                    continue
+                }
                 headers.merge(found) { a, _ in a }
                 upgrades.append((p.uri, p.commitment, up))
             } catch {
@@ -140,35 +158,55 @@ struct OTSBatch {
         for problem in problems {
             Self.logger.warning("\(problem)", metadata: ["notary": .string(name), "batch": .string(window)])
         }
+        for wait in Set(waits).sorted() { Self.logger.info("\(wait)", metadata: ["notary": .string(name), "batch": .string(window)]) }
         if upgrades.isEmpty {
             let oldest = members.compactMap(\.proof.submittedAt).min() ?? now()
             let wait = min(notary.pollMax, max(notary.pollFirst, now().timeIntervalSince(oldest) / 4))
             return .notYet(until: now().addingTimeInterval(wait),
-                           reason: "\(name): batch \(window) is waiting for a Bitcoin block" + (problems.isEmpty ? "" : " (\(problems.joined(separator: "; ")))"))
+                           reason: "\(name): batch \(window) is waiting for a Bitcoin block" + ((problems + waits).isEmpty ? "" : " (\((problems + waits).joined(separator: "; ")))"))
         }
 
         let catalog = home.catalog, window = self.window, name = self.name, headersURL = client.headersURL
         let found = upgrades, known = headers
-        let saved: [Int64] = try await blockingJobWork {
-            var saved: [Int64] = []
+        let outcome: (saved: [Int64], failed: [String]) = try await blockingJobWork {
+            var saved: [Int64] = [], failed: [String] = []
             for m in members {
                 guard let old = m.proof.receipt else { continue }
-                var file = try OTSFile(bytes: [UInt8](try store.read(old)))
-                for u in found { file.timestamp = file.timestamp.merging(u.stamp, at: u.commitment, dropping: [u.uri]) }
-                let report = try OTSVerifier.check(file, digest: m.item.sha256, headers: known)
-                guard let attested = report.attested.first, report.unchecked.isEmpty else { continue }
-                let receipt = try store.put(Data(file.bytes)).digest
-                let proof = Proof(itemID: m.item.id, notary: name, kind: .opentimestamps, state: .confirmed, remoteID: attested.blockHash,
-                                  receipt: receipt, blockHeight: Int64(attested.height), network: "bitcoin",
-                                  link: headersURL + "/block/" + attested.blockHash, provenAt: attested.time, submittedAt: m.proof.submittedAt)
-                let lifecycle = ItemLifecycle(rule: m.rule)
-                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: old, then: lifecycle.decide(onSaving: proof))
-                if done != nil { saved.append(m.item.id) }
+                do {
+                    var file = try OTSFile(bytes: [UInt8](try store.read(old)))
+                    for u in found { file.timestamp = file.timestamp.merging(u.stamp, at: u.commitment, dropping: [u.uri]) }
+                    let bytes = file.bytes
+                    let back = try OTSFile(bytes: bytes)
+                    let report = try OTSVerifier.check(back, digest: m.item.sha256, headers: known)
+                    guard let attested = report.attested.first, report.unchecked.isEmpty else {
+                        failed.append("item \(m.item.id): no Bitcoin attestation checked"); continue
+                    }
+                    let receipt = try store.put(Data(bytes)).digest
+                    let proof = Proof(itemID: m.item.id, notary: name, kind: .opentimestamps, state: .confirmed, remoteID: attested.blockHash,
+                                      receipt: receipt, blockHeight: Int64(attested.height), network: "bitcoin",
+                                      link: headersURL + "/block/" + attested.blockHash,
+                                      provenAt: attested.time.addingTimeInterval(OTSClient.blockTimeMargin), submittedAt: m.proof.submittedAt)
+                    let lifecycle = ItemLifecycle(rule: m.rule)
+                    let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: old, then: lifecycle.decide(onSaving: proof))
+                    if done != nil { saved.append(m.item.id) }
+                } catch {
+                    failed.append("item \(m.item.id): \(error)")
+                }
             }
-            return saved
+            return (saved, failed)
         }
         try await blockingJobWork {
-            for id in saved { _ = try catalog.wakeQueuedJobs(itemID: id, kinds: [.notarize], now: Date()) }
+            for id in outcome.saved { _ = try catalog.wakeQueuedJobs(itemID: id, kinds: [.notarize], now: Date()) }
+        }
+        // The job ends only when no member of the window waits any more: one that could not be
+        // confirmed now (a store error, say) is looked at again, not left for a new submission.
+        let left = members.count - outcome.saved.count
+        if !outcome.failed.isEmpty {
+            for f in outcome.failed { Self.logger.warning("\(f)", metadata: ["notary": .string(name), "batch": .string(window)]) }
+        }
+        if left > 0, !outcome.failed.isEmpty {
+            return .notYet(until: now().addingTimeInterval(notary.pollFirst),
+                           reason: "\(name): batch \(window): \(left) item(s) not confirmed yet: \(outcome.failed.joined(separator: "; "))")
         }
         return .done(nil)
     }

@@ -70,8 +70,12 @@ public struct Notaries: Sendable {
 
     /// The client of an opentimestamps notary (no secrets: calendars and headers are public).
     public static func otsClient(_ notary: NotaryConfig, logger: Logger) -> OTSClient {
-        OTSClient(name: notary.name, calendars: notary.calendars, upgradeFrom: notary.upgradeURLs, minimum: notary.minCalendars,
-                  headersURL: notary.headersURL ?? "", http: httpClient(for: notary, logger: logger))
+        // Calendar answers and headers are small: nothing larger is read into memory.
+        var configuration = HTTPClientConfiguration(table: "notaries.\(notary.name)", caFile: notary.tlsCAFile, timeouts: notary.timeouts)
+        configuration.maxResponseBytes = 1 << 20
+        return OTSClient(name: notary.name, calendars: notary.calendars, upgradeFrom: notary.upgradeURLs, minimum: notary.minCalendars,
+                         headersURL: notary.headersURL ?? "", regtest: notary.otsNetwork == "regtest", confirmations: notary.confirmations,
+                         http: HTTPClient(configuration: configuration, logger: logger))
     }
 
     /// The client of an rfc3161 notary alone, without reading any other notary's secrets

@@ -228,8 +228,9 @@ public enum BundleVerifier {
             if p.kind == .opentimestamps {
                 let (c, attested) = ProofCheck.otsCheck(p, receipt: receipt, digest: digest, label: file, blocks: blocks)
                 report.checks.append(c)
-                if let attested, report.provenAt.map({ attested.time < $0 }) ?? true {
-                    report.provenAt = attested.time
+                let latest = attested.map { $0.time.addingTimeInterval(OTSClient.blockTimeMargin) }
+                if let attested, let latest, report.provenAt.map({ latest < $0 }) ?? true {
+                    report.provenAt = latest
                     report.provenBy = "\(ProofCheck.name(p)) (\(shown(file)), Bitcoin block \(attested.height))"
                 }
                 continue
@@ -571,7 +572,8 @@ extension ProofCheck {
                           + (blocks.problems.isEmpty ? "" : " (\(blocks.problems.joined(separator: "; ")))"), unproven: true), nil)
         }
         return (.init(check: name(p), ok: true,
-                      detail: "Bitcoin block \(first.height) (\(first.blockHash), time \(Timestamp.string(first.time))): "
+                      detail: "Bitcoin block \(first.height) (\(first.blockHash), time \(Timestamp.string(first.time)); the file existed no later "
+                          + "than \(Timestamp.string(first.time.addingTimeInterval(OTSClient.blockTimeMargin))), as a block's time may trail the real one): "
                           + "the proof leads from the digest to the block's merkle root, header from \(blocks.source)"), first)
     }
 }

@@ -22,7 +22,9 @@ import Synchronization
 /// (version, previous hash, merkle root, time, bits `0x207fffff` as on regtest, a nonce that
 /// meets that target), chained from height 800000.
 ///
-/// Control: `POST /_sandbox/ots/mine` mines every pending commitment now;
+/// Each block of commitments is followed at once by an empty block (two confirmations).
+/// Control: `POST /_sandbox/ots/mine` mines every pending commitment now (an empty block when
+/// none is pending: one more confirmation);
 /// `POST /_sandbox/ots/calendar?name=NAME&mode=ok|down|forge` makes a calendar answer normally,
 /// 503 to everything, or upgrades that claim a block without leading to its merkle root;
 /// `GET /_sandbox/ots/stats` → `{"submissions":{name:n},"upgrades":{name:n},"blocks":n,"pending":n}`.
@@ -162,7 +164,8 @@ public final class OTSEmulator: Sendable {
         state.withLock { s in
             let now = clock()
             let due = s.pending.enumerated().filter { age == nil || now.timeIntervalSince($0.element.at) >= age! }
-            guard !due.isEmpty else { return }
+            // Asked for with nothing due (`/_sandbox/ots/mine`): an empty block, one more confirmation.
+            guard !due.isEmpty || age == nil else { return }
             let dueIndices = Set(due.map(\.offset))
             s.pending = s.pending.enumerated().filter { !dueIndices.contains($0.offset) }.map(\.element)
             // One OP_RETURN-style transaction per commitment, after a coinbase.
@@ -206,7 +209,23 @@ public final class OTSEmulator: Sendable {
                 w += [0x00] + Self.bitcoinTag + Self.varbytes(Self.varuint(UInt64(height)))
                 s.upgrades[d.element.calendar + ":" + Hex.encode(d.element.commitment)] = w
             }
+            // One empty block after a block of commitments: it has two confirmations at once.
+            if !due.isEmpty { s.blocks.append(Self.emptyBlock(after: s.blocks[s.blocks.count - 1], time: now)) }
         }
+    }
+
+    /// A block of a coinbase alone, chained after `previous`.
+    static func emptyBlock(after previous: Block, time: Date) -> Block {
+        var coinbase = [UInt8](repeating: 0, count: 60)
+        for i in coinbase.indices { coinbase[i] = UInt8.random(in: 0...255) }
+        var header: [UInt8] = [0x00, 0x00, 0x00, 0x20] + dsha(previous.header) + dsha(coinbase) + le32(UInt32(time.timeIntervalSince1970)) + le32(0x207f_ffff)
+        var nonce: UInt32 = 0
+        while true {
+            let candidate = header + le32(nonce)
+            if dsha(candidate).last! <= 0x7f { header = candidate; break }
+            nonce += 1
+        }
+        return Block(header: header, hashHex: Hex.encode(dsha(header).reversed()))
     }
 
     static func sha256(_ b: [UInt8]) -> [UInt8] { Hex.decode(SHA256Hasher.hash(b).hex) ?? [] }
