@@ -13,21 +13,9 @@ struct OpenTimestampsCLITests {
     static let venv = (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/evidence/ots"
     static let oracle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/oracles/ots_check.py").path
-    static let sandboxBinary = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("evidence-sandbox")
 
     func withSandbox<T>(confirm: Double = 0, _ body: (SandboxProcess) async throws -> T) async throws -> T {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let sandbox = try await SandboxProcess.start(executable: Self.sandboxBinary, stateDirectory: scratch.path + "/sandbox",
-                                                     arguments: ["--ots-confirm", String(confirm)])
-        do {
-            let v = try await body(sandbox)
-            _ = await sandbox.stop()
-            return v
-        } catch {
-            _ = await sandbox.stop()
-            throw error
-        }
+        try await NotarizationCLITests().withSandbox(extra: ["--ots-confirm", String(confirm)], body)
     }
 
     func harness(_ sandbox: SandboxProcess, confirmations: Int = 2, extra: String = "") throws -> RunHarness {
