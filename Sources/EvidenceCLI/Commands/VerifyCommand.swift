@@ -274,16 +274,8 @@ struct VerifyCommand: AsyncParsableCommand {
     private func verifyBundle() async throws {
         let (anchors, config) = try bundleAnchors()
         // Block headers for the bundle's OpenTimestamps proofs, from the config's header source.
-        let otsFiles = ((try? FileManager.default.contentsOfDirectory(atPath: target + "/proofs")) ?? [])
-            .filter { $0.hasSuffix(".ots") }.sorted().compactMap { name -> Data? in
-                // Hostile input: a regular file of proof size only (the verifier reads it again, strictly).
-                let path = target + "/proofs/" + name
-                guard let a = try? FileManager.default.attributesOfItem(atPath: path), a[.type] as? FileAttributeType == .typeRegular,
-                      (a[.size] as? Int ?? Int.max) <= OTSFile.maxSize else { return nil }
-                return FileManager.default.contents(atPath: path)
-            }
         var blocks: BlockHeaders?
-        if let config, !otsFiles.isEmpty { blocks = await BlockHeaders.fetch(for: otsFiles, config: config, logger: Logger(label: "evidence")) }
+        if let config { blocks = await BlockHeaders.fetch(forBundle: target, config: config, logger: Logger(label: "evidence")) }
         var report = BundleVerifier.verify(target, trust: anchors, at: at?.date, blocks: blocks)
         if online, let data = FileManager.default.contents(atPath: target + "/manifest.json"),
            (try? StrictJSON.check(data)) != nil,

@@ -67,10 +67,8 @@ public enum ChainAnchors {
         /// archive time-stamps (a renewal adds a file; a copy is never replaced).
         public var copies: [(local: String, remote: String)] {
             var out = files.map { ($0, ($0 as NSString).lastPathComponent) }
-            if let data = FileManager.default.contents(atPath: recordFile), let record = try? EvidenceRecord(der: [UInt8](data)) {
-                let stamps = record.chains.reduce(0) { $0 + $1.count }
-                out.append((recordFile, String(name.dropLast(4)) + ".r\(stamps).ers"))
-            }
+            let version = recordVersion
+            if version > 0 { out.append((recordFile, String(name.dropLast(4)) + ".r\(version).ers")) }
             return out
         }
 

@@ -126,6 +126,7 @@ struct OTSBatch {
         var headers: [Int: BitcoinHeader] = [:]
         var problems: [String] = []
         var waits: [String] = []
+        var tipHeight: Int?
         for p in pending {
             do throws(NotaryError) {
                 guard let up = try await metrics.timeNotary(name, .poll, { () throws(NotaryError) in
@@ -141,8 +142,10 @@ struct OTSBatch {
                                     + "block's merkle root from \(Redact.url(client.headersURL)): ignored")
                     continue
                 }
-                // Deep enough that a reorganisation will not orphan it (`confirmations`).
-                let tip = try await client.tipHeight()
+                // Deep enough that a reorganisation will not orphan it (`confirmations`). The tip is
+                // asked for once a run, whichever calendars answer.
+                let tip: Int
+                if let known = tipHeight { tip = known } else { tip = try await client.tipHeight(); tipHeight = tip }
                 if let shallow = bitcoin.map(\.0).max(), tip - shallow + 1 < client.confirmations {
                     waits.append("Bitcoin block \(shallow) has \(max(0, tip - shallow + 1)) of \(client.confirmations) confirmations")
                     continue
@@ -201,9 +204,7 @@ struct OTSBatch {
         // The job ends only when no member of the window waits any more: one that could not be
         // confirmed now (a store error, say) is looked at again, not left for a new submission.
         let left = members.count - outcome.saved.count
-        if !outcome.failed.isEmpty {
-            for f in outcome.failed { Self.logger.warning("\(f)", metadata: ["notary": .string(name), "batch": .string(window)]) }
-        }
+        for f in outcome.failed { Self.logger.warning("\(f)", metadata: ["notary": .string(name), "batch": .string(window)]) }
         if left > 0, !outcome.failed.isEmpty {
             return .notYet(until: now().addingTimeInterval(notary.pollFirst),
                            reason: "\(name): batch \(window): \(left) item(s) not confirmed yet: \(outcome.failed.joined(separator: "; "))")

@@ -70,29 +70,13 @@ public struct RecordRenewal: Sendable {
         let (checked, proofsDue, skippedProofs): (Int, [Due], [String]) = try await onIOThread {
             var due: [Due] = []
             var skipped: [String] = []
-            var checked = 0
-            for proof in try catalog.allProofs() where proof.notary == name && proof.kind.isTimestamp && proof.state == .confirmed {
-                if let items, !items.contains(proof.itemID) { continue }
-                checked += 1
-                guard let receipt = proof.receipt, let item = try catalog.item(id: proof.itemID) else { continue }
-                let data = try store.read(receipt)
-                let record = proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data)
+            let checked = try Self.forEachRecord(catalog: catalog, store: store, notary: name, items: items) { proof, item, record in
                 let expiry = EvidenceRecordRenewal.expiry(of: record)
-                guard force || expiry.map({ $0 <= horizon }) ?? false else { continue }
+                guard force || expiry.map({ $0 <= horizon }) ?? false else { return }
                 // A record hash-renewed to SHA-512 is checked with the data's SHA-512, read from the store.
-                var sha512: [UInt8]?
-                if EvidenceRecordRenewal.hasSHA512Chain(record) {
-                    do { sha512 = try ItemDigests.sha512(of: item, store: store) } catch {
-                        skipped.append("item \(item.id): \(error)")
-                        continue
-                    }
-                }
-                // Only a record that verifies now: one broken record must not stop the rest.
-                do throws(TimestampError) { _ = try EvidenceRecordVerifier.verify(record: record, digest: item.sha256, trust: trust, sha512: sha512) } catch {
-                    skipped.append("item \(item.id): \(error.message)")
-                    continue
-                }
-                due.append(Due(proof: proof, digest: item.sha256, record: record, expiry: expiry, anchor: nil, sha512: sha512))
+                let needed = EvidenceRecordRenewal.hasSHA512Chain(record)
+                guard let verified = Self.verifiesNow(record, item: item, store: store, trust: trust, sha512: needed, skipped: &skipped) else { return }
+                due.append(Due(proof: proof, digest: item.sha256, record: record, expiry: expiry, anchor: nil, sha512: verified.sha512))
             }
             return (checked, due, skipped)
         }
@@ -207,6 +191,44 @@ public struct RecordRenewal: Sendable {
 }
 
 extension RecordRenewal {
+    /// Calls `body` with each confirmed time-stamp proof of `notary` (of `items` only, when
+    /// given), its item and its evidence record (a per-item `.tsr` as a record of that one
+    /// time-stamp). Returns how many proofs were looked at.
+    static func forEachRecord(catalog: any Catalog, store: any ContentStore, notary name: String, items: Set<Int64>?,
+                              _ body: (Proof, Item, Data) throws -> Void) throws -> Int {
+        var checked = 0
+        for proof in try catalog.allProofs() where proof.notary == name && proof.kind.isTimestamp && proof.state == .confirmed {
+            if let items, !items.contains(proof.itemID) { continue }
+            checked += 1
+            guard let receipt = proof.receipt, let item = try catalog.item(id: proof.itemID) else { continue }
+            let data = try store.read(receipt)
+            try body(proof, item, proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data))
+        }
+        return checked
+    }
+
+    /// A record that verifies now, with the data's SHA-512 when it was asked for.
+    struct Verified { let sha512: [UInt8]? }
+
+    /// Whether `record` verifies now (renewal cannot save a proof that is already broken): nil
+    /// when not, with the reason in `skipped`. `sha512`: check it with the data's SHA-512, read
+    /// from the store (a record with a SHA-512 chain, or one about to get one).
+    static func verifiesNow(_ record: Data, item: Item, store: any ContentStore, trust: TSATrust, sha512 wanted: Bool,
+                            skipped: inout [String]) -> Verified? {
+        var sha512: [UInt8]?
+        if wanted {
+            do { sha512 = try ItemDigests.sha512(of: item, store: store) } catch {
+                skipped.append("item \(item.id): \(error)")
+                return nil
+            }
+        }
+        do throws(TimestampError) { _ = try EvidenceRecordVerifier.verify(record: record, digest: item.sha256, trust: trust, sha512: sha512) } catch {
+            skipped.append("item \(item.id): \(error.message)")
+            return nil
+        }
+        return Verified(sha512: sha512)
+    }
+
     /// A renewed record goes to the item's archives too: each archive job the item has had runs
     /// once more for it (the archive puts the new record beside the old one, never over it, and
     /// a new manifest naming both), so an auditor holding only the archive keeps the renewal.
@@ -247,23 +269,11 @@ extension RecordRenewal {
         let catalog = home.catalog, store = home.store, trust = tsa.trust
         struct Due { let proof: Proof; let item: Item; let record: Data; let sha512: [UInt8] }
         let (checked, due, skipped): (Int, [Due], [String]) = try await onIOThread {
-            var due: [Due] = [], skipped: [String] = [], checked = 0
-            for proof in try catalog.allProofs() where proof.notary == name && proof.kind.isTimestamp && proof.state == .confirmed {
-                if let items, !items.contains(proof.itemID) { continue }
-                checked += 1
-                guard let receipt = proof.receipt, let item = try catalog.item(id: proof.itemID) else { continue }
-                let data = try store.read(receipt)
-                let record = proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data)
-                if EvidenceRecordRenewal.newestAlgorithm(of: record) == algorithm { continue }
-                let sha512: [UInt8]
-                do { sha512 = try ItemDigests.sha512(of: item, store: store) } catch {
-                    skipped.append("item \(item.id): \(error)"); continue
-                }
-                do throws(TimestampError) {
-                    _ = try EvidenceRecordVerifier.verify(record: record, digest: item.sha256, trust: trust, sha512: sha512)
-                } catch {
-                    skipped.append("item \(item.id): \(error.message)"); continue
-                }
+            var due: [Due] = [], skipped: [String] = []
+            let checked = try RecordRenewal.forEachRecord(catalog: catalog, store: store, notary: name, items: items) { proof, item, record in
+                if EvidenceRecordRenewal.newestAlgorithm(of: record) == algorithm { return }
+                guard let sha512 = RecordRenewal.verifiesNow(record, item: item, store: store, trust: trust, sha512: true, skipped: &skipped)?.sha512
+                else { return }
                 due.append(Due(proof: proof, item: item, record: record, sha512: sha512))
             }
             return (checked, due, skipped)

@@ -517,6 +517,15 @@ public struct BlockHeaders: Sendable {
         self.headers = headers; self.source = source; self.problems = problems
     }
 
+    /// `fetch(for:)` of the `proofs/*.ots` of a bundle folder (each read as the verifier reads a
+    /// bundle file: regular, no link followed, of proof size); nil when it has none.
+    public static func fetch(forBundle dir: String, config: EvidenceConfig, logger: Logger) async -> BlockHeaders? {
+        let proofs = ((try? FileManager.default.contentsOfDirectory(atPath: dir + "/proofs")) ?? [])
+            .filter { $0.hasSuffix(".ots") }.sorted()
+            .compactMap { BundleFiles.readRegular(dir + "/proofs/" + $0, limit: OTSFile.maxSize) }
+        return proofs.isEmpty ? nil : await fetch(for: proofs, config: config, logger: logger)
+    }
+
     /// The headers of every block the `.ots` proofs name, from the config's first opentimestamps
     /// notary (by name) whose `headers_url` answers; nil when none is configured.
     public static func fetch(for proofs: [Data], config: EvidenceConfig, logger: Logger) async -> BlockHeaders? {
