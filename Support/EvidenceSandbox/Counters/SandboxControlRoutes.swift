@@ -27,7 +27,7 @@ import Hummingbird
 ///   reset (at most the newest 2,000 within 64 MiB), JSON lines: route, argument and answer as the wire had
 ///   them (`DropboxExchangeLog`), for `scripts/oracles/dropbox_schema.py`.
 /// - `POST /_sandbox/reset` → zeroes counters and rate-limit windows, answers the fresh
-///   counters; `?reports=true` also deletes every QED report (and rewrites `reports.json`).
+///   counters; `?reports=true` also deletes every QED report (and starts `reports.json` afresh).
 struct SandboxControlRoutes: Sendable {
     let counters: SandboxCounters
     let store: QEDReportStore

@@ -1,32 +1,68 @@
 import Foundation
 
-/// The QED emulation's reports, in memory and in `<state-dir>/reports.json`. Every change is
-/// written to a temporary file and renamed over the old one, so a sandbox killed at any
-/// moment restarts with either the previous or the new set of reports, never a torn file.
+/// The QED emulation's reports, in memory and in `<state-dir>/reports.json`.
+///
+/// The file is a journal: a first line `{"version":2}`, then one report per line (JSON Lines),
+/// appended as reports are made. A submission costs one appended line, not a rewrite of every
+/// report held (which made the 1,000th submission of a bench run 1,000 times dearer than the
+/// first). A sandbox killed in the middle of an append leaves a last line without its newline;
+/// it is dropped on the next start, and the file is cut back to its last whole line. Removing
+/// every report writes a new file beside the old one and renames it over it. A file in the
+/// old form (one JSON object holding every report, version 1) is read and rewritten as a
+/// journal.
 public actor QEDReportStore {
     public nonisolated let path: String
     private var reports: [QEDReport]
     private var bySlug: [String: Int]
+    private var byHash: [String: [Int]]
+    private var journal: FileHandle
 
-    private struct FileFormat: Codable {
+    private struct Header: Codable { var version: Int }
+    private struct OldFormat: Codable {
         var version: Int
         var reports: [QEDReport]
     }
 
-    /// Loads `path` if it exists. Throws `SandboxError.stateFile` if it cannot be read.
+    /// Loads `path` if it exists and opens it for appending. Throws `SandboxError.stateFile` if
+    /// it cannot be read, parsed or opened.
     public init(path: String) throws {
         self.path = path
         var loaded: [QEDReport] = []
+        var rewrite = true
         if FileManager.default.fileExists(atPath: path) {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: path))
-                loaded = try Self.decoder().decode(FileFormat.self, from: data).reports
+                if let first = data.firstIndex(of: UInt8(ascii: "\n")),
+                   let header = try? JSONDecoder().decode(Header.self, from: data[..<first]), header.version == 2 {
+                    var start = data.index(after: first)
+                    while let end = data[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                        loaded.append(try Self.decoder().decode(QEDReport.self, from: data[start..<end]))
+                        start = data.index(after: end)
+                    }
+                    // Whole lines only: a torn last line (a kill mid-append) is cut off below.
+                    rewrite = start != data.endIndex
+                } else {
+                    loaded = try Self.decoder().decode(OldFormat.self, from: data).reports
+                }
             } catch {
                 throw SandboxError.stateFile(path: path, reason: "\(error)")
             }
         }
+        if rewrite { try Self.writeWhole(loaded, to: path) }
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw SandboxError.stateFile(path: path, reason: "cannot be opened for writing")
+        }
+        do { try handle.seekToEnd() } catch {
+            throw SandboxError.stateFile(path: path, reason: "\(error)")
+        }
+        self.journal = handle
         self.reports = loaded
-        self.bySlug = Dictionary(loaded.enumerated().map { ($1.slug, $0) }, uniquingKeysWith: { a, _ in a })
+        self.bySlug = [:]
+        self.byHash = [:]
+        for (i, r) in loaded.enumerated() {
+            if bySlug[r.slug] == nil { bySlug[r.slug] = i }
+            byHash[r.hash, default: []].append(i)
+        }
     }
 
     public var count: Int { reports.count }
@@ -37,33 +73,52 @@ public actor QEDReportStore {
 
     /// Reports for `hash` (all reports when nil), newest first.
     public func reports(hash: String?) -> [QEDReport] {
-        reports.reversed().filter { hash == nil || $0.hash == hash }
+        guard let hash else { return reports.reversed() }
+        return (byHash[hash] ?? []).reversed().map { reports[$0] }
     }
 
     public func contains(slug: String) -> Bool { bySlug[slug] != nil }
 
-    /// Adds `report` and persists. Throws `SandboxError.stateFile` if the file cannot be written
-    /// (the report is then not kept either, so memory and disk agree).
+    /// Adds `report` and appends it to the journal. Throws `SandboxError.stateFile` if the line
+    /// cannot be written (the report is then not kept either, so memory and disk agree).
     public func add(_ report: QEDReport) throws {
-        reports.append(report)
         do {
-            try persist()
+            var line = try Self.encoder().encode(report)
+            line.append(UInt8(ascii: "\n"))
+            try journal.write(contentsOf: line)
         } catch {
-            reports.removeLast()
-            throw error
+            throw SandboxError.stateFile(path: path, reason: "\(error)")
         }
+        reports.append(report)
         bySlug[report.slug] = reports.count - 1
+        byHash[report.hash, default: []].append(reports.count - 1)
     }
 
     public func removeAll() throws {
+        try Self.writeWhole([], to: path)
+        // The handle still points at the replaced file: reopen onto the new one.
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw SandboxError.stateFile(path: path, reason: "cannot be opened for writing")
+        }
+        try? journal.close()
+        do { try handle.seekToEnd() } catch {
+            throw SandboxError.stateFile(path: path, reason: "\(error)")
+        }
+        journal = handle
         reports.removeAll()
         bySlug.removeAll()
-        try persist()
+        byHash.removeAll()
     }
 
-    private func persist() throws {
+    /// The whole journal for `reports`, written beside `path` and renamed over it.
+    private static func writeWhole(_ reports: [QEDReport], to path: String) throws {
         do {
-            let data = try Self.encoder().encode(FileFormat(version: 1, reports: reports))
+            var data = try JSONEncoder().encode(Header(version: 2))
+            data.append(UInt8(ascii: "\n"))
+            for r in reports {
+                data.append(try encoder().encode(r))
+                data.append(UInt8(ascii: "\n"))
+            }
             // .atomic writes a temporary file beside the target and renames it into place.
             try data.write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
@@ -72,9 +127,10 @@ public actor QEDReportStore {
     }
 
     // Dates in the API's own microsecond form, so a reloaded report prints exactly as before.
+    // One line per report: no pretty printing.
     private static func encoder() -> JSONEncoder {
         let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         e.dateEncodingStrategy = .custom { date, enc in
             var c = enc.singleValueContainer()
             try c.encode(QEDDateFormat.string(date))

@@ -24,7 +24,7 @@ import Logging
 /// Faults (`FaultInjectionMiddleware`) apply to paths under `options.faultPathPrefixes`
 /// (`/v1/` by default), before authentication and routing.
 ///
-/// State lives in `options.stateDirectory`: `reports.json` (QED reports, rewritten atomically
+/// State lives in `options.stateDirectory`: `reports.json` (QED reports, a journal appended to
 /// on every change), `requests.log` (one JSON line per request) and `tsa/` (the test TSA's
 /// CA and keys). Restarting on the same folder keeps reports and the TSA's identity.
 public final class SandboxServer: Sendable {
