@@ -97,7 +97,7 @@ let package = Package(
                 dependencies: ["EvidenceCore", "CAVFormat"],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceHTTP",
-                dependencies: ["EvidenceCore", "CCurl", "CEvidenceLazy", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["EvidenceCore", "CCurl", "CEvidenceLazy", "COpenSSL", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: swiftSettings),
         .target(name: "EvidenceNotary",
                 dependencies: ["EvidenceCore", "EvidenceHTTP", "COpenSSL", .product(name: "Logging", package: "swift-log"),

@@ -117,6 +117,10 @@ public protocol ArchiveProvider: Sendable {
     func upload(local: String, size: Int64, hash: String, to path: String,
                 progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile
     func download(_ path: String, to local: String) async throws(ArchiveError)
+    /// The SHA-256 and size of the file at `path`, read back whole and hashed as it arrives (no
+    /// temporary file made, written, synced and removed per read-back); nil where the provider
+    /// cannot, and the caller downloads it into a file and hashes that.
+    func readBackDigest(_ path: String) async throws(ArchiveError) -> (sha256: SHA256Digest, size: Int64)?
     func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink
     func delete(_ path: String) async throws(ArchiveError)
 }
@@ -124,6 +128,8 @@ public protocol ArchiveProvider: Sendable {
 extension ArchiveProvider {
     public var checksHashOnUpload: Bool { true }
     public func statReportsHash() async -> Bool { true }
+
+    public func readBackDigest(_ path: String) async throws(ArchiveError) -> (sha256: SHA256Digest, size: Int64)? { nil }
 }
 
 /// Remote paths from templates: each component sanitized, no empty, `.` or `..` component,

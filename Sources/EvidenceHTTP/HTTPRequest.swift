@@ -1,3 +1,4 @@
+import EvidenceCore
 import Foundation
 
 /// What a request sends.
@@ -21,6 +22,10 @@ public struct HTTPRequest: Sendable {
     /// `"<path>.part-<random>"`, fsynced and renamed onto `path` only when the answer is 2xx and
     /// complete; on any other outcome the temporary file is removed and `path` is left untouched.
     public var downloadTo: String?
+    /// Hash a 2xx response body as it arrives instead of keeping it: its SHA-256 and length are
+    /// the response's `bodyDigest`, and nothing touches the disk (a read-back that only has to
+    /// be compared with a digest). Other statuses keep their (error) body as usual.
+    public var digestBody = false
     /// For a request the server answers only after working on it for a while, sending nothing
     /// meanwhile (a chunked upload's assembly): bounded by this total, in seconds, instead of the
     /// configured total and the stall limit, which a silent server would trip.
@@ -44,7 +49,7 @@ public struct HTTPRequest: Sendable {
     /// A file body, a download to a file, or a large in-memory body: bounded by the stall limit
     /// and the connect timeout, never by a total (`HTTPClientConfiguration.totalTimeout`).
     public var isBulk: Bool {
-        if downloadTo != nil { return true }
+        if downloadTo != nil || digestBody { return true }
         switch body {
         case .file: return true
         case .data(let d): return d.count >= HTTPClientConfiguration.bulkBodyBytes
@@ -63,6 +68,8 @@ public struct HTTPResponse: Sendable {
     public var body: Data
     /// Effective URL, redacted (no userinfo, secret query values masked).
     public var url: String
+    /// The SHA-256 and length of a 2xx body of a request with `digestBody` (nil otherwise).
+    public var bodyDigest: (sha256: SHA256Digest, length: Int64)?
     /// The credentials the request carried, to mask in `excerpt` (a server may echo a token
     /// back in an error). Set by the client; never printed.
     var requestSecrets: [String] = []

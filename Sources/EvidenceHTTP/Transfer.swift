@@ -30,6 +30,8 @@ final class Transfer {
     // Download sink.
     var downloadFD: Int32 = -1
     var downloadTemp: String?
+    /// The body's hash, for a request with `digestBody` (made at its first 2xx byte).
+    var bodyHash: BodyHash?
 
     /// A failure on our side of the transfer (file I/O); reported instead of curl's code.
     var localError: (code: Int, message: String)?
@@ -120,6 +122,10 @@ final class Transfer {
             }
         }
         var response = HTTPResponse(status: status, headers: responseHeaders(), body: body, url: url)
+        if request.digestBody && (200..<300).contains(status) {
+            let hash = bodyHash ?? BodyHash()  // an empty body
+            response.bodyDigest = (hash.finish(), hash.length)
+        }
         response.requestSecrets = secrets
         return .success(response)
     }
@@ -296,12 +302,17 @@ final class Transfer {
     func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Int {
         if job.isCancelled { return 0 }
         if bodyGoesToFile == nil {
-            bodyGoesToFile = request.downloadTo != nil && (200..<300).contains(status)
+            bodyGoesToFile = (request.downloadTo != nil || request.digestBody) && (200..<300).contains(status)
         }
         if bodyGoesToFile == true {
+            if request.digestBody {
+                if bodyHash == nil { bodyHash = BodyHash() }
+                bodyHash?.update(chunk)
+                return chunk.count
+            }
             return writeToDownload(chunk) ? chunk.count : 0
         }
-        if request.downloadTo != nil {
+        if request.downloadTo != nil || request.digestBody {
             // The error body of a download: keep the start for the message, drop the rest.
             let room = max(0, Self.errorBodyLimit - body.count)
             body.append(contentsOf: chunk.prefix(room))

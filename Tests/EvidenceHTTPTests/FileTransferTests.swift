@@ -1,3 +1,4 @@
+import EvidenceCore
 import EvidenceHTTP
 import Foundation
 import Synchronization
@@ -148,5 +149,35 @@ extension Loopback {
             #expect(dir.contents == ["e"])
             #expect(try FileManager.default.attributesOfItem(atPath: dir.file("e"))[.size] as? Int == 0)
         }
-    }
+
+        @Test func digestBodyHashesAnAnswerAsItArrivesAndKeepsNothing() async throws {
+            let server = try TestServer(routes: [
+                "/abc": { _, _ in .respond(200, body: Data("abc".utf8)) },
+                "/empty": { _, _ in .respond(200) },
+                "/missing": { _, _ in .respond(404, body: Data(#"{"error":"not_found"}"#.utf8)) },
+                "/big": { _, _ in .stream(200, length: Self.size) },
+            ])
+            defer { server.stop() }
+            let client = makeClient()
+            func digest(_ path: String) async throws -> HTTPResponse {
+                var r = HTTPRequest(url: server.url(path))
+                r.digestBody = true
+                return try await client.send(r)
+            }
+            let abc = try await digest("/abc")
+            #expect(abc.bodyDigest?.sha256.hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+            #expect(abc.bodyDigest?.length == 3 && abc.body.isEmpty)
+            let empty = try await digest("/empty")
+            #expect(empty.bodyDigest?.sha256.hex == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+            #expect(empty.bodyDigest?.length == 0)
+            // An error keeps its body for the message, and has no digest to be mistaken for the file's.
+            let missing = try await digest("/missing")
+            #expect(missing.status == 404 && missing.bodyDigest == nil)
+            #expect(String(decoding: missing.body, as: UTF8.self) == #"{"error":"not_found"}"#)
+            let before = residentBytes()
+            let big = try await digest("/big")
+            #expect(big.bodyDigest?.length == Self.size && big.body.isEmpty)
+            #expect(residentBytes() - before < 30 << 20)
+        }
+}
 }

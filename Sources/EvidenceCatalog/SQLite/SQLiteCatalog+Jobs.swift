@@ -23,14 +23,20 @@ extension SQLiteCatalog {
         guard !kinds.isEmpty else { return nil }
         return try write(durable: false) { db in
             let marks = kinds.map { _ in "?" }.joined(separator: ",")
-            var args: [any DatabaseValueConvertible] = kinds.map(\.rawValue)
-            args += [StoredDate.text(now), StoredDate.text(now)]
-            while var row = try JobRow.fetchOne(db.cachedStatement(sql: """
-                SELECT * FROM job WHERE kind IN (\(marks)) AND
-                  ((state = 'queued' AND next_run_at <= ?) OR (state = 'running' AND lease_expires_at < ?))
+            let args = StatementArguments(kinds.map(\.rawValue) + [StoredDate.text(now)])
+            // Two queries, each walking the (state, next_run_at) index in order and stopping at the
+            // first row, rather than one with an OR whose matches (every due job: thousands in a
+            // burst) were gathered and sorted at every claim. A lease that expired (its process
+            // gone) is taken first; it is rare, and running jobs are few.
+            let expired = try db.cachedStatement(sql: """
+                SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'running' AND lease_expires_at < ?
                 ORDER BY next_run_at, id LIMIT 1
-                """), arguments: StatementArguments(args)) {
-                row.updatedAt = now
+                """)
+            let due = try db.cachedStatement(sql: """
+                SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'queued' AND next_run_at <= ?
+                ORDER BY next_run_at, id LIMIT 1
+                """)
+            while var row = try JobRow.fetchOne(expired, arguments: args) ?? JobRow.fetchOne(due, arguments: args) {
                 let job: QueuedJob
                 do {
                     job = try row.model()
@@ -38,19 +44,20 @@ extension SQLiteCatalog {
                     // Unreadable parameters: fail it for good, visibly, and take the next one.
                     row.state = .failed
                     row.lastError = "\(error)"
+                    row.updatedAt = now
                     try row.update(db)
                     continue
                 }
-                row.state = .running
-                row.leaseOwner = owner
-                row.leaseExpiresAt = now.addingTimeInterval(lease)
-                row.attempts += 1
-                try row.update(db)
+                let expires = now.addingTimeInterval(lease)
+                try db.cachedStatement(sql: """
+                    UPDATE job SET state = 'running', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1,
+                      updated_at = ? WHERE id = ?
+                    """).execute(arguments: [owner, StoredDate.text(expires), StoredDate.text(now), row.id])
                 var claimed = job
                 claimed.state = .running
                 claimed.leaseOwner = owner
-                claimed.leaseExpiresAt = row.leaseExpiresAt
-                claimed.attempts = row.attempts
+                claimed.leaseExpiresAt = expires
+                claimed.attempts = row.attempts + 1
                 claimed.updatedAt = now
                 return claimed
             }
@@ -81,14 +88,17 @@ extension SQLiteCatalog {
     /// the same transaction. Refused (notFound) when the lease was lost to another runner.
     public func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError) {
         try write { db in
-            var row = try Self.leasedJob(db, id, owner)
-            row.state = .done
-            row.leaseOwner = nil
-            row.leaseExpiresAt = nil
-            row.lastError = nil
-            row.updatedAt = Date()
-            try row.update(db)
-            if let t = transition, let itemID = row.itemId {
+            guard let leased = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT item_id FROM job WHERE id = ? AND state = 'running' AND lease_owner = ?
+                """), arguments: [id, owner]) else {
+                throw CatalogError.notFound("job \(id) leased by \(owner) (the lease expired and was taken over)")
+            }
+            let itemID: Int64? = leased["item_id"]
+            try db.cachedStatement(sql: """
+                UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL,
+                  updated_at = ? WHERE id = ?
+                """).execute(arguments: [StoredDate.text(Date()), id])
+            if let t = transition, let itemID {
                 try Self.applyTransition(db, itemID: itemID, t)
             }
         }

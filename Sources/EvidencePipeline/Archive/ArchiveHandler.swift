@@ -198,13 +198,17 @@ public struct ArchiveHandler: JobHandler {
                       provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> String? {
         if remote.size >= 0 && remote.size != size { return nil }
         if let h = remote.hash { return h == expected ? "\(provider.hashKind.rawValue):\(h)" : nil }
-        // No digest from the provider: read it back and re-hash.
+        // No digest from the provider: read it back and re-hash (size and SHA-256 both), as it
+        // arrives where the provider can, else from a downloaded copy.
+        if let back = try await provider.readBackDigest(path) {
+            return back.size == size && back.sha256 == sha256 ? "read-back sha256" : nil
+        }
         let temp = scratch + "/\(getpid()).readback-\(UUID().uuidString)"  // pid first: other processes leave it alone
         defer { try? FileManager.default.removeItem(atPath: temp) }
         try await provider.download(path, to: temp)
         do {
-            let digest = try await onIOThread { () throws(StoreError) in try FileHasher.hash(path: temp).digest }
-            return digest == sha256 ? "read-back sha256" : nil
+            let back = try await onIOThread { () throws(StoreError) in try FileHasher.hash(path: temp) }
+            return back.size == size && back.digest == sha256 ? "read-back sha256" : nil
         } catch {
             throw ArchiveError(.local, "\(error)")
         }

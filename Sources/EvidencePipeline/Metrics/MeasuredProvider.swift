@@ -1,3 +1,4 @@
+import EvidenceCore
 import EvidenceArchive
 
 /// An archive provider whose calls are timed (`evidence_provider_request_duration_seconds`)
@@ -39,6 +40,10 @@ struct MeasuredProvider: ArchiveProvider {
 
     func download(_ path: String, to local: String) async throws(ArchiveError) {
         try await metrics.timeProvider(account, .download) { () async throws(ArchiveError) in try await base.download(path, to: local) }
+    }
+
+    func readBackDigest(_ path: String) async throws(ArchiveError) -> (sha256: SHA256Digest, size: Int64)? {
+        try await metrics.timeProvider(account, .download) { () async throws(ArchiveError) in try await base.readBackDigest(path) }
     }
 
     func share(_ path: String, _ request: ShareRequest) async throws(ArchiveError) -> ShareLink {

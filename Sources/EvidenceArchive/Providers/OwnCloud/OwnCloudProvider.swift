@@ -399,6 +399,15 @@ public struct OwnCloudProvider: ArchiveProvider {
         guard r.isSuccess else { throw ArchiveError.status(r, account: account, doing: "reading back \(path)") }
     }
 
+    /// Hashed as it arrives (`digestBody`): no temporary file per read-back.
+    public func readBackDigest(_ path: String) async throws(ArchiveError) -> (sha256: SHA256Digest, size: Int64)? {
+        var r = request("GET", url(path))
+        r.digestBody = true
+        let answer = try await call(r, doing: "reading back \(path)")
+        guard answer.isSuccess, let digest = answer.bodyDigest else { throw ArchiveError.status(answer, account: account, doing: "reading back \(path)") }
+        return (digest.sha256, digest.length)
+    }
+
     /// A public link (share type 3) with the password and expiry asked. A public link opens for
     /// anyone holding it, so access `company` or `collaborators` cannot be honoured: the share
     /// fails, saying so, rather than make a more open link. An existing public link is reused only
