@@ -4,13 +4,17 @@ import EvidenceCore
 /// SHA-256 of a response body as it streams in (`HTTPRequest.digestBody`), over libcrypto's
 /// EVP interface. One per transfer attempt, used by its one thread.
 final class BodyHash {
+    /// Fetched once (see EvidenceStore's SHA256Hasher for why).
+    /// `nonisolated(unsafe)`: an immutable libcrypto handle, which OpenSSL lets threads share.
+    nonisolated(unsafe) private static let md: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil) ?? evidence_evp_sha256()
+
     private let ctx: OpaquePointer
     private(set) var length: Int64 = 0
 
     init() {
         guard let c = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
         ctx = c
-        precondition(EVP_DigestInit_ex(ctx, evidence_evp_sha256(), nil) == 1, "EVP_DigestInit_ex(sha256) failed")
+        precondition(EVP_DigestInit_ex(ctx, Self.md, nil) == 1, "EVP_DigestInit_ex(sha256) failed")
     }
 
     deinit { EVP_MD_CTX_free(ctx) }

@@ -3,6 +3,12 @@ import Dispatch
 import EvidenceCore
 import Foundation
 
+/// SHA-256 fetched from libcrypto's provider once. OpenSSL 3 fetches it again at every
+/// `EVP_DigestInit_ex` given the legacy `EVP_sha256()` (a lock and a table lookup), which
+/// dominated hashing a custody event of a few hundred bytes. A Swift global: made once, thread-safe.
+/// `nonisolated(unsafe)`: an immutable libcrypto handle, which OpenSSL lets threads share.
+nonisolated(unsafe) let fetchedSHA256: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil) ?? evidence_evp_sha256()
+
 /// Incremental SHA-256 over libcrypto's EVP interface (uses SHA-NI/AVX2 where the CPU has them).
 /// Not thread-safe: one hasher per stream.
 public final class SHA256Hasher {
@@ -11,7 +17,7 @@ public final class SHA256Hasher {
     public init() {
         guard let c = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
         ctx = c
-        precondition(EVP_DigestInit_ex(ctx, evidence_evp_sha256(), nil) == 1, "EVP_DigestInit_ex(sha256) failed")
+        precondition(EVP_DigestInit_ex(ctx, fetchedSHA256, nil) == 1, "EVP_DigestInit_ex(sha256) failed")
     }
 
     deinit { EVP_MD_CTX_free(ctx) }

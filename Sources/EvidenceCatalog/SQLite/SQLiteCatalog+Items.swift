@@ -111,7 +111,7 @@ extension SQLiteCatalog {
     // MARK: Reads
 
     public func item(id: Int64) throws(CatalogError) -> Item? {
-        try read { db in try ItemRow.fetchOne(db, key: id)?.model() }
+        try read { db in try Self.itemRow(db, id)?.model() }
     }
 
     public func item(sha256: SHA256Digest) throws(CatalogError) -> Item? {
@@ -124,7 +124,7 @@ extension SQLiteCatalog {
         let normalized = (absolute as NSString).standardizingPath
         return try read { db in
             var rows: [ItemRow] = []
-            if let id = Int64(reference), let r = try ItemRow.fetchOne(db, key: id) { rows.append(r) }
+            if let id = Int64(reference), let r = try Self.itemRow(db, id) { rows.append(r) }
             let hex = reference.lowercased()
             if hex.count >= 4, hex.count <= 64, hex.allSatisfy(\.isHexDigit) {
                 rows += try ItemRow.fetchAll(db, sql: "SELECT * FROM item WHERE sha256 >= ? AND sha256 < ? ORDER BY id",
@@ -151,7 +151,7 @@ extension SQLiteCatalog {
 
     public func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting] {
         try read { db in
-            try SourceRow.filter(SourceRow.Columns.itemId == itemID).order(SourceRow.Columns.id).fetchAll(db).map { $0.model() }
+            try SourceRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM source WHERE item_id = ? ORDER BY id"), arguments: [itemID]).map { $0.model() }
         }
     }
 
@@ -161,7 +161,7 @@ extension SQLiteCatalog {
 
     public func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent] {
         try read { db in
-            try CustodyRow.filter(CustodyRow.Columns.itemId == itemID).order(CustodyRow.Columns.seq).fetchAll(db).map { $0.model() }
+            try CustodyRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM custody_event WHERE item_id = ? ORDER BY seq"), arguments: [itemID]).map { $0.model() }
         }
     }
 

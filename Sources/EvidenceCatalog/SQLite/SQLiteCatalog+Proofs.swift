@@ -5,7 +5,7 @@ import GRDB
 extension SQLiteCatalog {
     public func proofs(itemID: Int64) throws(CatalogError) -> [Proof] {
         try read { db in
-            try ProofRow.filter(ProofRow.Columns.itemId == itemID).order(ProofRow.Columns.notary).fetchAll(db).map { try $0.model() }
+            try ProofRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM proof WHERE item_id = ? ORDER BY notary"), arguments: [itemID]).map { try $0.model() }
         }
     }
 
@@ -44,7 +44,7 @@ extension SQLiteCatalog {
     static func saveProof(_ db: Database, _ proof: Proof,
                           _ decide: @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?) throws -> Item {
         do {
-            guard let before = try ItemRow.fetchOne(db, key: proof.itemID) else {
+            guard let before = try Self.itemRow(db, proof.itemID) else {
                 throw CatalogError.notFound("item \(proof.itemID)")
             }
             try ProofRow(proof).save(db)
@@ -55,13 +55,13 @@ extension SQLiteCatalog {
             if let transition = decide(before.state, confirmed) {
                 try Self.applyTransition(db, itemID: proof.itemID, transition)
             }
-            return try ItemRow.fetchOne(db, key: proof.itemID)!.model()
+            return try Self.itemRow(db, proof.itemID)!.model()
         }
     }
 
     public func certificates(itemID: Int64) throws(CatalogError) -> [Certificate] {
         try read { db in
-            try CertificateRow.filter(CertificateRow.Columns.itemId == itemID).order(CertificateRow.Columns.origin).fetchAll(db).map { try $0.model() }
+            try CertificateRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM certificate WHERE item_id = ? ORDER BY origin"), arguments: [itemID]).map { try $0.model() }
         }
     }
 
