@@ -58,7 +58,7 @@ src="$work/src"; mkdir -p "$src"
 for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$src/p$i.bin"; done
 
 # run NAME NOTARIES: prints "t_ingested t_confirmed t_certified t_archived t_done cpu_ev cpu_sb
-# cpu_dav rss_mb qed_req tsa_req stat mkdir upload download" for one run on a fresh home.
+# cpu_dav rss_mb rss_anon_mb rss_file_mb qed_req tsa_req stat mkdir upload download" for one run on a fresh home.
 run() {
   local name=$1 notaries=$2
   local home="$work/$name-home" rules="$work/$name-rules" drop="$work/$name-drop"
@@ -133,6 +133,10 @@ PY
   local c_ev1 c_sb1 c_dav1 rss
   c_ev1=$(cpu "$runpid"); c_sb1=$(cpu "$sandboxpid"); c_dav1=$(cpu "$davpid")
   rss=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")
+  # what the resident memory is at the end: anonymous (heap, stacks, caches) or file-backed (the binary's pages)
+  local rss_anon rss_file
+  rss_anon=$(awk '/^RssAnon:/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")
+  rss_file=$(awk '/^RssFile:/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")
   local metrics; metrics=$(curl -sf "http://127.0.0.1:$mport/metrics" || true)
   kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true
   rm -f "$work/$name-run.pid" "$work/$name-perf.pid"
@@ -154,11 +158,11 @@ for k, v in c.most_common(8): print("  sandbox %-40s %6d requests %8d ms" % (k, 
   qed=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/v1/' || true)
   tsa=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/tsa' || true)
   grep -q -- "-" <<< "$(cat "$work/$name.stages")" && { echo "bench: $name did not finish (log: $work/$name.log)" >&2; cat "$work/$name.stages" >&2; }
-  echo "$(cat "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download)"
+  echo "$(cat "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $rss_anon $rss_file $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download)"
 }
 
-read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_qed u_tsa u_stat u_mk u_up u_down < <(run users '"qed", "tsa"')
-read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_qed q_tsa q_stat q_mk q_up q_down < <(run qedonly '"qed"')
+read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_ranon u_rfile u_qed u_tsa u_stat u_mk u_up u_down < <(run users '"qed", "tsa"')
+read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_ranon q_rfile q_qed q_tsa q_stat q_mk q_up q_down < <(run qedonly '"qed"')
 
 obscured=$(rclone obscure bench-pass)
 c_dav0=$(cpu "$davpid"); t0=$(now)
@@ -179,6 +183,8 @@ printf "%-44s %12.1fms %12.1fms\n" "CPU: evidence run per item" "$(echo "$u_cev 
 printf "%-44s %13ss %13ss\n" "CPU: evidence-sandbox (QED, TSA)" "$(fmt "$u_csb")" "$(fmt "$q_csb")"
 printf "%-44s %13ss %13ss\n" "CPU: rclone serve webdav" "$(fmt "$u_cdav")" "$(fmt "$q_cdav")"
 printf "%-44s %12sMB %12sMB\n" "peak RSS of evidence run" "$u_rss" "$q_rss"
+printf "%-44s %12sMB %12sMB\n" "RSS at the end: anonymous" "$u_ranon" "$q_ranon"
+printf "%-44s %12sMB %12sMB\n" "RSS at the end: file-backed (the binary)" "$u_rfile" "$q_rfile"
 printf "%-44s %14.2f %14.2f\n" "QED requests per item" "$(per "$u_qed")" "$(per "$q_qed")"
 printf "%-44s %14.3f %14.3f\n" "TSA requests per item" "$(per "$u_tsa")" "$(per "$q_tsa")"
 printf "%-44s %14.2f %14.2f\n" "archive stat operations per item" "$(per "$u_stat")" "$(per "$q_stat")"

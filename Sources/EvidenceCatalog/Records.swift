@@ -168,6 +168,13 @@ struct CustodyRow: CatalogRecord, PersistableRecord {
         details = e.details; prevHash = e.prevHash; hash = e.hash
     }
 
+    /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
+    /// snake-case conversion of each key, per row) was the largest part of saving a row.
+    func encode(to c: inout PersistenceContainer) {
+        c[Columns.seq] = seq; c[Columns.itemId] = itemId; c[Columns.at] = at; c[Columns.kind] = kind
+        c[Columns.actor] = actor; c[Columns.details] = details; c[Columns.prevHash] = prevHash; c[Columns.hash] = hash
+    }
+
     /// Read by column, not through Decodable: `log verify` reads every event, and GRDB's decoder
     /// (a keyed container and a snake-case conversion of each key, per row) was 40% of its time.
     init(row: Row) throws {
@@ -210,6 +217,16 @@ struct JobRow: CatalogRecord {
         self.maxAttempts = maxAttempts; self.nextRunAt = nextRunAt; self.leaseOwner = leaseOwner
         self.leaseExpiresAt = leaseExpiresAt; self.lastError = lastError; self.payload = payload; self.dedupeKey = dedupeKey
         self.createdAt = createdAt; self.updatedAt = updatedAt
+    }
+
+    /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
+    /// snake-case conversion of each key, per row) was the largest part of saving a row.
+    func encode(to c: inout PersistenceContainer) {
+        c[Columns.id] = id; c[Columns.kind] = kind.rawValue; c[Columns.itemId] = itemId; c[Columns.state] = state.rawValue
+        c[Columns.attempts] = attempts; c[Columns.maxAttempts] = maxAttempts; c[Columns.nextRunAt] = StoredDate.text(nextRunAt)
+        c[Columns.leaseOwner] = leaseOwner; c[Columns.leaseExpiresAt] = leaseExpiresAt.map(StoredDate.text)
+        c[Columns.lastError] = lastError; c[Columns.payload] = payload; c[Columns.dedupeKey] = dedupeKey
+        c[Columns.createdAt] = StoredDate.text(createdAt); c[Columns.updatedAt] = StoredDate.text(updatedAt)
     }
 
     init(row: Row) throws {
@@ -263,6 +280,15 @@ struct ProofRow: CatalogRecord, PersistableRecord {
         provenAt = p.provenAt; error = p.error; submittedAt = p.submittedAt; updatedAt = p.updatedAt
     }
 
+    /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
+    /// snake-case conversion of each key, per row) was the largest part of saving a row.
+    func encode(to c: inout PersistenceContainer) {
+        c[Columns.itemId] = itemId; c[Columns.notary] = notary; c[Columns.kind] = kind.rawValue; c[Columns.state] = state.rawValue
+        c[Columns.remoteId] = remoteId; c[Columns.receipt] = receipt; c[Columns.txHash] = txHash; c[Columns.blockHeight] = blockHeight
+        c[Columns.network] = network; c[Columns.link] = link; c[Columns.provenAt] = provenAt.map(StoredDate.text)
+        c[Columns.error] = error; c[Columns.submittedAt] = submittedAt.map(StoredDate.text); c[Columns.updatedAt] = StoredDate.text(updatedAt)
+    }
+
     /// How a proof row is named in errors: its item and notary (the key).
     static func name(itemID: Int64, notary: String) -> String { "of item \(itemID) by \(notary)" }
 
@@ -298,6 +324,13 @@ struct CertificateRow: CatalogRecord, PersistableRecord {
         itemId = c.itemID; origin = c.origin; sha256 = c.sha256.hex; size = c.size; createdAt = c.createdAt
     }
 
+    /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
+    /// snake-case conversion of each key, per row) was the largest part of saving a row.
+    func encode(to c: inout PersistenceContainer) {
+        c[Columns.itemId] = itemId; c[Columns.origin] = origin; c[Columns.sha256] = sha256; c[Columns.size] = size
+        c[Columns.createdAt] = StoredDate.text(createdAt)
+    }
+
     init(itemId: Int64, origin: String, sha256: String, size: Int64, createdAt: Date) {
         self.itemId = itemId; self.origin = origin; self.sha256 = sha256; self.size = size; self.createdAt = createdAt
     }
@@ -327,6 +360,14 @@ struct ArchivedFileRow: CatalogRecord, PersistableRecord {
     init(_ f: ArchivedFile) {
         itemId = f.itemID; account = f.account; remotePath = f.remotePath; role = f.role; sha256 = f.sha256.hex
         size = f.size; verifiedBy = f.verifiedBy; remoteId = f.remoteID; verifiedAt = f.verifiedAt
+    }
+
+    /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
+    /// snake-case conversion of each key, per row) was the largest part of saving a row.
+    func encode(to c: inout PersistenceContainer) {
+        c[Columns.itemId] = itemId; c[Columns.account] = account; c[Columns.remotePath] = remotePath; c[Columns.role] = role.rawValue
+        c[Columns.sha256] = sha256; c[Columns.size] = size; c[Columns.verifiedBy] = verifiedBy; c[Columns.remoteId] = remoteId
+        c[Columns.verifiedAt] = StoredDate.text(verifiedAt)
     }
 
     init(itemId: Int64, account: String, remotePath: String, role: ArchiveRole, sha256: String, size: Int64,
