@@ -112,8 +112,9 @@ public protocol Catalog: Sendable {
     func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile]
     /// Every verified remote copy, by item and remote path.
     func allArchivedFiles() throws(CatalogError) -> [ArchivedFile]
-    /// Records a verified remote copy (insert or replace per item, account and path), event `archived-file`.
-    func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError)
+    /// Records verified remote copies (insert or replace per item, account and path), an event
+    /// `archived-file` each, in one transaction.
+    func saveArchivedFiles(_ files: [ArchivedFile]) throws(CatalogError)
     func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink]
     func allSharedLinks() throws(CatalogError) -> [SharedLink]
     /// Records the item's link (insert or replace per item and account), event `shared`.
@@ -178,6 +179,9 @@ public protocol Catalog: Sendable {
 }
 
 extension Catalog {
+    /// Records one verified remote copy (`saveArchivedFiles`).
+    public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) { try saveArchivedFiles([file]) }
+
     public var jobSignal: JobSignal? { nil }
 }
 

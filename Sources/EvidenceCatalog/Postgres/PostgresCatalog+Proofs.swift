@@ -105,8 +105,9 @@ extension PostgresCatalog {
         }
     }
 
-    public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) {
+    public func saveArchivedFiles(_ files: [ArchivedFile]) throws(CatalogError) {
         try write(custody: true) { tx in
+          for file in files {
             try tx.query("""
                 INSERT INTO archived_file (item_id, account, remote_path, role, sha256, size, verified_by, remote_id, verified_at)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -119,6 +120,7 @@ extension PostgresCatalog {
                 "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
                 "size": String(file.size), "verified_by": file.verifiedBy,
             ])
+          }
         }
     }
 

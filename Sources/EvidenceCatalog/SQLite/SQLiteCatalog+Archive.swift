@@ -17,13 +17,15 @@ extension SQLiteCatalog {
         }
     }
 
-    public func saveArchivedFile(_ file: ArchivedFile) throws(CatalogError) {
+    public func saveArchivedFiles(_ files: [ArchivedFile]) throws(CatalogError) {
         try write { db in
-            try ArchivedFileRow(file).save(db)
-            _ = try Self.appendEvent(db, itemID: file.itemID, kind: .archivedFile, actor: "evidence", details: [
-                "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
-                "size": String(file.size), "verified_by": file.verifiedBy,
-            ])
+            for file in files {
+                try ArchivedFileRow(file).save(db)
+                _ = try Self.appendEvent(db, itemID: file.itemID, kind: .archivedFile, actor: "evidence", details: [
+                    "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
+                    "size": String(file.size), "verified_by": file.verifiedBy,
+                ])
+            }
         }
     }
 

@@ -59,14 +59,39 @@ public struct ArchiveHandler: JobHandler {
             return .done(ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .skippedSuperseded(stage: .archive, by: by)))
         }
 
-        for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {
-            let file = try await place(upload, itemID: itemID, provider: provider)
-            try await blockingJobWork { try home.catalog.saveArchivedFile(file) }
+        // A verified copy is recorded at once when it is large (a crash after it must not cost
+        // reading it back again); the small ones (receipts, certificates, the manifest) are
+        // recorded together, in one transaction after the last: a crash before that finds them
+        // on the server, and the next attempt adopts each after proving it (stat, digest or read-back).
+        // A later file's failure still records the verified ones before the attempt ends.
+        var pending: [ArchivedFile] = []
+        func recordPending() async throws(JobError) {
+            guard !pending.isEmpty else { return }
+            let files = pending
+            try await blockingJobWork { try home.catalog.saveArchivedFiles(files) }
+            pending = []
         }
+        for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {
+            let file: ArchivedFile
+            do { file = try await place(upload, itemID: itemID, provider: provider) } catch {
+                try? await recordPending()
+                throw error
+            }
+            if upload.size >= Self.recordAtOnce {
+                try await blockingJobWork { try home.catalog.saveArchivedFile(file) }
+            } else {
+                pending.append(file)
+            }
+        }
+        try await recordPending()
         let original = plan.first { $0.role == .original }?.remotePath ?? ""
         let details = ["account": accountName, "remote_path": original, "files": String(plan.count)]
         return .done(ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .archived(details: details)))
     }
+
+    /// Copies of at least this size are recorded as soon as they are verified; smaller ones with
+    /// the job's last (one transaction, not one each: half the catalog's cost of archiving an item).
+    static let recordAtOnce: Int64 = 1 << 20
 
     /// The files to archive and where (sanitized paths, never outside the account's root).
     static func plan(home: EvidenceHome, itemID: Int64, rule: WatchRule, provider: any ArchiveProvider) throws -> [Upload] {
