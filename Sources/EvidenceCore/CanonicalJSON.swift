@@ -51,9 +51,20 @@ public enum Timestamp {
         var tt = t
         gmtime_r(&tt, &tmv)
         let milli = Int(ms) - Int(secs.rounded(.down)) * 1000
-        return String(format: "%04d-%02d-%02d%@%02d:%02d:%02d.%03d%@",
-                      Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday), dateTimeSeparator,
-                      Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec), milli, suffix)
+        // Digits written by hand: `String(format:)` (CoreFoundation's format parser, an NSString
+        // per call) was 1% of the pipeline's CPU, for every row's dates.
+        var out = ""
+        out.reserveCapacity(24 + dateTimeSeparator.utf8.count + suffix.utf8.count)
+        func digits(_ value: Int, _ width: Int) {
+            var v = value, buf = [Character](repeating: "0", count: width)
+            for i in stride(from: width - 1, through: 0, by: -1) { buf[i] = Character(Unicode.Scalar(UInt8(48 + v % 10))); v /= 10 }
+            if v > 0 { out += String(value) } else { out += String(buf) }
+        }
+        digits(Int(tmv.tm_year) + 1900, 4); out += "-"; digits(Int(tmv.tm_mon) + 1, 2); out += "-"; digits(Int(tmv.tm_mday), 2)
+        out += dateTimeSeparator
+        digits(Int(tmv.tm_hour), 2); out += ":"; digits(Int(tmv.tm_min), 2); out += ":"; digits(Int(tmv.tm_sec), 2)
+        out += "."; digits(milli, 3); out += suffix
+        return out
     }
 
     /// Rounds to whole milliseconds, as stored.

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import Synchronization
 
 /// Certificates around RFC 3161 tokens: SHA-256 fingerprints of PEM files (what an auditor
 /// compares with the TSA's published fingerprint) and the signer certificate a token carries
@@ -44,19 +45,41 @@ public enum TSACertificates {
     /// The signer certificate embedded in a DER `TimeStampResp`, as PEM; nil when the token
     /// carries none (the request did not set certReq) or the bytes are not a reply.
     public static func signerPEM(response: Data) -> Data? {
-        withSigner(of: response) { pem($0) }
+        signer(of: response).pem
     }
 
     /// When the certificate that signed the token in a DER `TimeStampResp` expires (its
     /// notAfter); nil when the token carries none. After that date the token verifies only
     /// as of an earlier one: what time-stamp renewal (RFC 4998 §5.2) is for.
     public static func signerNotAfter(response: Data) -> Date? {
-        withSigner(of: response) { cert -> Date? in
-            guard let notAfter = X509_get0_notAfter(cert) else { return nil }
-            var parts = tm()
-            guard ASN1_TIME_to_tm(notAfter, &parts) == 1 else { return nil }
-            return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        signer(of: response).notAfter
+    }
+
+    /// What `signerPEM` and `signerNotAfter` read, kept for the last few tokens: a batch of
+    /// items shares one token, and parsing it again for each member's certificate and renewal
+    /// date was 3.6% of the pipeline's CPU.
+    private struct Signer: Sendable {
+        let pem: Data?
+        let notAfter: Date?
+    }
+    private static let signers = Mutex<[Data: Signer]>([:])
+    private static let signersKept = 64
+
+    private static func signer(of response: Data) -> Signer {
+        if let known = signers.withLock({ $0[response] }) { return known }
+        let read = withSigner(of: response) { cert -> Signer? in
+            var notAfter: Date?
+            if let t = X509_get0_notAfter(cert) {
+                var parts = tm()
+                if ASN1_TIME_to_tm(t, &parts) == 1 { notAfter = Date(timeIntervalSince1970: TimeInterval(timegm(&parts))) }
+            }
+            return Signer(pem: pem(cert), notAfter: notAfter)
+        } ?? Signer(pem: nil, notAfter: nil)
+        signers.withLock { kept in
+            if kept.count >= signersKept { kept.removeAll(keepingCapacity: true) }
+            kept[response] = read
         }
+        return read
     }
 
     /// `body` with the certificate that signed the token in a DER `TimeStampResp` (it belongs to
