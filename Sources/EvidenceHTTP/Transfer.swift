@@ -114,6 +114,12 @@ final class Transfer {
         _ = evidence_curl_getinfo_string(h, CURLINFO_EFFECTIVE_URL, &effective)
         let url = Redact.url(effective.map { String(cString: $0) } ?? request.url)
 
+        // A 2xx whose body went elsewhere (a second status line among the headers switched it):
+        // neither an empty download nor the digest of an empty body may stand for it.
+        if (request.downloadTo != nil || request.digestBody) && (200..<300).contains(status) && bodyGoesToFile == false {
+            discardDownload()
+            return .failure(localFailure(8, "HTTP \(status) after a different status line among the headers: the body was not taken as the answer's"))
+        }
         if request.downloadTo != nil {
             if (200..<300).contains(status) {
                 if let failure = commitDownload() { return .failure(failure) }
@@ -289,6 +295,7 @@ final class Transfer {
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             headerLines.removeAll()
             bodyGoesToFile = nil
+            bodyHash = nil
         } else if let first = text.first, first == " " || first == "\t", !headerLines.isEmpty {
             headerLines[headerLines.count - 1].1 += " " + text.trimmingCharacters(in: .whitespaces)
         } else if let colon = text.firstIndex(of: ":") {

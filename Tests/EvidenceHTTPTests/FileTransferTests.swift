@@ -174,6 +174,17 @@ extension Loopback {
             let missing = try await digest("/missing")
             #expect(missing.status == 404 && missing.bodyDigest == nil)
             #expect(String(decoding: missing.body, as: UTF8.self) == #"{"error":"not_found"}"#)
+            // An attacker's answer: 200, then a second status line among its headers. The body
+            // must not be dropped as an error body and the 200 reported with the empty body's
+            // digest. This curl refuses the answer itself (error 8); Transfer's own check of a 2xx
+            // whose body went elsewhere is the second guard, for a curl that passes the line on.
+            let forged = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nHTTP/1.1 404 Not Found\r\n\r\nabc"
+            let trick = try TestServer(routes: ["/trick": { _, _ in .raw(Data(forged.utf8)) }])
+            defer { trick.stop() }
+            var tricked = HTTPRequest(url: trick.url("/trick"))
+            tricked.digestBody = true
+            let refused = await httpError { try await client.send(tricked) }
+            #expect(refused?.kind == .transport(code: 8, name: "CURLE_WEIRD_SERVER_REPLY"), "\(String(describing: refused))")
             let before = residentBytes()
             let big = try await digest("/big")
             #expect(big.bodyDigest?.length == Self.size && big.body.isEmpty)

@@ -26,8 +26,8 @@ extension SQLiteCatalog {
             let args = StatementArguments(kinds.map(\.rawValue) + [StoredDate.text(now)])
             // Two queries, each walking the (state, next_run_at) index in order and stopping at the
             // first row, rather than one with an OR whose matches (every due job: thousands in a
-            // burst) were gathered and sorted at every claim. A lease that expired (its process
-            // gone) is taken first; it is rare, and running jobs are few.
+            // burst) were gathered and sorted at every claim. The earlier of the two is taken, as
+            // one ordered query (and PostgreSQL's) would.
             let expired = try db.cachedStatement(sql: """
                 SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'running' AND lease_expires_at < ?
                 ORDER BY next_run_at, id LIMIT 1
@@ -36,7 +36,13 @@ extension SQLiteCatalog {
                 SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'queued' AND next_run_at <= ?
                 ORDER BY next_run_at, id LIMIT 1
                 """)
-            while var row = try JobRow.fetchOne(expired, arguments: args) ?? JobRow.fetchOne(due, arguments: args) {
+            func next() throws -> JobRow? {
+                let (a, b) = (try JobRow.fetchOne(expired, arguments: args), try JobRow.fetchOne(due, arguments: args))
+                guard let a else { return b }
+                guard let b else { return a }
+                return (a.nextRunAt, a.id ?? 0) <= (b.nextRunAt, b.id ?? 0) ? a : b
+            }
+            while var row = try next() {
                 let job: QueuedJob
                 do {
                     job = try row.model()

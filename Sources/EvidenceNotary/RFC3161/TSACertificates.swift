@@ -64,9 +64,12 @@ public enum TSACertificates {
     }
     private static let signers = Mutex<[Data: Signer]>([:])
     private static let signersKept = 64
+    /// Replies larger than this (a token carries a few certificates) are parsed, not kept.
+    private static let signerKeyLimit = 64 << 10
 
     private static func signer(of response: Data) -> Signer {
-        if let known = signers.withLock({ $0[response] }) { return known }
+        let keep = response.count <= signerKeyLimit
+        if keep, let known = signers.withLock({ $0[response] }) { return known }
         let read = withSigner(of: response) { cert -> Signer? in
             var notAfter: Date?
             if let t = X509_get0_notAfter(cert) {
@@ -75,9 +78,11 @@ public enum TSACertificates {
             }
             return Signer(pem: pem(cert), notAfter: notAfter)
         } ?? Signer(pem: nil, notAfter: nil)
+        guard keep else { return read }
+        let key = Data(response)  // its own bytes: a slice would keep a larger buffer alive
         signers.withLock { kept in
             if kept.count >= signersKept { kept.removeAll(keepingCapacity: true) }
-            kept[response] = read
+            kept[key] = read
         }
         return read
     }

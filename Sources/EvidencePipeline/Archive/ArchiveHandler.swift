@@ -59,10 +59,12 @@ public struct ArchiveHandler: JobHandler {
             return .done(ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .skippedSuperseded(stage: .archive, by: by)))
         }
 
-        // A verified copy is recorded at once when it is large (a crash after it must not cost
-        // reading it back again); the small ones (receipts, certificates, the manifest) are
-        // recorded together, in one transaction after the last: a crash before that finds them
-        // on the server, and the next attempt adopts each after proving it (stat, digest or read-back).
+        // The original, and any copy of 1 MiB or more, is recorded as soon as it is verified: the
+        // original's row is what says the item's archive has started (a superseded item's archive
+        // goes on only then), and a large copy must not be read back again after a crash. The
+        // small ones (receipts, certificates, the manifest) are recorded together, in one
+        // transaction after the last: a crash before that finds them on the server, and the next
+        // attempt adopts each after proving it (stat, digest or read-back).
         // A later file's failure still records the verified ones before the attempt ends.
         var pending: [ArchivedFile] = []
         func recordPending() async throws(JobError) {
@@ -72,15 +74,16 @@ public struct ArchiveHandler: JobHandler {
             pending = []
         }
         for upload in plan where !done.contains(where: { $0.account == accountName && $0.role == upload.role && $0.sha256 == upload.object }) {
-            let file: ArchivedFile
-            do { file = try await place(upload, itemID: itemID, provider: provider) } catch {
+            do {
+                let file = try await place(upload, itemID: itemID, provider: provider)
+                if upload.role == .original || upload.size >= Self.recordAtOnce {
+                    try await blockingJobWork { try home.catalog.saveArchivedFile(file) }
+                } else {
+                    pending.append(file)
+                }
+            } catch {
                 try? await recordPending()
                 throw error
-            }
-            if upload.size >= Self.recordAtOnce {
-                try await blockingJobWork { try home.catalog.saveArchivedFile(file) }
-            } else {
-                pending.append(file)
             }
         }
         try await recordPending()
@@ -89,7 +92,7 @@ public struct ArchiveHandler: JobHandler {
         return .done(ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .archived(details: details)))
     }
 
-    /// Copies of at least this size are recorded as soon as they are verified; smaller ones with
+    /// The original and copies of at least this size are recorded as soon as they are verified; smaller ones with
     /// the job's last (one transaction, not one each: half the catalog's cost of archiving an item).
     static let recordAtOnce: Int64 = 1 << 20
 

@@ -82,11 +82,15 @@ public actor QEDReportStore {
     /// Adds `report` and appends it to the journal. Throws `SandboxError.stateFile` if the line
     /// cannot be written (the report is then not kept either, so memory and disk agree).
     public func add(_ report: QEDReport) throws {
+        var end: UInt64 = 0
         do {
+            end = try journal.offset()
             var line = try Self.encoder().encode(report)
             line.append(UInt8(ascii: "\n"))
             try journal.write(contentsOf: line)
         } catch {
+            // A line written in part (a full disk) is cut off, so the next one starts a line of its own.
+            try? journal.truncate(atOffset: end)
             throw SandboxError.stateFile(path: path, reason: "\(error)")
         }
         reports.append(report)
@@ -97,8 +101,10 @@ public actor QEDReportStore {
     public func removeAll() throws {
         try Self.writeWhole([], to: path)
         // The handle still points at the replaced file: reopen onto the new one.
+        // The old handle points at the replaced file: appends to it would be lost, so a file
+        // that cannot be reopened is an error that says what to do.
         guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw SandboxError.stateFile(path: path, reason: "cannot be opened for writing")
+            throw SandboxError.stateFile(path: path, reason: "emptied, but cannot be opened again for writing: restart the sandbox")
         }
         try? journal.close()
         do { try handle.seekToEnd() } catch {
