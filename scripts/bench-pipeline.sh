@@ -6,7 +6,11 @@
 # RFC 4998 time-stamps), both certificates (the QED PDF and ours), and an archive of every file
 # to `rclone serve webdav` at ownCloud's path (`/remote.php/dav/files/bench/`, the account
 # configured by `url` only, as an ownCloud server is): the configuration users run. No link:
-# rclone's server has no OCS share API. The QED-only rule of bench-cluster.sh runs beside it.
+# rclone's server has no OCS share API. The server runs with `--etag-hash SHA1` (its ETags are
+# the SHA-1 of each file's bytes, as ownCloud's checksums are) and the account says so
+# (`etag = "sha1"`): the PUT's answer proves each copy. Beside it: the same pipeline on an
+# account that does not declare it (every copy read back, as on a plain WebDAV server or
+# Nextcloud), and the QED-only rule of bench-cluster.sh.
 # Against `rclone copy` of the same originals to the same server, alone.
 #
 # For each run it prints:
@@ -47,7 +51,7 @@ curl -sf -o "$work/tsa-ca.pem" "$url/tsa/ca.pem"
 dav="$work/dav"; mkdir -p "$dav"
 dav_port=$(free_port)
 rclone serve webdav "$dav" --addr "127.0.0.1:$dav_port" --baseurl /remote.php/dav/files/bench \
-  --user bench --pass bench-pass --config /dev/null 2>"$work/dav.log" &
+  --etag-hash SHA1 --user bench --pass bench-pass --config /dev/null 2>"$work/dav.log" &
 davpid=$!; pids+=("$davpid")
 davroot="http://127.0.0.1:$dav_port/remote.php/dav/files/bench/"
 for _ in $(seq 100); do curl -s -o /dev/null -u bench:bench-pass "$davroot" && break; sleep 0.1; done
@@ -57,10 +61,10 @@ export EVIDENCE_BENCH_QED_KEY=sandbox-key
 src="$work/src"; mkdir -p "$src"
 for i in $(seq -w 1 "$nfiles"); do head -c $((file_kb * 1024)) /dev/urandom > "$src/p$i.bin"; done
 
-# run NAME NOTARIES: prints "t_ingested t_confirmed t_certified t_archived t_done cpu_ev cpu_sb
+# run NAME NOTARIES [ETAG]: prints "t_ingested t_confirmed t_certified t_archived t_done cpu_ev cpu_sb
 # cpu_dav rss_mb rss_anon_mb rss_file_mb qed_req tsa_req stat mkdir upload download" for one run on a fresh home.
 run() {
-  local name=$1 notaries=$2
+  local name=$1 notaries=$2 etag=${3:-}
   local home="$work/$name-home" rules="$work/$name-rules" drop="$work/$name-drop"
   mkdir -p "$rules" "$drop" "$work/$name-src"
   cp "$src"/* "$work/$name-src/"
@@ -68,8 +72,6 @@ run() {
   printf 'path = "%s"\nsettle = "0s"\nnotary = [%s]\narchive = "dav"\nremote_path = "/%s/{sha8}-{name}"\n' \
     "$drop" "$notaries" "$name" > "$rules/drop.toml"
   cat > "$work/$name.toml" <<TOML
-[workers]
-jobs = 4
 [metrics]
 listen = "127.0.0.1:$mport"
 [notaries.qed]
@@ -88,6 +90,7 @@ url = "http://127.0.0.1:$dav_port"
 user = "bench"
 password_file = "$work/dav.pass"
 TOML
+  [ -z "$etag" ] || printf 'etag = "%s"\n' "$etag" >> "$work/$name.toml"
   # Each run meets an empty QED: reports of the same files left by the run before would be
   # adopted (a lookup instead of a submission), which would flatter the second run.
   curl -sf -X POST -o /dev/null "$url/_sandbox/reset?reports=true"
@@ -161,8 +164,9 @@ for k, v in c.most_common(8): print("  sandbox %-40s %6d requests %8d ms" % (k, 
   echo "$(cat "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $rss_anon $rss_file $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download)"
 }
 
-read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_ranon u_rfile u_qed u_tsa u_stat u_mk u_up u_down < <(run users '"qed", "tsa"')
-read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_ranon q_rfile q_qed q_tsa q_stat q_mk q_up q_down < <(run qedonly '"qed"')
+read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_ranon u_rfile u_qed u_tsa u_stat u_mk u_up u_down < <(run users '"qed", "tsa"' sha1)
+read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_ranon q_rfile q_qed q_tsa q_stat q_mk q_up q_down < <(run qedonly '"qed"' sha1)
+read -r b_ing b_conf b_cert b_arch b_done b_cev b_csb b_cdav b_rss b_ranon b_rfile b_qed b_tsa b_stat b_mk b_up b_down < <(run readback '"qed", "tsa"')
 
 obscured=$(rclone obscure bench-pass)
 c_dav0=$(cpu "$davpid"); t0=$(now)
@@ -172,26 +176,27 @@ t_rc=$(echo "$(now) - $t0" | bc -l); c_rc_dav=$(echo "$(cpu "$davpid") - $c_dav0
 [ "$(ls "$dav/rclone-ref" | wc -l)" -eq "$nfiles" ] || { echo "bench: rclone copy left $(ls "$dav/rclone-ref" | wc -l) files" >&2; exit 1; }
 
 per() { echo "$1 / $nfiles" | bc -l; }
-printf "\n%-44s %14s %14s\n" "whole pipeline, ${nfiles} x ${file_kb} KB" "QED + TSA" "QED only"
-printf "%-44s %13ss %13ss\n" "drop → all ingested" "$u_ing" "$q_ing"
-printf "%-44s %13ss %13ss\n" "drop → all confirmed (every notary)" "$u_conf" "$q_conf"
-printf "%-44s %13ss %13ss\n" "drop → all certified (both certificates)" "$u_cert" "$q_cert"
-printf "%-44s %13ss %13ss\n" "drop → all archived (verified copies)" "$u_arch" "$q_arch"
-printf "%-44s %13ss %13ss\n" "drop → all done" "$u_done" "$q_done"
-printf "%-44s %13ss %13ss\n" "CPU: evidence run (with its children)" "$(fmt "$u_cev")" "$(fmt "$q_cev")"
-printf "%-44s %12.1fms %12.1fms\n" "CPU: evidence run per item" "$(echo "$u_cev * 1000 / $nfiles" | bc -l)" "$(echo "$q_cev * 1000 / $nfiles" | bc -l)"
-printf "%-44s %13ss %13ss\n" "CPU: evidence-sandbox (QED, TSA)" "$(fmt "$u_csb")" "$(fmt "$q_csb")"
-printf "%-44s %13ss %13ss\n" "CPU: rclone serve webdav" "$(fmt "$u_cdav")" "$(fmt "$q_cdav")"
-printf "%-44s %12sMB %12sMB\n" "peak RSS of evidence run" "$u_rss" "$q_rss"
-printf "%-44s %12sMB %12sMB\n" "RSS at the end: anonymous" "$u_ranon" "$q_ranon"
-printf "%-44s %12sMB %12sMB\n" "RSS at the end: file-backed (the binary)" "$u_rfile" "$q_rfile"
-printf "%-44s %14.2f %14.2f\n" "QED requests per item" "$(per "$u_qed")" "$(per "$q_qed")"
-printf "%-44s %14.3f %14.3f\n" "TSA requests per item" "$(per "$u_tsa")" "$(per "$q_tsa")"
-printf "%-44s %14.2f %14.2f\n" "archive stat operations per item" "$(per "$u_stat")" "$(per "$q_stat")"
-printf "%-44s %14.2f %14.2f\n" "archive make_folders operations per item" "$(per "$u_mk")" "$(per "$q_mk")"
-printf "%-44s %14.2f %14.2f\n" "archive uploads per item" "$(per "$u_up")" "$(per "$q_up")"
-printf "%-44s %14.2f %14.2f\n" "archive read-backs per item" "$(per "$u_down")" "$(per "$q_down")"
+printf "\n%-44s %14s %14s %14s\n" "whole pipeline, ${nfiles} x ${file_kb} KB" "QED + TSA" "QED only" "TSA, read-back"
+printf "%-44s %13ss %13ss %13ss\n" "drop → all ingested" "$u_ing" "$q_ing" "$b_ing"
+printf "%-44s %13ss %13ss %13ss\n" "drop → all confirmed (every notary)" "$u_conf" "$q_conf" "$b_conf"
+printf "%-44s %13ss %13ss %13ss\n" "drop → all certified (both certificates)" "$u_cert" "$q_cert" "$b_cert"
+printf "%-44s %13ss %13ss %13ss\n" "drop → all archived (verified copies)" "$u_arch" "$q_arch" "$b_arch"
+printf "%-44s %13ss %13ss %13ss\n" "drop → all done" "$u_done" "$q_done" "$b_done"
+printf "%-44s %13ss %13ss %13ss\n" "CPU: evidence run (with its children)" "$(fmt "$u_cev")" "$(fmt "$q_cev")" "$(fmt "$b_cev")"
+printf "%-44s %12.1fms %12.1fms %12.1fms\n" "CPU: evidence run per item" "$(echo "$u_cev * 1000 / $nfiles" | bc -l)" "$(echo "$q_cev * 1000 / $nfiles" | bc -l)" "$(echo "$b_cev * 1000 / $nfiles" | bc -l)"
+printf "%-44s %13ss %13ss %13ss\n" "CPU: evidence-sandbox (QED, TSA)" "$(fmt "$u_csb")" "$(fmt "$q_csb")" "$(fmt "$b_csb")"
+printf "%-44s %13ss %13ss %13ss\n" "CPU: rclone serve webdav" "$(fmt "$u_cdav")" "$(fmt "$q_cdav")" "$(fmt "$b_cdav")"
+printf "%-44s %12sMB %12sMB %12sMB\n" "peak RSS of evidence run" "$u_rss" "$q_rss" "$b_rss"
+printf "%-44s %12sMB %12sMB %12sMB\n" "RSS at the end: anonymous" "$u_ranon" "$q_ranon" "$b_ranon"
+printf "%-44s %12sMB %12sMB %12sMB\n" "RSS at the end: file-backed (the binary)" "$u_rfile" "$q_rfile" "$b_rfile"
+printf "%-44s %14.2f %14.2f %14.2f\n" "QED requests per item" "$(per "$u_qed")" "$(per "$q_qed")" "$(per "$b_qed")"
+printf "%-44s %14.3f %14.3f %14.3f\n" "TSA requests per item" "$(per "$u_tsa")" "$(per "$q_tsa")" "$(per "$b_tsa")"
+printf "%-44s %14.2f %14.2f %14.2f\n" "archive stat operations per item" "$(per "$u_stat")" "$(per "$q_stat")" "$(per "$b_stat")"
+printf "%-44s %14.2f %14.2f %14.2f\n" "archive make_folders operations per item" "$(per "$u_mk")" "$(per "$q_mk")" "$(per "$b_mk")"
+printf "%-44s %14.2f %14.2f %14.2f\n" "archive uploads per item" "$(per "$u_up")" "$(per "$q_up")" "$(per "$b_up")"
+printf "%-44s %14.2f %14.2f %14.2f\n" "archive read-backs per item" "$(per "$u_down")" "$(per "$q_down")" "$(per "$b_down")"
 printf "\n%-52s %10s %10s %10s %10s\n" "measure" "evidence" "rclone" "ratio" "target"
 printf "%-52s %9ss %9ss %10s %10s\n" "whole pipeline (QED + TSA) vs rclone copy alone" "$u_done" "$(fmt "$t_rc")" "$(fmt "$(echo "$u_done / $t_rc" | bc -l)")" "<= 0.25"
+printf "%-52s %9ss %9ss %10s %10s\n" "whole pipeline (QED + TSA, read-back) vs rclone copy" "$b_done" "$(fmt "$t_rc")" "$(fmt "$(echo "$b_done / $t_rc" | bc -l)")" "-"
 printf "%-52s %9ss %9ss %10s %10s\n" "whole pipeline (QED only) vs rclone copy alone" "$q_done" "$(fmt "$t_rc")" "$(fmt "$(echo "$q_done / $t_rc" | bc -l)")" "-"
 printf "%-52s %9ss %9ss %10s %10s\n" "CPU of the WebDAV server: pipeline vs rclone copy" "$(fmt "$u_cdav")" "$(fmt "$c_rc_dav")" "$(fmt "$(echo "$u_cdav / $c_rc_dav" | bc -l)")" "-"

@@ -178,8 +178,9 @@ public enum ProviderRegistry {
         })
 
     static let owncloud = ProviderDescriptor(
-        kind: .owncloud, title: "ownCloud", requiredKeys: ["url", "user"], requiredSecrets: ["password"], optionalKeys: [],
-        optionalSecrets: [], choices: [:], together: [], usesHTTP: true, usesOAuth: false, hashKind: .sha1, login: .appPassword,
+        kind: .owncloud, title: "ownCloud", requiredKeys: ["url", "user"], requiredSecrets: ["password"], optionalKeys: ["etag"],
+        // etag = "sha1": a plain WebDAV server whose ETag is the SHA-1 of the bytes (rclone serve webdav --etag-hash SHA1).
+        optionalSecrets: [], choices: ["etag": ["sha1"]], together: [], usesHTTP: true, usesOAuth: false, hashKind: .sha1, login: .appPassword,
         signsInWithKey: nil,
         target: { $0["base_url"] ?? $0["url"] ?? "?" },
         example: ["[archives.office]", "kind = \"owncloud\"", "url = \"https://cloud.example.org\"", "user = \"evidence\"",
@@ -190,7 +191,7 @@ public enum ProviderRegistry {
             return BuiltProvider(provider: OwnCloudProvider(account: s.account, url: try s.required("url", kind: .owncloud),
                                                             user: try s.required("user", kind: .owncloud), password: password ?? "",
                                                             baseURL: s["base_url"], http: setup.http,
-                                                            chunkSize: setup.chunkSize ?? defaultChunk))
+                                                            chunkSize: setup.chunkSize ?? defaultChunk, etagIsSHA1: s["etag"] == "sha1"))
         })
 
     static let dropbox = ProviderDescriptor(

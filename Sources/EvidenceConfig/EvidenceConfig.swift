@@ -93,8 +93,13 @@ public struct Workers: Sendable, Equatable {
     /// one that died. 10 s to 1 h; default 5 minutes.
     public var lease: Double
     public static let leaseRange = 10.0...3600.0
-    // Ingest is I/O-bound (fsyncs): 4 overlap well on 2 cores; jobs mostly wait on the catalog.
-    public init(ingest: Int = 4, jobs: Int = 2, lease: Double = 300) {
+    /// Sized from the host unless `[workers]` says otherwise. Ingest is I/O-bound (fsyncs): at
+    /// least 4 (they overlap well even on 2 cores), one per core beyond. Jobs wait on the network
+    /// (notaries, providers) far more than on a core: two per core, at least 2, at most 16.
+    public static func hostIngest(cores: Int = ProcessInfo.processInfo.activeProcessorCount) -> Int { min(16, max(4, cores)) }
+    public static func hostJobs(cores: Int = ProcessInfo.processInfo.activeProcessorCount) -> Int { min(16, max(2, 2 * cores)) }
+
+    public init(ingest: Int = Workers.hostIngest(), jobs: Int = Workers.hostJobs(), lease: Double = 300) {
         self.ingest = ingest
         self.jobs = jobs
         self.lease = lease

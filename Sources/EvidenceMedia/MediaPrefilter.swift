@@ -7,7 +7,7 @@ import Foundation
 /// decides by content.
 public enum MediaPrefilter {
     /// How much of the file's beginning is looked at (libavformat's probe looks at as much).
-    static let window = 8192
+    public static let window = 8192
 
     /// What the first bytes say.
     public enum Verdict: Equatable, Sendable {
@@ -38,17 +38,29 @@ public enum MediaPrefilter {
     /// - Parameter name: the name whose extension counts (the original name of a store object).
     public static func verdict(descriptor fd: Int32, name: String) -> Verdict {
         if MediaProbe.expectsMedia(name) { return .ask }
+        switch firstBytes(descriptor: fd) {
+        case .success(let read): return verdict(firstBytes: read.bytes, whole: read.whole)
+        // Unreadable here is unreadable in the child too: not media (the store read it already).
+        case .failure(let reason): return .notMedia(reason.text)
+        }
+    }
+
+    /// Why the first bytes could not be read.
+    public struct Unreadable: Error, Sendable { public var text: String }
+
+    /// The first `window` bytes of the file open as `fd` (read with `pread`: its offset is left
+    /// alone), and whether they are the whole file.
+    public static func firstBytes(descriptor fd: Int32) -> Result<(bytes: ArraySlice<UInt8>, whole: Bool), Unreadable> {
         var buffer = [UInt8](repeating: 0, count: window)
         var filled = 0
         while filled < window {
             let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + filled, window - filled, off_t(filled)) }
             if n < 0 && errno == EINTR { continue }
-            // Unreadable here is unreadable in the child too: not media (the store read it already).
-            if n < 0 { return .notMedia("unreadable: \(String(cString: strerror(errno)))") }
+            if n < 0 { return .failure(Unreadable(text: "unreadable: \(String(cString: strerror(errno)))")) }
             if n == 0 { break }
             filled += n
         }
-        return verdict(firstBytes: buffer[0..<filled], whole: filled < window)
+        return .success((buffer[0..<filled], filled < window))
     }
 
     /// - Parameter whole: the bytes are the whole file (a UTF-8 sequence cut at the end of the

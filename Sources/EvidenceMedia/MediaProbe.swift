@@ -148,13 +148,22 @@ public enum MediaProbe {
     /// True when libavformat recognises the file's first 8 KB with at least half the maximum
     /// score (magic numbers, not guesses). Only the probe child calls this.
     static func confidentSignature(_ fd: Int32, name: String) -> Bool {
-        let size = MediaPrefilter.window
+        var first = [UInt8](repeating: 0, count: MediaPrefilter.window)
+        let n = first.withUnsafeMutableBytes { pread(fd, $0.baseAddress, MediaPrefilter.window, 0) }
+        return n > 0 && confidentSignature(firstBytes: first[0..<n], name: name)
+    }
+
+    /// Whether libavformat's probe names a format for a file's first bytes (at most
+    /// `MediaPrefilter.window` count) with a score of 50 or more. It parses those bytes: only in
+    /// a confined process (the probe child, the sniff server of `evidence __probe --sniff`).
+    public static func confidentSignature(firstBytes: ArraySlice<UInt8>, name: String) -> Bool {
         let padding = 64  // AVPROBE_PADDING_SIZE: zeroed bytes libavformat may read past the end
-        var buf = [UInt8](repeating: 0, count: size + padding)
-        let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, 0) }
+        let window = firstBytes.prefix(MediaPrefilter.window)
         // No container's signature is zeros: a sparse or preallocated file is settled here,
         // without loading libavformat (tens of MB of libraries) just to hear "no".
-        guard n > 0, buf[0..<n].contains(where: { $0 != 0 }), case .success(let av) = library else { return false }
+        guard !window.isEmpty, window.contains(where: { $0 != 0 }), case .success(let av) = library else { return false }
+        let n = window.count
+        var buf = Array(window) + [UInt8](repeating: 0, count: padding)
         var score: Int32 = 0
         let found = buf.withUnsafeMutableBufferPointer { b -> Bool in
             var pd = AVProbeData()

@@ -45,8 +45,18 @@ public enum ChildMediaProbe {
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             return expectMedia ? MediaInfo(probeError: "\(path) is not a regular file; not probed") : nil
         }
-        // Documents and data are not media: they are never handed to the probe.
-        guard MediaPrefilter.verdict(descriptor: fd, name: name) == .ask else { return nil }
+        if !expectMedia {
+            // Documents and data are not media: they are never handed to the probe. What the
+            // prefilter cannot rule out goes to the sniff server (libavformat's format probe
+            // over the first bytes, in a confined process that lives on): "no" settles it with
+            // no fork; "yes", or no answer, hands the file to a child of its own, which decides.
+            switch MediaPrefilter.firstBytes(descriptor: fd) {
+            case .failure: return nil   // unreadable here is unreadable in the child too (the store read it already)
+            case .success(let first):
+                guard MediaPrefilter.verdict(firstBytes: first.bytes, whole: first.whole) == .ask else { return nil }
+                if servers.sniff(name: name, firstBytes: first.bytes) == false { return nil }
+            }
+        }
         switch servers.request(descriptor: fd, name: name) {
         case .success(let reply):
             return interpret(reply, timeout: servers.timeout)
@@ -106,31 +116,83 @@ public enum ChildMediaProbe {
     }
 }
 
-/// The probe servers of one prober: each serves one file at a time, so as many run as files are
-/// probed at once (the ingest's readers), each started on first need and kept for the next file.
-/// One that failed is shut down, and the next file starts another. They end with this object
-/// (their sockets close) or with this process (the kernel closes the sockets).
+/// The probe servers of one prober: fork servers (`__probe --serve`), each serving one file at a
+/// time, so as many run as files are probed at once (the ingest's readers), and sniff servers
+/// (`__probe --sniff`), asked first about files whose name is not a media one. Each is started
+/// on first need and kept for the next file; one that failed is shut down, and the next file
+/// starts another. They end with this object (their sockets close) or with this process.
 final class ProbeServers: Sendable {
     let executable: String
     let timeout: Double
-    private let idle = Mutex<[ForkServer.Connection]>([])
-    private let startedCount = Atomic<Int>(0)
+    private let forks: ServerPool
+    private let sniffs: ServerPool
+    /// A sniff is libavformat's format probe over 8 KiB: milliseconds. One that takes longer is
+    /// stuck on hostile bytes; its server is replaced, and the file goes to a child.
+    static let sniffTimeout = 10.0
 
     init(executable: String, timeout: Double) {
         self.executable = executable
         self.timeout = timeout
+        forks = ServerPool(executable: executable, arguments: ["__probe", "--serve", "--timeout", "\(timeout)"])
+        sniffs = ServerPool(executable: executable, arguments: ["__probe", "--sniff"])
+    }
+
+    /// Fork servers started so far (one for a whole burst when files come one at a time).
+    var started: Int { forks.started }
+    /// Sniff servers started so far.
+    var sniffersStarted: Int { sniffs.started }
+
+    /// Probes the file open as `descriptor` in a child of an idle fork server, or of a new one.
+    func request(descriptor: Int32, name: String) -> Result<ForkServer.Reply, ForkServer.Failure> {
+        // The server kills a child at `timeout`; the margin is for the server's own answer.
+        forks.use { $0.request(descriptor: descriptor, name: name, timeout: timeout + 15) }
+    }
+
+    /// Whether a sniff server says a file's first bytes could be media (libavformat names a
+    /// format for them with a score of 50 or more); nil when none answered 1 or 0, and then the
+    /// caller asks a child.
+    func sniff(name: String, firstBytes: ArraySlice<UInt8>) -> Bool? {
+        var message = Data(name.utf8.prefix(ForkServer.nameLimit).filter { $0 != 0 })
+        message.append(0)
+        message.append(contentsOf: firstBytes.prefix(MediaPrefilter.window))
+        let answer = sniffs.use { connection -> Result<Bool, ForkServer.Failure> in
+            switch connection.ask(message, timeout: Self.sniffTimeout) {
+            case .success(let reply) where reply == Data("1".utf8): return .success(true)
+            case .success(let reply) where reply == Data("0".utf8): return .success(false)
+            case .success: return .failure(.gone("an answer that is neither 1 nor 0"))
+            case .failure(let failure): return .failure(failure)
+            }
+        }
+        switch answer {
+        case .success(let couldBe): return couldBe
+        case .failure(let failure):
+            ChildMediaProbe.logger.debug("the media sniff \(failure); \(name) goes to a probe child of its own")
+            return nil
+        }
+    }
+}
+
+/// Servers of one kind (`evidence arguments…`), each used by one caller at a time.
+final class ServerPool: Sendable {
+    let executable: String
+    let arguments: [String]
+    private let idle = Mutex<[ForkServer.Connection]>([])
+    private let startedCount = Atomic<Int>(0)
+
+    init(executable: String, arguments: [String]) {
+        self.executable = executable
+        self.arguments = arguments
     }
 
     deinit {
         for connection in idle.withLock({ list in defer { list = [] }; return list }) { connection.shutDown() }
     }
 
-    /// Servers started so far (one for a whole burst when files come one at a time).
     var started: Int { startedCount.load(ordering: .relaxed) }
 
-    /// Probes the file open as `descriptor` in a child of an idle server, or of a new one. A
-    /// server found gone (one left idle that died) is replaced once.
-    func request(descriptor: Int32, name: String) -> Result<ForkServer.Reply, ForkServer.Failure> {
+    /// Runs `body` with an idle server, or a new one. A server found gone (one left idle that
+    /// died) is replaced once; any other failure shuts it down and is returned.
+    func use<T>(_ body: (ForkServer.Connection) -> Result<T, ForkServer.Failure>) -> Result<T, ForkServer.Failure> {
         var attempt = 0
         while true {
             attempt += 1
@@ -140,17 +202,15 @@ final class ProbeServers: Sendable {
             } else {
                 do {
                     // Only what the probe needs of the environment: no variable that may name a secret.
-                    connection = try ForkServer.Connection(
-                        executable: executable, arguments: ["__probe", "--serve", "--timeout", "\(timeout)"],
-                        environment: ["PATH": "/usr/bin:/bin", "LC_ALL": "C"], readyTimeout: 60)
+                    connection = try ForkServer.Connection(executable: executable, arguments: arguments,
+                                                           environment: ["PATH": "/usr/bin:/bin", "LC_ALL": "C"], readyTimeout: 60)
                 } catch {
                     return .failure(error)
                 }
                 startedCount.add(1, ordering: .relaxed)
                 ChildMediaProbe.noteSandbox(connection.announcement)
             }
-            // The server kills a child at `timeout`; the margin is for the server's own answer.
-            let result = connection.request(descriptor: descriptor, name: name, timeout: timeout + 15)
+            let result = body(connection)
             switch result {
             case .success:
                 idle.withLock { $0.append(connection) }

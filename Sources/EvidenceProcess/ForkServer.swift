@@ -93,6 +93,26 @@ public enum ForkServer {
         }
     }
 
+    /// A server that answers each request itself, on this thread, without a fork: for a question
+    /// whose every answer is harmless to the caller whatever the server has become (the media
+    /// probe's sniff, "could these first bytes be media?", whose worst lie leaves a file's media
+    /// facts unknown). A request is the message's bytes alone: one that carries a descriptor
+    /// ends the server (exit 3), which reaches no file. The reply is what `handle` returns
+    /// (never empty: an empty message reads as the socket closing). Ends when the socket closes.
+    public static func answer(socket: Int32, announce: String, requestLimit: Int, handle: (Data) -> Data) -> Int32 {
+        guard send(socket, Data(announce.utf8), descriptor: -1) else { return 1 }
+        var request = [UInt8](repeating: 0, count: requestLimit)
+        while true {
+            var fd: Int32 = -1
+            let n = request.withUnsafeMutableBytes { evidence_recv_with_fd(socket, $0.baseAddress, $0.count, &fd) }
+            if n == 0 { return 0 }
+            if n < 0 { return errno == EMSGSIZE ? 3 : 2 }
+            if fd >= 0 { close(fd); return 3 }
+            let reply = handle(Data(request[0..<n]))
+            guard send(socket, reply.isEmpty ? Data([0]) : reply, descriptor: -1) else { return 2 }
+        }
+    }
+
     /// One file in a forked child, as the server does it, without a server: for a process that
     /// probes a single file (`evidence __probe --fd 3`). The parse still happens in a process
     /// of its own with one thread, the one that confined itself (a namespace and a user change
@@ -244,6 +264,15 @@ public enum ForkServer {
                 }
                 return .success(reply)
             }
+        }
+
+        /// Sends `message` (no descriptor) to a server that answers in place (`answer`) and waits
+        /// up to `timeout` for its reply, of at most `replyLimit` bytes. After a failure the
+        /// connection is useless: `shutDown()` it.
+        public func ask(_ message: Data, timeout: Double, replyLimit: Int = 64) -> Result<Data, Failure> {
+            guard !message.isEmpty else { return .failure(.gone("an empty request")) }
+            guard ForkServer.send(socket, message, descriptor: -1) else { return .failure(.gone("send: \(lastError())")) }
+            return Self.receive(socket, limit: replyLimit, timeout: timeout)
         }
 
         /// Closes the socket (the server exits when it sees that) and reaps the server, killing it

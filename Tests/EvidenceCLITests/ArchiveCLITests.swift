@@ -140,4 +140,30 @@ struct ArchiveCLITests {
         #expect(!h.log.contains(WebDAVServer.password), "the password is never logged")
         #expect(h.stop() == 0)
     }
+
+    @Test("etag = \"sha1\" on rclone serve webdav --etag-hash SHA1: every copy proven by the server's SHA-1 from the PUT's answer, none read back; an item already there after a crash is adopted by its ETag")
+    func etagProvesCopies() throws {
+        let root = Scratch()
+        let server = try WebDAVServer(root: root.path, etagHash: "SHA1")
+        defer { server.stop() }
+        let h = try webdavHarness(server, extra: "etag = \"sha1\"")
+        let data = randomBytes(200_000), again = randomBytes(3_000)
+        let dir = root.path + "/ev/cam"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: dir + "/\(sha8(again, in: h.scratch))-again.bin", contents: again)   // a crash after the PUT
+        try h.start()
+        h.write("clip.bin", data)
+        h.write("again.bin", again)
+        #expect(waitUntil(timeout: 30) {
+            ["archived", "done"].contains(state(h, h.drop + "/clip.bin") ?? "") && ["archived", "done"].contains(state(h, h.drop + "/again.bin") ?? "")
+        }, "\(h.log)")
+        let clip = show(h, h.drop + "/clip.bin")["archived"] as? [[String: Any]] ?? []
+        #expect(clip.count >= 2 && clip.allSatisfy { ($0["verifiedBy"] as? String)?.hasPrefix("sha1:") == true }, "\(clip)")
+        let adopted = (show(h, h.drop + "/again.bin")["archived"] as? [[String: Any]])?.first { $0["role"] as? String == "original" }
+        let f = h.scratch.path + "/sha1-me"
+        _ = FileManager.default.createFile(atPath: f, contents: again)
+        let sha1 = String(CLI.exec(["sha1sum", f]).stdout.prefix(40))
+        #expect(adopted?["verifiedBy"] as? String == "sha1:\(sha1) (already there)", "\(String(describing: adopted))")
+        #expect(h.stop() == 0)
+    }
 }

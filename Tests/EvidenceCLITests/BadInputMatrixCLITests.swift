@@ -428,7 +428,9 @@ struct BadInputMatrixCLITests {
             for (i, (prefix, mode, named)) in cases.enumerated() {
                 let id = String(i + 1)
                 misbehave(sandbox, prefix, mode, count: 1000)
-                h.write("p\(i).bin", randomBytes(2_000 + i))
+                // The API case's file is large enough (1 MiB) to be looked at before it is sent: a
+                // small one goes straight to the content host, and its answer carries the digest.
+                h.write("p\(i).bin", randomBytes(mode == "garbage" ? (1 << 20) + i : 2_000 + i))
                 #expect(waitUntil(timeout: 30) { lastErrors(h, id).contains { $0.hasPrefix("vault: ") && $0.contains(named) } },
                         "\(mode): \(lastErrors(h, id)) \(h.log.suffix(1500))")
                 let errors = lastErrors(h, id)

@@ -48,7 +48,11 @@ path = "/srv/evidence-archive"
         #expect(config.home == nil)
         #expect(config.logLevel == .info)
         #expect(config.logFormat == .text)
-        #expect(config.workers == Workers(ingest: 4, jobs: 2))
+        // Sized from the host: on 2 cores, 4 ingest workers and 4 job workers; on 8, 8 and 16.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        #expect(config.workers == Workers(ingest: min(16, max(4, cores)), jobs: min(16, max(2, 2 * cores))))
+        #expect(Workers.hostJobs(cores: 1) == 2 && Workers.hostJobs(cores: 2) == 4 && Workers.hostJobs(cores: 64) == 16)
+        #expect(Workers.hostIngest(cores: 2) == 4 && Workers.hostIngest(cores: 12) == 12)
         #expect(config.notaries.isEmpty && config.archives.isEmpty)
     }
 

@@ -47,4 +47,62 @@ struct ArchiveProofTests {
             }
         }
     }
+
+    /// rclone's own WebDAV server, its ETags the SHA-1 of each file's bytes (`--etag-hash SHA1`),
+    /// under an account that says so (`etag = "sha1"`), and under ones that say so wrongly.
+    @Test("etag = \"sha1\" on rclone serve webdav --etag-hash SHA1: the PUT's answer and a stat carry the server's SHA-1 of the bytes (a copy changed on the server is refused, no read-back); a declared ETag that is not a SHA-1, or a SHA-1 that is not the bytes', stops with the setting's name")
+    func etagDeclaredSHA1() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("evidence-etag-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir + "/dav", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let local = dir + "/clip.bin"
+        try Data((0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: URL(fileURLWithPath: local))
+        let sha1 = try ProviderHashKind.sha1.digest(of: local)
+        let sha256 = try FileHasher.hash(path: local).digest
+        let http = HTTPClient(configuration: HTTPClientConfiguration(), logger: Logger(label: "etag"))
+        func provider(_ server: WebDAVServer, etag: Bool) -> OwnCloudProvider {
+            OwnCloudProvider(account: "dav", url: server.url, user: WebDAVServer.user, password: WebDAVServer.password,
+                             baseURL: server.url, http: http, etagIsSHA1: etag)
+        }
+
+        let hashed = try WebDAVServer(root: dir + "/dav", etagHash: "SHA1")
+        defer { hashed.stop() }
+        let p = provider(hashed, etag: true)
+        #expect(await p.statReportsHash())
+        try await p.makeFolders("a")
+        try await p.makeFolders("b")
+        let uploaded = try await p.upload(local: local, size: 40_000, hash: sha1, to: "a/clip.bin", progress: nil)
+        #expect(uploaded.hash == sha1, "the PUT's ETag is the server's SHA-1 of what it stored")
+        #expect(try await ArchiveHandler.proof(of: uploaded, at: "a/clip.bin", size: 40_000, expected: sha1, sha256: sha256,
+                                               provider: p, scratch: dir) == "sha1:\(sha1)")
+        #expect(try await p.stat("a/clip.bin")?.hash == sha1)
+        // The same size, other bytes, written on the server's disk: its ETag says so, the copy is refused.
+        var other = try Data(contentsOf: URL(fileURLWithPath: local)); other[100] ^= 0xFF
+        try other.write(to: URL(fileURLWithPath: dir + "/dav/a/clip.bin"))
+        let changed = try #require(try await p.stat("a/clip.bin"))
+        #expect(changed.hash != sha1)
+        #expect(try await ArchiveHandler.proof(of: changed, at: "a/clip.bin", size: 40_000, expected: sha1, sha256: sha256,
+                                               provider: p, scratch: dir) == nil)
+        // The attacker's (or a wrong configuration's) case: intact bytes under a "SHA-1" that is
+        // not theirs. Never proven, never uploaded again and again: a permanent error naming etag.
+        _ = try await p.upload(local: local, size: 40_000, hash: sha1, to: "b/clip.bin", progress: nil)
+        let lying = RemoteFile(path: "b/clip.bin", size: 40_000, hash: String(repeating: "ab", count: 20))
+        let refused = await #expect(throws: ArchiveError.self) {
+            _ = try await ArchiveHandler.proof(of: lying, at: "b/clip.bin", size: 40_000, expected: sha1, sha256: sha256,
+                                               provider: p, scratch: dir)
+        }
+        #expect(refused?.kind == .permanent && refused?.message.contains("etag") == true, "\(refused?.message ?? "")")
+        hashed.stop()
+
+        // The same server started without --etag-hash (its ETags are modification marks), the
+        // account still declaring SHA-1s: the first stat stops, naming the setting.
+        let plain = try WebDAVServer(root: dir + "/dav")
+        defer { plain.stop() }
+        let wrong = await #expect(throws: ArchiveError.self) { _ = try await provider(plain, etag: true).stat("a/clip.bin") }
+        #expect(wrong?.kind == .permanent && wrong?.message.contains("etag-hash SHA1") == true, "\(wrong?.message ?? "")")
+        // Undeclared, the ETag is never taken for a digest: no hash, the copy is read back.
+        let undeclared = provider(plain, etag: false)
+        #expect(try await undeclared.stat("a/clip.bin")?.hash == nil)
+        #expect(!(await undeclared.statReportsHash()))
+    }
 }

@@ -100,6 +100,7 @@ struct RealChildMediaProbeTests {
         let wav = dir.write("interview.take", try Data(contentsOf: URL(fileURLWithPath: samplesDirectory + "/interview.wav")))
         #expect(ChildMediaProbe.probe(path: wav, name: nil, servers: servers)?.container == "wav")
         #expect(servers.started == 1, "files probed one after another share one server")
+        #expect(servers.sniffersStarted == 1, "the names that are not media ones were sniffed first, by one server")
     }
 
     @Test("the confined child reports the same facts as an unconfined probe, for every sample")
@@ -145,13 +146,50 @@ struct RealChildMediaProbeTests {
         #expect(info.container?.contains("mp4") == true && info.probeError == nil, "\(r.output)")
     }
 
-    @Test("binary data without a media extension is judged by the child: not media")
+    @Test("binary data without a media extension is settled by the sniff server (libavformat's format probe, confined): not media, and no child forked")
     func binaryDataIsNotMedia() {
         var generator = SystemRandomNumberGenerator()
-        let path = dir.write("readings.dat", Data((0..<50_000).map { _ in UInt8.random(in: 0...255, using: &generator) }))
         let servers = ProbeServers(executable: evidenceBinary, timeout: 60)
-        #expect(ChildMediaProbe.probe(path: path, name: "readings.dat", servers: servers) == nil)
-        #expect(servers.started == 1, "the parent cannot rule random bytes out: the child decides")
+        for i in 0..<20 {
+            let path = dir.write("readings-\(i).dat", Data((0..<50_000).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+            #expect(ChildMediaProbe.probe(path: path, name: "readings-\(i).dat", servers: servers) == nil)
+        }
+        #expect(servers.started == 0, "no fork server, no child: the sniff said no")
+        #expect(servers.sniffersStarted == 1, "one sniff server for every file")
+    }
+
+    @Test("evidence __probe --sniff confines itself, says 1 for an MP4's first bytes under any name and 0 for noise, and is ended by a request that carries a descriptor (it is handed bytes, never a file)")
+    func theSniffServer() throws {
+        let connection = try ForkServer.Connection(executable: evidenceBinary, arguments: ["__probe", "--sniff"],
+                                                   environment: [:], readyTimeout: 60)
+        defer { connection.shutDown() }
+        #expect(connection.announcement.hasPrefix("sandbox: confined: seccomp filter (no open, socket, exec)"), "\(connection.announcement)")
+        let mp4 = try Data(contentsOf: URL(fileURLWithPath: samplesDirectory + "/bodycam-2024-05-01.mp4")).prefix(MediaPrefilter.window)
+        var generator = SystemRandomNumberGenerator()
+        let noise = Data((0..<MediaPrefilter.window).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        func ask(_ name: String, _ bytes: Data) throws -> String {
+            String(decoding: try connection.ask(Data(name.utf8) + Data([0]) + bytes, timeout: 30).get(), as: UTF8.self)
+        }
+        #expect(try ask("upload.bin", mp4) == "1")
+        #expect(try ask("readings.dat", noise) == "0")
+        #expect(try ask("no-zero-byte", Data()) == "0")
+        #expect(try ask("", mp4) == "1")
+        // A request with a file attached is not the protocol: the server ends (the socket closes).
+        let fd = open(samplesDirectory + "/bodycam-2024-05-01.mp4", O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        if case .success(let reply) = connection.request(descriptor: fd, name: "clip.mp4", timeout: 30) {
+            Issue.record("a sniff server answered a request that carried a file: \(reply)")
+        }
+        #expect(connection.process?.wait(seconds: 30) != nil, "the sniff server exited")
+    }
+
+    @Test("no sniff answer (the server cannot start) is never taken for 'not media': the file goes to a child, whose failure is the file's probe error")
+    func noSniffAnswerAsksAChild() {
+        var generator = SystemRandomNumberGenerator()
+        let path = dir.write("readings.dat", Data((0..<50_000).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        let servers = ProbeServers(executable: dir.path + "/no-such-evidence", timeout: 10)
+        let info = ChildMediaProbe.probe(path: path, name: "readings.dat", servers: servers)
+        #expect(info?.probeError?.contains("could not be started") == true, "\(String(describing: info))")
     }
 
     @Test("ingesting media and documents through the in-process API never loads libavformat into this process")

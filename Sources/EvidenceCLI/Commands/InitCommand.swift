@@ -85,9 +85,9 @@ struct InitCommand: ParsableCommand {
         log_format = "text"           # text | json
         # timezone = "Europe/Berlin"  # times on certificates, indexes and the portal also in this zone (UTC beside it)
 
-        [workers]
-        ingest = 2                    # files hashed and stored at once
-        jobs = 4                      # notarize / certificate / archive jobs at once
+        [workers]                     # unset: sized from the host's cores
+        # ingest = 4                  # files hashed and stored at once (default: cores, at least 4)
+        # jobs = 4                    # notarize / certificate / archive jobs at once (default: 2 per core, 2…16)
 
         # Notaries: a rule's notary = ["qed", "tsa"] needs every one of them to confirm.
         # [notaries.qed]

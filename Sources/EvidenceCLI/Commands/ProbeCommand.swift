@@ -20,6 +20,13 @@ import Glibc
 /// descriptor 3 that loads libavformat and confines itself once, then forks a fresh child for
 /// each file it is handed, so each file still has a process of its own, without a process start.
 /// Its first message is the sandbox report.
+///
+/// `evidence __probe --sniff` answers, on descriptor 3 and in its own (confined) process, whether
+/// a file's first bytes could be media: libavformat's format probe over them, without a fork.
+/// `run` and `ingest` ask it about files whose name is not a media one before they fork a probe
+/// child for them: random data and unknown formats cost no process. It is handed bytes, never a
+/// file, and all it says is 1 or 0: a sniff server that a hostile file took over can leave later
+/// files' media facts unknown (a 0), never make up facts, which only a file's own child gives.
 struct ProbeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "__probe",
@@ -39,6 +46,9 @@ struct ProbeCommand: ParsableCommand {
     @Flag(help: "Serve files handed over descriptor 3 (a Unix socket), one forked child each.")
     var serve = false
 
+    @Flag(help: "Answer over descriptor 3 whether the first bytes of a file (sent as NAME, a zero byte, the bytes) could be media: 1 or 0, in this process.")
+    var sniff = false
+
     @Flag(help: "Decode the first picture instead, scaled to at most 480×360; prints {frame: {width, height, rgb}} or {error}.")
     var poster = false
 
@@ -46,6 +56,10 @@ struct ProbeCommand: ParsableCommand {
     var timeout: Double = 60
 
     func validate() throws {
+        if sniff {
+            guard !serve, fd == nil, path == nil else { throw ValidationError("__probe --sniff takes its bytes over descriptor 3, with no other mode, --fd or PATH") }
+            return
+        }
         if serve {
             guard fd == nil, path == nil else { throw ValidationError("__probe --serve takes its files over descriptor 3, not --fd or PATH") }
             guard timeout > 0 else { throw ValidationError("__probe --timeout must be above 0 seconds") }
@@ -71,6 +85,7 @@ struct ProbeCommand: ParsableCommand {
         MediaProbe.load()
         if poster { MediaProbe.loadDecoder() }
         if serve { Glibc.exit(Self.serve(timeout: timeout)) }
+        if sniff { Glibc.exit(Self.sniff()) }
         let descriptor: Int32
         if let fd {
             descriptor = fd
@@ -110,6 +125,19 @@ struct ProbeCommand: ParsableCommand {
         Output.writeOutput(Data(reply.output.utf8))
         if let signal = reply.signal { throw ExitCode(128 + signal) }
         if let code = reply.exitCode, code != 0 { throw ExitCode(code) }
+    }
+
+    /// The sniff server: libavformat is loaded (`run`), the sandbox goes on (no CPU limit: it
+    /// lives as long as its parent, which gives each answer a deadline), then each request is
+    /// answered on this thread, the one that confined itself.
+    static func sniff() -> Int32 {
+        let report = ProbeSandbox.enter(limitCPU: false)
+        return ForkServer.answer(socket: 3, announce: "sandbox: \(report)", requestLimit: ForkServer.nameLimit + 1 + MediaPrefilter.window) { request in
+            let bytes = [UInt8](request)
+            guard let zero = bytes.firstIndex(of: 0) else { return Data("0".utf8) }
+            let name = String(decoding: bytes[..<zero], as: UTF8.self)
+            return Data((MediaProbe.confidentSignature(firstBytes: bytes[(zero + 1)...], name: name) ? "1" : "0").utf8)
+        }
     }
 
     static func encode(_ info: MediaInfo?, _ encoder: JSONEncoder) -> Data {

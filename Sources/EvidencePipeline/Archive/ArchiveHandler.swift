@@ -128,6 +128,11 @@ public struct ArchiveHandler: JobHandler {
     }
 
     /// Puts one file at its path (or beside a different file already there) and verifies it.
+    ///
+    /// A file of `recordAtOnce` or more is looked at first (a copy already there, from an attempt
+    /// a crash cut short, is adopted instead of sent again). A smaller one is sent without a look:
+    /// every provider refuses to replace a file (`.conflict`), and only then is the path looked
+    /// at, so an item's six small files cost six requests fewer.
     func place(_ upload: Upload, itemID: Int64, provider: any ArchiveProvider) async throws(JobError) -> ArchivedFile {
         // The object opened through its folder beneath the home (no link followed); the digest and
         // the provider read it by its descriptor's name, which a folder swapped for a link cannot redirect.
@@ -141,48 +146,62 @@ public struct ArchiveHandler: JobHandler {
         let local = "/proc/self/fd/\(opened)"
         let kind = provider.hashKind
         let expected = try await blockingJobWork { try kind.digest(of: local) }
-        for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
-            let existing: RemoteFile?
-            do { existing = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
-            if let existing {
-                if let how = try await verify(existing, path: path, upload: upload, expected: expected, provider: provider) {
-                    return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
-                                        sha256: upload.object, size: upload.size, verifiedBy: how + " (already there)", remoteID: existing.id)
+        paths: for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
+            var looked = upload.size >= Self.recordAtOnce
+            var existing: RemoteFile?
+            if looked {
+                do { existing = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
+            }
+            while true {
+                if let there = existing {
+                    if let how = try await verify(there, path: path, upload: upload, expected: expected, provider: provider) {
+                        return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
+                                            sha256: upload.object, size: upload.size, verifiedBy: how + " (already there)", remoteID: there.id)
+                    }
+                    // A shorter file whose bytes are the start of ours is our own upload, cut by the
+                    // link (a server that writes in place keeps what arrived): replaced. Anything
+                    // else is someone else's file: never replaced; try the alternate name.
+                    guard try await isCutCopy(there, path: path, local: local, upload: upload, provider: provider) else { continue paths }
+                    do { try await provider.delete(path) } catch { throw Self.jobError(error, account: provider.account) }
+                    existing = nil
                 }
-                // A shorter file whose bytes are the start of ours is our own upload, cut by the
-                // link (a server that writes in place keeps what arrived): replaced. Anything
-                // else is someone else's file: never replaced; try the alternate name.
-                guard try await isCutCopy(existing, path: path, local: local, upload: upload, provider: provider) else { continue }
-                do { try await provider.delete(path) } catch { throw Self.jobError(error, account: provider.account) }
+                let uploaded: RemoteFile
+                do {
+                    try await provider.makeFolders(RemotePath.parent(path))
+                    var report: (@Sendable (Int64) -> Void)?
+                    if let progress { let size = upload.size; report = { progress(path, $0, size) } }
+                    // Sent once: a transient failure ends this attempt, and the job queue runs the job
+                    // again later, which looks at the remote first (a copy that did arrive is adopted).
+                    uploaded = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: report)
+                    report?(upload.size)
+                } catch {
+                    guard error.kind == .conflict else { throw Self.jobError(error, account: provider.account) }
+                    // Something is there: ours from an attempt cut short, a cut copy, or another file.
+                    // Looked at once; a second refusal moves on to the alternate name.
+                    guard !looked else { continue paths }
+                    looked = true
+                    do { existing = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
+                    continue
+                }
+                // The provider's digest: from the upload's own answer where it carries one (the
+                // provider's digest of what it stored), else from a stat; where the provider
+                // reports none, the read-back proves the copy, and a stat first would prove nothing more.
+                let stored: RemoteFile?
+                if uploaded.hash != nil {
+                    stored = uploaded
+                } else if await provider.statReportsHash() {
+                    do { stored = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
+                } else {
+                    stored = RemoteFile(path: path, size: uploaded.size, hash: nil, id: uploaded.id)
+                }
+                guard let stored, let how = try await verify(stored, path: path, upload: upload, expected: expected, provider: provider) else {
+                    try? await provider.delete(path)
+                    throw JobError("\(provider.account): \(path): the uploaded copy does not match \(upload.object.short)… (removed; will upload again)",
+                                   retryable: true)
+                }
+                return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
+                                    sha256: upload.object, size: upload.size, verifiedBy: how, remoteID: stored.id ?? uploaded.id)
             }
-            let uploaded: RemoteFile
-            do {
-                try await provider.makeFolders(RemotePath.parent(path))
-                var report: (@Sendable (Int64) -> Void)?
-                if let progress { let size = upload.size; report = { progress(path, $0, size) } }
-                // Sent once: a transient failure ends this attempt, and the job queue runs the job
-                // again later, which looks at the remote first (a copy that did arrive is adopted).
-                uploaded = try await provider.upload(local: local, size: upload.size, hash: expected, to: path, progress: report)
-                report?(upload.size)
-            } catch {
-                if error.kind == .conflict { continue }
-                throw Self.jobError(error, account: provider.account)
-            }
-            // The provider's digest, from a stat; where it reports none, the read-back proves
-            // the copy, and a stat first would prove nothing more.
-            let stored: RemoteFile?
-            if await provider.statReportsHash() {
-                do { stored = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
-            } else {
-                stored = RemoteFile(path: path, size: uploaded.size, hash: nil, id: uploaded.id)
-            }
-            guard let stored, let how = try await verify(stored, path: path, upload: upload, expected: expected, provider: provider) else {
-                try? await provider.delete(path)
-                throw JobError("\(provider.account): \(path): the uploaded copy does not match \(upload.object.short)… (removed; will upload again)",
-                               retryable: true)
-            }
-            return ArchivedFile(itemID: itemID, account: provider.account, remotePath: path, role: upload.role,
-                                sha256: upload.object, size: upload.size, verifiedBy: how, remoteID: stored.id)
         }
         throw JobError("\(provider.account): \(upload.remotePath) and its alternate name hold other files; not replacing them", retryable: false)
     }
@@ -225,7 +244,19 @@ public struct ArchiveHandler: JobHandler {
     static func proof(of remote: RemoteFile, at path: String, size: Int64, expected: String, sha256: SHA256Digest,
                       provider: any ArchiveProvider, scratch: String) async throws(ArchiveError) -> String? {
         if remote.size >= 0 && remote.size != size { return nil }
-        if let h = remote.hash { return h == expected ? "\(provider.hashKind.rawValue):\(h)" : nil }
+        if let h = remote.hash {
+            if h == expected { return "\(provider.hashKind.rawValue):\(h)" }
+            // A digest that differs: where the copy can be read back, whether the bytes or the
+            // provider's digest are wrong. Bytes that are ours under a digest that is not theirs
+            // (an ETag declared a SHA-1 that is not one) mean the digests prove nothing: the
+            // configuration's error, stopped with its name instead of uploading again and again.
+            if let back = try await provider.readBackDigest(path), back.size == size, back.sha256 == sha256 {
+                throw ArchiveError(.permanent, "\(provider.account): \(path): the server's \(provider.hashKind.rawValue) digest of the copy "
+                                   + "is not that of its bytes (read back, they are ours): its digests cannot prove a copy; "
+                                   + "check the account's etag setting")
+            }
+            return nil
+        }
         // No digest from the provider: read it back and re-hash (size and SHA-256 both), as it
         // arrives where the provider can, else from a downloaded copy.
         if let back = try await provider.readBackDigest(path) {

@@ -12,14 +12,16 @@ public final class WebDAVServer: @unchecked Sendable {
     private let running: ChildProcess
 
     /// Starts the server on a free loopback port and waits until it answers. With `link`, the
-    /// server runs inside that shaped namespace (reach it from a process started there).
-    public init(root: String, link: ShapedLink? = nil) throws {
+    /// server runs inside that shaped namespace (reach it from a process started there). With
+    /// `etagHash` ("SHA1", "MD5"), its ETags are that digest of each file's bytes (`--etag-hash`).
+    public init(root: String, link: ShapedLink? = nil, etagHash: String? = nil) throws {
         self.root = root
         let prefix = link?.prefix ?? []
         for _ in 0..<20 {
             let candidate = Int.random(in: 20_000...60_000)
             let argv = prefix + ["rclone", "serve", "webdav", root, "--addr", "127.0.0.1:\(candidate)",
                                  "--user", Self.user, "--pass", Self.password, "--config", "/dev/null"]
+                + (etagHash.map { ["--etag-hash", $0] } ?? [])
             let server = try ChildProcess(argv[0], Array(argv.dropFirst()), stdout: .null, stderr: .null)
             // Ready when it answers (401 without credentials).
             let deadline = Date(timeIntervalSinceNow: 10)

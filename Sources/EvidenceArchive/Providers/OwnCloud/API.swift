@@ -9,7 +9,7 @@ package enum OwnCloudAPI {
     static let propfindBody = """
         <?xml version="1.0" encoding="utf-8"?>
         <d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
-          <d:prop><d:getcontentlength/><d:resourcetype/><oc:checksums/><oc:fileid/></d:prop>
+          <d:prop><d:getcontentlength/><d:resourcetype/><oc:checksums/><oc:fileid/><d:getetag/></d:prop>
         </d:propfind>
         """
 
@@ -19,6 +19,8 @@ package enum OwnCloudAPI {
         /// `oc:checksums` text, e.g. "SHA1:ab… MD5:cd… ADLER32:…".
         var checksums = ""
         var fileID: String?
+        /// `d:getetag`, quotes and all (a content digest only where the account says so: `etag`).
+        var etag: String?
 
         package func checksum(_ kind: String) -> String? {
             for token in checksums.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }) {
@@ -90,9 +92,21 @@ package enum OwnCloudAPI {
             case "checksum": entry.checksums += " " + value
             case "checksums" where !value.isEmpty && entry.checksums.isEmpty: entry.checksums = value
             case "fileid": entry.fileID = value.isEmpty ? nil : value
+            case "getetag": entry.etag = value.isEmpty ? nil : value
             default: break
             }
         }
+    }
+
+    /// The SHA-1 an ETag spells (`"<40 hex>"`, quotes optional, a weak `W/` refused: a weak tag
+    /// promises no bytes), lowercase; nil for any other tag.
+    package static func sha1(etag: String?) -> String? {
+        guard var t = etag?.trimmingCharacters(in: .whitespaces), !t.hasPrefix("W/") else { return nil }
+        if t.count >= 2, t.hasPrefix("\""), t.hasSuffix("\"") { t = String(t.dropFirst().dropLast()) }
+        guard t.utf8.count == 40, t.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) }) else {
+            return nil
+        }
+        return t.lowercased()
     }
 
     /// Every `d:response` of a Depth 1 PROPFIND: (decoded last path component, size).

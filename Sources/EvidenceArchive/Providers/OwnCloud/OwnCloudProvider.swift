@@ -13,7 +13,9 @@ import Glibc
 /// source, so `If-None-Match: *` there would always fail). `stat` reports the SHA-1 from
 /// `oc:checksums` only where status.php says ownCloud, which computes it from the bytes;
 /// Nextcloud echoes the checksum the client sent, so there (and on any other server) uploads
-/// are verified by reading them back.
+/// are verified by reading them back, unless the account says (`etag = "sha1"`) that the server's
+/// ETag is the SHA-1 of the bytes it stored, as `rclone serve webdav --etag-hash SHA1` makes it:
+/// then the PUT's own answer proves the copy, and a stat proves one already there.
 public struct OwnCloudProvider: ArchiveProvider {
     public let account: String
     public var hashKind: ProviderHashKind { .sha1 }
@@ -26,12 +28,16 @@ public struct OwnCloudProvider: ArchiveProvider {
     let chunkSize: Int64
     /// The first wait after a chunk assembly answered 423 Locked (doubled each time, as rclone does).
     let lockedPause: Double
+    /// `etag = "sha1"`: the server (not ownCloud, not Nextcloud) computes its ETags as the SHA-1
+    /// of the stored bytes. Trusted because the configuration says so, never because a tag looks like one.
+    let etagIsSHA1: Bool
     /// Shared by every copy of this provider (the workers): the server's product, the folders made.
     let server = OwnCloudServerState()
 
     public init(account: String, url: String, user: String, password: String, baseURL: String?, http: HTTPClient,
-                chunkSize: Int64 = 32 << 20, lockedPause: Double = 5) {
+                chunkSize: Int64 = 32 << 20, lockedPause: Double = 5, etagIsSHA1: Bool = false) {
         self.account = account
+        self.etagIsSHA1 = etagIsSHA1
         self.chunkSize = max(1 << 20, chunkSize)
         self.lockedPause = max(0.01, lockedPause)
         let server = url.hasSuffix("/") ? String(url.dropLast()) : url
@@ -46,10 +52,31 @@ public struct OwnCloudProvider: ArchiveProvider {
     /// ownCloud checks `OC-Checksum`; a plain WebDAV server (`base_url`) ignores it.
     public var checksHashOnUpload: Bool { uploadsRoot != nil }
 
-    /// Only ownCloud computes the SHA-1 it reports (status.php says which server this is); when
-    /// that cannot be asked now, true: the caller then asks `stat`, which is never wrong.
+    /// Only ownCloud computes the SHA-1 it reports (status.php says which server this is), and a
+    /// server whose ETags the account declares SHA-1s; when that cannot be asked now, true: the
+    /// caller then asks `stat`, which is never wrong.
     public func statReportsHash() async -> Bool {
-        (try? await product().computesChecksums) ?? true
+        guard let product = try? await product() else { return true }
+        return product.computesChecksums || etagIsSHA1
+    }
+
+    /// The server's own SHA-1 of a stored file: `oc:checksums` on ownCloud, the ETag where the
+    /// account declares it (`etag = "sha1"`); nil where it has none (Nextcloud, a plain server).
+    /// A declared ETag that is not a SHA-1, or one declared for ownCloud or Nextcloud (whose ETags
+    /// are change markers, not digests), is the configuration's error: permanent, named.
+    func serverSHA1(checksums: OwnCloudAPI.Entry?, etag: String?, at path: String) async throws(ArchiveError) -> String? {
+        let product = try await product()
+        if product.computesChecksums, !etagIsSHA1 { return checksums?.checksum("SHA1") }
+        guard etagIsSHA1 else { return nil }
+        if product.honoursPreconditions {
+            throw ArchiveError(.permanent, "\(account): etag = \"sha1\" is for a plain WebDAV server whose ETag is the SHA-1 of the bytes "
+                               + "(rclone serve webdav --etag-hash SHA1); this is \(product.description), whose ETags are not digests: remove it")
+        }
+        guard let sha1 = OwnCloudAPI.sha1(etag: etag) else {
+            throw ArchiveError(.permanent, "\(account): \(path): the server's ETag is not a SHA-1 (40 hex digits), though etag = \"sha1\" "
+                               + "says it is: start the server with --etag-hash SHA1 (rclone serve webdav), or remove etag from the account")
+        }
+        return sha1
     }
 
     /// ownCloud refuses `\ / : ? * " > < |` on Windows-backed storage; keep names portable.
@@ -194,9 +221,13 @@ public struct OwnCloudProvider: ArchiveProvider {
         if e.isCollection { throw ArchiveError(.conflict, "\(account): \(path) is a folder, not a file") }
         // A checksum proves the bytes only where the server computed it (ownCloud), not where it
         // echoes what a client sent (Nextcloud): without one the caller reads the file back.
-        let hash = try await product().computesChecksums ? e.checksum("SHA1") : nil
+        let hash = try await serverSHA1(checksums: e, etag: e.etag, at: path)
         return RemoteFile(path: path, size: e.size ?? -1, hash: hash, id: e.fileID)
     }
+
+    /// Below this size a PUT to ownCloud or Nextcloud goes without a look first (its
+    /// `If-None-Match: *` refuses to replace); from it, a look saves sending a file already there.
+    static let lookFirstFrom: Int64 = 1 << 20
 
     public func upload(local: String, size: Int64, hash: String, to path: String,
                        progress: (@Sendable (Int64) -> Void)?) async throws(ArchiveError) -> RemoteFile {
@@ -204,9 +235,11 @@ public struct OwnCloudProvider: ArchiveProvider {
         // the file: look first, so an existing file is a conflict everywhere. On ownCloud and
         // Nextcloud, which refuse a PUT with If-None-Match: * (412) and an assembly with
         // Overwrite: F onto an existing file, the look is skipped when this process found the
-        // path empty a moment ago (the caller's own look, as the archive and `accounts put` do).
+        // path empty a moment ago (the caller's own look, as `accounts put` and the archive of a
+        // large file do), and for a small file sent in one PUT (the 412 costs less than a look).
         let recentlyEmpty = await server.takeAbsent(path)
-        let guarded = recentlyEmpty ? ((try? await product())?.honoursPreconditions ?? false) : false
+        let honours = (try? await product())?.honoursPreconditions ?? false
+        let guarded = honours && (recentlyEmpty || size < Self.lookFirstFrom)
         if !guarded, try await look(path) != nil {
             throw ArchiveError(.conflict, "\(account): \(path) already exists")
         }
@@ -231,7 +264,10 @@ public struct OwnCloudProvider: ArchiveProvider {
         }
         switch r.status {
         case 200, 201, 204:
-            return RemoteFile(path: path, size: size, hash: nil, id: r.header("oc-fileid"))
+            // Where the account declares the ETag a SHA-1, the PUT's answer is the server's own
+            // digest of what it stored: no stat, no read-back needed.
+            let sha1 = etagIsSHA1 ? try await serverSHA1(checksums: nil, etag: r.header("etag"), at: path) : nil
+            return RemoteFile(path: path, size: size, hash: sha1, id: r.header("oc-fileid"))
         case 412:
             throw ArchiveError(.conflict, "\(account): \(path) already exists")
         case 409:
