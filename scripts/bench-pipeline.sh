@@ -21,6 +21,7 @@
 #   - requests per item to each sandbox service (its requests.log) and provider operations per
 #     item to the archive (evidence's own /metrics: stat, make_folders, upload, download).
 # BENCH_PERF=DIR also records a call-graph profile of evidence run for each (perf record -g).
+# BENCH_JOBS=N sets [workers] jobs (default: sized from the host, two per core).
 set -euo pipefail
 bindir=${1:?usage: bench-pipeline.sh BIN_DIR (holding evidence and evidence-sandbox)}
 bin="$bindir/evidence"; sandbox_bin="$bindir/evidence-sandbox"
@@ -91,6 +92,7 @@ user = "bench"
 password_file = "$work/dav.pass"
 TOML
   [ -z "$etag" ] || printf 'etag = "%s"\n' "$etag" >> "$work/$name.toml"
+  [ -z "${BENCH_JOBS:-}" ] || printf '[workers]\njobs = %s\n' "$BENCH_JOBS" >> "$work/$name.toml"
   # Each run meets an empty QED: reports of the same files left by the run before would be
   # adopted (a lookup instead of a submission), which would flatter the second run.
   curl -sf -X POST -o /dev/null "$url/_sandbox/reset?reports=true"

@@ -109,6 +109,14 @@ public protocol ArchiveProvider: Sendable {
     /// (Nextcloud, a plain WebDAV server), an upload is proven by reading it back, and a `stat`
     /// right after the upload would add nothing the read-back does not prove.
     func statReportsHash() async -> Bool
+    /// Whether the provider itself refuses an upload onto an existing file (`.conflict`), by its
+    /// documented protocol, so that a small file may be sent without a look first. False where
+    /// that is only what our emulation does (then the path is looked at before every upload).
+    var uploadRefusesExisting: Bool { get }
+    /// Whether the digests `stat` and `upload` report are such only because the account's
+    /// configuration says so (an ETag declared a SHA-1): a digest that differs from ours is then
+    /// checked against a read-back, to tell damaged bytes from a wrong declaration.
+    var digestDeclaredByConfig: Bool { get }
 
     /// Who the credentials belong to ("Dropbox account a@b.org"), proving they work.
     func whoami() async throws(ArchiveError) -> String
@@ -127,6 +135,8 @@ public protocol ArchiveProvider: Sendable {
 
 extension ArchiveProvider {
     public var checksHashOnUpload: Bool { true }
+    public var uploadRefusesExisting: Bool { false }
+    public var digestDeclaredByConfig: Bool { false }
     public func statReportsHash() async -> Bool { true }
 
     public func readBackDigest(_ path: String) async throws(ArchiveError) -> (sha256: SHA256Digest, size: Int64)? { nil }

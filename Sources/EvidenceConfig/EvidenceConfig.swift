@@ -61,7 +61,7 @@ public struct EvidenceConfig: Sendable, Equatable {
         self.metrics = metrics
     }
 
-    /// No file, no home/rules set, log info/text, workers 4/2, no notary, no archive (ingest only).
+    /// No file, no home/rules set, log info/text, workers sized from the host, no notary, no archive (ingest only).
     public static let embeddedDefaults = EvidenceConfig()
 
     /// The store home when neither `--home`, `$EVIDENCE_HOME` nor `home` is given (relative to the cwd).

@@ -156,7 +156,7 @@ public enum MediaProbe {
     /// Whether libavformat's probe names a format for a file's first bytes (at most
     /// `MediaPrefilter.window` count) with a score of 50 or more. It parses those bytes: only in
     /// a confined process (the probe child, the sniff server of `evidence __probe --sniff`).
-    public static func confidentSignature(firstBytes: ArraySlice<UInt8>, name: String) -> Bool {
+    package static func confidentSignature(firstBytes: ArraySlice<UInt8>, name: String) -> Bool {
         let padding = 64  // AVPROBE_PADDING_SIZE: zeroed bytes libavformat may read past the end
         let window = firstBytes.prefix(MediaPrefilter.window)
         // No container's signature is zeros: a sparse or preallocated file is settled here,

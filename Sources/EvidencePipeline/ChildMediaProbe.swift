@@ -134,7 +134,9 @@ final class ProbeServers: Sendable {
         self.executable = executable
         self.timeout = timeout
         forks = ServerPool(executable: executable, arguments: ["__probe", "--serve", "--timeout", "\(timeout)"])
-        sniffs = ServerPool(executable: executable, arguments: ["__probe", "--sniff"])
+        // A sniff server that cannot start (an older binary) is not tried again for a minute: the
+        // files meanwhile go to children, as before there was a sniff.
+        sniffs = ServerPool(executable: executable, arguments: ["__probe", "--sniff"], startBackoff: .seconds(60))
     }
 
     /// Fork servers started so far (one for a whole burst when files come one at a time).
@@ -176,12 +178,16 @@ final class ProbeServers: Sendable {
 final class ServerPool: Sendable {
     let executable: String
     let arguments: [String]
+    /// After a server failed to start, how long none is started again (nil: try every time).
+    let startBackoff: Duration?
     private let idle = Mutex<[ForkServer.Connection]>([])
     private let startedCount = Atomic<Int>(0)
+    private let startFailed = Mutex<(at: ContinuousClock.Instant, why: ForkServer.Failure)?>(nil)
 
-    init(executable: String, arguments: [String]) {
+    init(executable: String, arguments: [String], startBackoff: Duration? = nil) {
         self.executable = executable
         self.arguments = arguments
+        self.startBackoff = startBackoff
     }
 
     deinit {
@@ -190,23 +196,29 @@ final class ServerPool: Sendable {
 
     var started: Int { startedCount.load(ordering: .relaxed) }
 
-    /// Runs `body` with an idle server, or a new one. A server found gone (one left idle that
-    /// died) is replaced once; any other failure shuts it down and is returned.
+    /// Runs `body` with an idle server, or a new one. An idle server found gone (it died, or ended
+    /// after its last answer) is replaced once; a new one that fails is not (the request may be
+    /// what failed it), and any failure shuts the server down and is returned.
     func use<T>(_ body: (ForkServer.Connection) -> Result<T, ForkServer.Failure>) -> Result<T, ForkServer.Failure> {
-        var attempt = 0
         while true {
-            attempt += 1
             let connection: ForkServer.Connection
+            let wasIdle: Bool
             if let waiting = idle.withLock({ $0.popLast() }) {
                 connection = waiting
+                wasIdle = true
             } else {
+                if let startBackoff, let failed = startFailed.withLock({ $0 }), ContinuousClock.now - failed.at < startBackoff {
+                    return .failure(failed.why)
+                }
                 do {
                     // Only what the probe needs of the environment: no variable that may name a secret.
                     connection = try ForkServer.Connection(executable: executable, arguments: arguments,
                                                            environment: ["PATH": "/usr/bin:/bin", "LC_ALL": "C"], readyTimeout: 60)
                 } catch {
+                    if startBackoff != nil { startFailed.withLock { $0 = (ContinuousClock.now, error) } }
                     return .failure(error)
                 }
+                wasIdle = false
                 startedCount.add(1, ordering: .relaxed)
                 ChildMediaProbe.noteSandbox(connection.announcement)
             }
@@ -215,9 +227,11 @@ final class ServerPool: Sendable {
             case .success:
                 idle.withLock { $0.append(connection) }
                 return result
-            case .failure(.gone) where attempt == 1:
+            case .failure(.gone) where wasIdle:
                 connection.shutDown()
-            case .failure:
+            case .failure(let failure):
+                // A server that gave no answer in time is stuck: killed now, not waited for.
+                if case .noReply = failure { connection.process?.signal(SIGKILL) }
                 connection.shutDown()
                 return result
             }

@@ -98,11 +98,12 @@ public enum ForkServer {
     /// probe's sniff, "could these first bytes be media?", whose worst lie leaves a file's media
     /// facts unknown). A request is the message's bytes alone: one that carries a descriptor
     /// ends the server (exit 3), which reaches no file. The reply is what `handle` returns
-    /// (never empty: an empty message reads as the socket closing). Ends when the socket closes.
-    public static func answer(socket: Int32, announce: String, requestLimit: Int, handle: (Data) -> Data) -> Int32 {
+    /// (never empty: an empty message reads as the socket closing). Ends when the socket closes,
+    /// or after `maxRequests` answers (exit 0: the caller's pool starts a fresh one).
+    public static func answer(socket: Int32, announce: String, requestLimit: Int, maxRequests: Int = .max, handle: (Data) -> Data) -> Int32 {
         guard send(socket, Data(announce.utf8), descriptor: -1) else { return 1 }
         var request = [UInt8](repeating: 0, count: requestLimit)
-        while true {
+        for _ in 0..<maxRequests {
             var fd: Int32 = -1
             let n = request.withUnsafeMutableBytes { evidence_recv_with_fd(socket, $0.baseAddress, $0.count, &fd) }
             if n == 0 { return 0 }
@@ -111,6 +112,30 @@ public enum ForkServer {
             let reply = handle(Data(request[0..<n]))
             guard send(socket, reply.isEmpty ? Data([0]) : reply, descriptor: -1) else { return 2 }
         }
+        return 0
+    }
+
+    /// `answer` in a forked child of the calling thread: one thread, the one that confined itself
+    /// (a namespace and a user change hold for that thread only), with a CPU limit of its own and
+    /// dying with this process, which waits for it and returns how it ended (its exit status, or
+    /// 128 + the signal). What a hostile request does to the child lasts at most `maxRequests`
+    /// answers or `cpuSeconds` of CPU.
+    public static func answerInChild(socket: Int32, announce: String, requestLimit: Int, cpuSeconds: rlim_t, maxRequests: Int,
+                                     handle: (Data) -> Data) -> Int32 {
+        let pid = evidence_fork()
+        if pid == 0 {
+            _ = evidence_die_with_parent()
+            var cpu = rlimit(rlim_cur: cpuSeconds, rlim_max: cpuSeconds)
+            _ = setrlimit(Int32(RLIMIT_CPU.rawValue), &cpu)
+            evidence_exit_now(answer(socket: socket, announce: announce, requestLimit: requestLimit, maxRequests: maxRequests, handle: handle))
+        }
+        guard pid > 0 else { return 1 }
+        // The child alone holds the socket now: when it ends, the caller sees the socket close.
+        close(socket)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
     /// One file in a forked child, as the server does it, without a server: for a process that

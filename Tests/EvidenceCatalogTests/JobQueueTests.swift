@@ -78,6 +78,28 @@ struct JobQueueTests {
         #expect(try c.events(itemID: id).map(\.kind) == ["ingested", "verified"])
     }
 
+    @Test("a completion records the archived files it carries, their events before the transition's, in its transaction; a lost lease records none", arguments: Backend.allCases)
+    func completionRecordsArchivedFiles(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
+        _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "v")
+        let now = Date()
+        let job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
+        let files = ["a.mp4.qed.json", "a.mp4.manifest.json"].map {
+            ArchivedFile(itemID: id, account: "dav", remotePath: $0, role: $0.hasSuffix("manifest.json") ? .manifest : .receipt,
+                         sha256: SHA256Digest(hex: String(repeating: "c", count: 64))!, size: 10, verifiedBy: "sha1:x")
+        }
+        var transition = JobTransition(state: .archived, event: .archived)
+        transition.archivedFiles = files
+        // Taken over first: the old owner's completion is refused whole, its files with it.
+        let taken = try #require(try c.claimJob(kinds: [.verify], owner: "B", lease: 60, now: now.addingTimeInterval(61)))
+        #expect(throws: CatalogError.self) { try c.completeJob(job.id, owner: "A", transition: transition) }
+        #expect(try c.archivedFiles(itemID: id).isEmpty)
+        try c.completeJob(taken.id, owner: "B", transition: transition)
+        #expect(try c.archivedFiles(itemID: id).map(\.remotePath).sorted() == ["a.mp4.manifest.json", "a.mp4.qed.json"])
+        #expect(try c.events(itemID: id).map(\.kind) == ["ingested", "archived-file", "archived-file", "archived"])
+        #expect(try c.item(id: id)?.state == .archived)
+    }
+
     @Test("failures retry at the given time until attempts run out, then fail the item", arguments: Backend.allCases)
     func failAndGiveUp(_ backend: Backend) throws {
         let (c, id) = try catalogWithItem(backend)

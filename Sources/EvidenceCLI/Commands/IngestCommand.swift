@@ -34,7 +34,7 @@ struct IngestCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Re-reads of a file that changed while read, before giving up.")
     var retries = 3
 
-    @Option(name: [.customShort("j"), .long], help: "Files ingested at once (default: config workers.ingest, 2).")
+    @Option(name: [.customShort("j"), .long], help: "Files ingested at once (default: config workers.ingest, one per core, at least 4).")
     var jobs: Int?
 
     @Option(name: .customLong("digest"), help: ArgumentHelp(

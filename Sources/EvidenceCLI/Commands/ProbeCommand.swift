@@ -127,12 +127,13 @@ struct ProbeCommand: ParsableCommand {
         if let code = reply.exitCode, code != 0 { throw ExitCode(code) }
     }
 
-    /// The sniff server: libavformat is loaded (`run`), the sandbox goes on (no CPU limit: it
-    /// lives as long as its parent, which gives each answer a deadline), then each request is
-    /// answered on this thread, the one that confined itself.
+    /// The sniff server: libavformat is loaded (`run`), the sandbox goes on, then the requests are
+    /// answered by one forked child of this thread (the one that confined itself), single-threaded,
+    /// with 60 s of CPU and 10,000 answers at most before the parent's pool starts a fresh one.
     static func sniff() -> Int32 {
         let report = ProbeSandbox.enter(limitCPU: false)
-        return ForkServer.answer(socket: 3, announce: "sandbox: \(report)", requestLimit: ForkServer.nameLimit + 1 + MediaPrefilter.window) { request in
+        return ForkServer.answerInChild(socket: 3, announce: "sandbox: \(report)", requestLimit: ForkServer.nameLimit + 1 + MediaPrefilter.window,
+                                        cpuSeconds: 60, maxRequests: 10_000) { request in
             let bytes = [UInt8](request)
             guard let zero = bytes.firstIndex(of: 0) else { return Data("0".utf8) }
             let name = String(decoding: bytes[..<zero], as: UTF8.self)

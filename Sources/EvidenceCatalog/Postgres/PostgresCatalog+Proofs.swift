@@ -106,7 +106,11 @@ extension PostgresCatalog {
     }
 
     public func saveArchivedFiles(_ files: [ArchivedFile]) throws(CatalogError) {
-        try write(custody: true) { tx in
+        try write(custody: true) { tx in try Self.insertArchivedFiles(tx, files) }
+    }
+
+    /// The rows and their `archived_file` events, in the caller's transaction (one that holds the custody lock).
+    static func insertArchivedFiles(_ tx: Tx, _ files: [ArchivedFile]) throws {
           for file in files {
             try tx.query("""
                 INSERT INTO archived_file (item_id, account, remote_path, role, sha256, size, verified_by, remote_id, verified_at)
@@ -121,7 +125,6 @@ extension PostgresCatalog {
                 "size": String(file.size), "verified_by": file.verifiedBy,
             ])
           }
-        }
     }
 
     public func sharedLinks(itemID: Int64) throws(CatalogError) -> [SharedLink] {

@@ -18,14 +18,17 @@ extension SQLiteCatalog {
     }
 
     public func saveArchivedFiles(_ files: [ArchivedFile]) throws(CatalogError) {
-        try write { db in
-            for file in files {
-                try ArchivedFileRow(file).save(db)
-                _ = try Self.appendEvent(db, itemID: file.itemID, kind: .archivedFile, actor: "evidence", details: [
-                    "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
-                    "size": String(file.size), "verified_by": file.verifiedBy,
-                ])
-            }
+        try write { db in try Self.insertArchivedFiles(db, files) }
+    }
+
+    /// The rows and their `archived_file` events, in the caller's transaction.
+    static func insertArchivedFiles(_ db: Database, _ files: [ArchivedFile]) throws {
+        for file in files {
+            try ArchivedFileRow(file).save(db)
+            _ = try Self.appendEvent(db, itemID: file.itemID, kind: .archivedFile, actor: "evidence", details: [
+                "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
+                "size": String(file.size), "verified_by": file.verifiedBy,
+            ])
         }
     }
 

@@ -334,6 +334,7 @@ extension SQLiteCatalog {
 
     static func applyTransition(_ db: Database, itemID: Int64, _ t: JobTransition) throws {
         guard var item = try Self.itemRow(db, itemID) else { throw CatalogError.notFound("item \(itemID)") }
+        try insertArchivedFiles(db, t.archivedFiles)
         var d = t.details
         if let r = t.reason { d["reason"] = r }
         if let state = t.state, state != item.state {
@@ -376,10 +377,14 @@ public struct JobTransition: Sendable, Equatable {
     /// Jobs of these kinds for this item that wait, parked, for this transition (created with
     /// `JobSpec.parked`): they are due at once.
     public var wake: [JobKind]
+    /// Archived copies, verified, recorded (with their `archived_file` events, before the
+    /// transition's own) in the same transaction: an archive job's small files cost no
+    /// transaction of their own.
+    public var archivedFiles: [ArchivedFile]
 
     public init(state: ItemState?, event: CustodyEventKind, reason: String? = nil, details: [String: String] = [:],
-                jobs: [JobSpec] = [], wake: [JobKind] = []) {
+                jobs: [JobSpec] = [], wake: [JobKind] = [], archivedFiles: [ArchivedFile] = []) {
         self.state = state; self.event = event; self.reason = reason; self.details = details; self.jobs = jobs
-        self.wake = wake
+        self.wake = wake; self.archivedFiles = archivedFiles
     }
 }

@@ -11,8 +11,9 @@ import Foundation
 /// and `.manifest.json`.
 ///
 /// Idempotent and crash-safe: a file recorded as archived is skipped; otherwise the remote path
-/// is looked at first, and a file already there with the same content (provider digest, or read
-/// back) is adopted rather than uploaded again. A different file at that path is never
+/// is looked at first (for a file under 1 MiB on a provider that refuses to replace a file, only
+/// once the upload was refused), and a file already there with the same content (provider
+/// digest, or read back) is adopted rather than uploaded again. A different file at that path is never
 /// replaced: ours goes beside it as `<stem>-<sha8>.<ext>`. Every upload is verified (provider
 /// digest, or read back and re-hashed) before it is recorded; a copy that does not verify is
 /// deleted and uploaded again on the next attempt.
@@ -62,9 +63,9 @@ public struct ArchiveHandler: JobHandler {
         // The original, and any copy of 1 MiB or more, is recorded as soon as it is verified: the
         // original's row is what says the item's archive has started (a superseded item's archive
         // goes on only then), and a large copy must not be read back again after a crash. The
-        // small ones (receipts, certificates, the manifest) are recorded together, in one
-        // transaction after the last: a crash before that finds them on the server, and the next
-        // attempt adopts each after proving it (stat, digest or read-back).
+        // small ones (receipts, certificates, the manifest) are recorded together, in the
+        // transaction that completes the job: a crash (or a lease lost) before that finds them on
+        // the server, and the next attempt adopts each after proving it (stat, digest or read-back).
         // A later file's failure still records the verified ones before the attempt ends.
         var pending: [ArchivedFile] = []
         func recordPending() async throws(JobError) {
@@ -86,14 +87,19 @@ public struct ArchiveHandler: JobHandler {
                 throw error
             }
         }
-        try await recordPending()
         let original = plan.first { $0.role == .original }?.remotePath ?? ""
         let details = ["account": accountName, "remote_path": original, "files": String(plan.count)]
-        return .done(ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .archived(details: details)))
+        // The small files are recorded with the job's completion, in its transaction.
+        guard var finished = ItemLifecycle(rule: rule).transition(from: state ?? .certified, on: .archived(details: details)) else {
+            try await recordPending()
+            return .done(nil)
+        }
+        finished.archivedFiles = pending
+        return .done(finished)
     }
 
     /// The original and copies of at least this size are recorded as soon as they are verified; smaller ones with
-    /// the job's last (one transaction, not one each: half the catalog's cost of archiving an item).
+    /// the job's completion (in its transaction, not one each: half the catalog's cost of archiving an item).
     static let recordAtOnce: Int64 = 1 << 20
 
     /// The files to archive and where (sanitized paths, never outside the account's root).
@@ -147,7 +153,7 @@ public struct ArchiveHandler: JobHandler {
         let kind = provider.hashKind
         let expected = try await blockingJobWork { try kind.digest(of: local) }
         paths: for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
-            var looked = upload.size >= Self.recordAtOnce
+            var looked = upload.size >= Self.recordAtOnce || !provider.uploadRefusesExisting
             var existing: RemoteFile?
             if looked {
                 do { existing = try await provider.stat(path) } catch { throw Self.jobError(error, account: provider.account) }
@@ -250,10 +256,10 @@ public struct ArchiveHandler: JobHandler {
             // provider's digest are wrong. Bytes that are ours under a digest that is not theirs
             // (an ETag declared a SHA-1 that is not one) mean the digests prove nothing: the
             // configuration's error, stopped with its name instead of uploading again and again.
-            if let back = try await provider.readBackDigest(path), back.size == size, back.sha256 == sha256 {
+            if provider.digestDeclaredByConfig, let back = try await provider.readBackDigest(path), back.size == size, back.sha256 == sha256 {
                 throw ArchiveError(.permanent, "\(provider.account): \(path): the server's \(provider.hashKind.rawValue) digest of the copy "
-                                   + "is not that of its bytes (read back, they are ours): its digests cannot prove a copy; "
-                                   + "check the account's etag setting")
+                                   + "is not that of its bytes (read back, they are ours): the account's etag setting declares "
+                                   + "digests the server does not give; remove it, or start the server so that its ETags are SHA-1s")
             }
             return nil
         }

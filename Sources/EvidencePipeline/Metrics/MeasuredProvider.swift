@@ -14,6 +14,8 @@ struct MeasuredProvider: ArchiveProvider {
     var hashKind: ProviderHashKind { base.hashKind }
     var checksHashOnUpload: Bool { base.checksHashOnUpload }
     func statReportsHash() async -> Bool { await base.statReportsHash() }
+    var uploadRefusesExisting: Bool { base.uploadRefusesExisting }
+    var digestDeclaredByConfig: Bool { base.digestDeclaredByConfig }
     func sanitize(component: String) -> String { base.sanitize(component: component) }
 
     func whoami() async throws(ArchiveError) -> String {

@@ -15,6 +15,8 @@ import Foundation
 public struct BoxProvider: ArchiveProvider {
     public let account: String
     public var hashKind: ProviderHashKind { .sha1 }
+    /// An upload onto an existing name is refused (409 `item_name_in_use`, documented).
+    public var uploadRefusesExisting: Bool { true }
     let api: String
     let upload: String
     let caller: AuthorizedHTTP

@@ -19,6 +19,8 @@ import Foundation
 public struct DropboxProvider: ArchiveProvider {
     public let account: String
     public var hashKind: ProviderHashKind { .dropbox }
+    /// An upload onto an existing name is refused (mode "add" with autorename false: a `path/conflict` error, documented).
+    public var uploadRefusesExisting: Bool { true }
     let api: String
     let content: String
     let caller: AuthorizedHTTP

@@ -15,6 +15,8 @@ public struct LocalProvider: ArchiveProvider {
     public let account: String
     public let root: String
     public var hashKind: ProviderHashKind { .sha256 }
+    /// An upload onto an existing name is refused (`linkat` refuses an existing name).
+    public var uploadRefusesExisting: Bool { true }
     /// Test hook: called with the file's path at the moment between the checks and the action
     /// (write, read, delete), so a test can swap a folder for a symbolic link exactly there.
     let beforeAct: @Sendable (String) -> Void

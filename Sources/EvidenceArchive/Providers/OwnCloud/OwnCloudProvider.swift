@@ -49,6 +49,11 @@ public struct OwnCloudProvider: ArchiveProvider {
         self.http = http
     }
 
+    /// A PUT carries `If-None-Match: *` (refused with 412 by ownCloud and Nextcloud), and on a
+    /// server of unknown make `upload` looks at the path itself first.
+    public var uploadRefusesExisting: Bool { true }
+    public var digestDeclaredByConfig: Bool { etagIsSHA1 }
+
     /// ownCloud checks `OC-Checksum`; a plain WebDAV server (`base_url`) ignores it.
     public var checksHashOnUpload: Bool { uploadsRoot != nil }
 
@@ -239,6 +244,8 @@ public struct OwnCloudProvider: ArchiveProvider {
         // large file do), and for a small file sent in one PUT (the 412 costs less than a look).
         let recentlyEmpty = await server.takeAbsent(path)
         let honours = (try? await product())?.honoursPreconditions ?? false
+        // etag = "sha1" on ownCloud or Nextcloud is refused before anything is sent (its message).
+        if etagIsSHA1 && honours { _ = try await serverSHA1(checksums: nil, etag: nil, at: path) }
         let guarded = honours && (recentlyEmpty || size < Self.lookFirstFrom)
         if !guarded, try await look(path) != nil {
             throw ArchiveError(.conflict, "\(account): \(path) already exists")
@@ -265,8 +272,10 @@ public struct OwnCloudProvider: ArchiveProvider {
         switch r.status {
         case 200, 201, 204:
             // Where the account declares the ETag a SHA-1, the PUT's answer is the server's own
-            // digest of what it stored: no stat, no read-back needed.
-            let sha1 = etagIsSHA1 ? try await serverSHA1(checksums: nil, etag: r.header("etag"), at: path) : nil
+            // digest of what it stored: no stat, no read-back needed. An answer without an ETag
+            // (some servers send one only to PROPFIND) leaves it to the caller's stat.
+            let etag = etagIsSHA1 ? r.header("etag") : nil
+            let sha1 = etag == nil ? nil : try await serverSHA1(checksums: nil, etag: etag, at: path)
             return RemoteFile(path: path, size: size, hash: sha1, id: r.header("oc-fileid"))
         case 412:
             throw ArchiveError(.conflict, "\(account): \(path) already exists")

@@ -291,7 +291,8 @@ public struct ShareFileProvider: ArchiveProvider {
                                + (corrupted ? " (corrupted in transit; will upload again)" : ""))
         }
         let v = j.value?.elements.first
-        return RemoteFile(path: path, size: v?.size?.value ?? size, hash: ShareFileAPI.md5(v?.md5), id: v?.id)
+        // No size in the answer is no size (-1), not ours: the caller's check must not pass by default.
+        return RemoteFile(path: path, size: v?.size?.value ?? -1, hash: ShareFileAPI.md5(v?.md5), id: v?.id)
     }
 
     public func download(_ path: String, to local: String) async throws(ArchiveError) {
