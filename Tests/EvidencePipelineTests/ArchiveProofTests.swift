@@ -105,4 +105,27 @@ struct ArchiveProofTests {
         #expect(try await undeclared.stat("a/clip.bin")?.hash == nil)
         #expect(!(await undeclared.statReportsHash()))
     }
+
+    @Test("etag = \"sha1\" declared for ownCloud (whose ETags are change markers): refused before the PUT sends anything, naming the setting", arguments: [OwnCloudFlavour.owncloud, .nextcloud])
+    func etagDeclaredOnOwnCloud(_ flavour: OwnCloudFlavour) async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("evidence-etag-oc-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try SandboxServer(options: SandboxOptions(stateDirectory: dir + "/sandbox", owncloudFlavour: flavour))
+        try await server.withRunning { (url: URL) async throws -> Void in
+            func provider(etag: Bool) -> OwnCloudProvider {
+                OwnCloudProvider(account: "oc", url: url.absoluteString + "/owncloud", user: OwnCloudEmulator.user,
+                                 password: OwnCloudEmulator.password, baseURL: nil,
+                                 http: HTTPClient(configuration: HTTPClientConfiguration(), logger: Logger(label: "etag-oc")), etagIsSHA1: etag)
+            }
+            let local = dir + "/clip.bin"
+            try Data(repeating: 7, count: 5_000).write(to: URL(fileURLWithPath: local))
+            let sha1 = try ProviderHashKind.sha1.digest(of: local)
+            let refused = await #expect(throws: ArchiveError.self) {
+                _ = try await provider(etag: true).upload(local: local, size: 5_000, hash: sha1, to: "clip.bin", progress: nil)
+            }
+            #expect(refused?.kind == .permanent && refused?.message.contains("whose ETags are not digests") == true, "\(refused?.message ?? "")")
+            #expect(try await provider(etag: false).stat("clip.bin") == nil, "nothing was sent")
+        }
+    }
 }

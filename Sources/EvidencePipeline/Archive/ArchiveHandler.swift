@@ -136,9 +136,10 @@ public struct ArchiveHandler: JobHandler {
     /// Puts one file at its path (or beside a different file already there) and verifies it.
     ///
     /// A file of `recordAtOnce` or more is looked at first (a copy already there, from an attempt
-    /// a crash cut short, is adopted instead of sent again). A smaller one is sent without a look:
-    /// every provider refuses to replace a file (`.conflict`), and only then is the path looked
-    /// at, so an item's six small files cost six requests fewer.
+    /// a crash cut short, is adopted instead of sent again). A smaller one, on a provider whose
+    /// protocol refuses to replace a file (`uploadRefusesExisting`: `.conflict`), is sent without
+    /// a look, and the path is looked at only when refused: an item's six small files cost six
+    /// requests fewer.
     func place(_ upload: Upload, itemID: Int64, provider: any ArchiveProvider) async throws(JobError) -> ArchivedFile {
         // The object opened through its folder beneath the home (no link followed); the digest and
         // the provider read it by its descriptor's name, which a folder swapped for a link cannot redirect.

@@ -73,15 +73,20 @@ public struct OwnCloudProvider: ArchiveProvider {
         let product = try await product()
         if product.computesChecksums, !etagIsSHA1 { return checksums?.checksum("SHA1") }
         guard etagIsSHA1 else { return nil }
-        if product.honoursPreconditions {
-            throw ArchiveError(.permanent, "\(account): etag = \"sha1\" is for a plain WebDAV server whose ETag is the SHA-1 of the bytes "
-                               + "(rclone serve webdav --etag-hash SHA1); this is \(product.description), whose ETags are not digests: remove it")
-        }
+        if let wrong = etagMisdeclared(for: product) { throw wrong }
         guard let sha1 = OwnCloudAPI.sha1(etag: etag) else {
             throw ArchiveError(.permanent, "\(account): \(path): the server's ETag is not a SHA-1 (40 hex digits), though etag = \"sha1\" "
                                + "says it is: start the server with --etag-hash SHA1 (rclone serve webdav), or remove etag from the account")
         }
         return sha1
+    }
+
+    /// `etag = "sha1"` on ownCloud or Nextcloud, whose ETags are change markers, not digests:
+    /// the configuration's error, permanent and named; nil on any other server or without it.
+    func etagMisdeclared(for product: OwnCloudProduct) -> ArchiveError? {
+        guard etagIsSHA1, product.honoursPreconditions else { return nil }
+        return ArchiveError(.permanent, "\(account): etag = \"sha1\" is for a plain WebDAV server whose ETag is the SHA-1 of the bytes "
+                            + "(rclone serve webdav --etag-hash SHA1); this is \(product.description), whose ETags are not digests: remove it")
     }
 
     /// ownCloud refuses `\ / : ? * " > < |` on Windows-backed storage; keep names portable.
@@ -243,9 +248,10 @@ public struct OwnCloudProvider: ArchiveProvider {
         // path empty a moment ago (the caller's own look, as `accounts put` and the archive of a
         // large file do), and for a small file sent in one PUT (the 412 costs less than a look).
         let recentlyEmpty = await server.takeAbsent(path)
-        let honours = (try? await product())?.honoursPreconditions ?? false
-        // etag = "sha1" on ownCloud or Nextcloud is refused before anything is sent (its message).
-        if etagIsSHA1 && honours { _ = try await serverSHA1(checksums: nil, etag: nil, at: path) }
+        let known = try? await product()
+        let honours = known?.honoursPreconditions ?? false
+        // etag = "sha1" on ownCloud or Nextcloud is refused before anything is sent.
+        if let known, let wrong = etagMisdeclared(for: known) { throw wrong }
         let guarded = honours && (recentlyEmpty || size < Self.lookFirstFrom)
         if !guarded, try await look(path) != nil {
             throw ArchiveError(.conflict, "\(account): \(path) already exists")
