@@ -324,6 +324,14 @@ struct OwnCloudProviderTests {
         }
     }
 
+    @Test("attacker: status.php's name and version reach messages with their control characters escaped")
+    func productTextIsEscaped() {
+        let next = OwnCloudProduct.parse(status: Data(#"{"productname":"Nextcloud","versionstring":"30\u001b[2J\nfake line"}"#.utf8))
+        #expect(next.description == "Nextcloud 30\\x1B[2J\\x0Afake line", "\(next.description)")
+        let other = OwnCloudProduct.parse(status: Data(#"{"productname":"Evil\u0007","versionstring":"1"}"#.utf8))
+        #expect(!other.description.unicodeScalars.contains { $0.value < 0x20 }, "\(other.description)")
+    }
+
     @Test("a server of unknown make (rclone's, which ignores If-None-Match): a file another client put after our look is still found by the upload's own look, never replaced")
     func unknownServerLooksAgain() async throws {
         let dir = TempDir()

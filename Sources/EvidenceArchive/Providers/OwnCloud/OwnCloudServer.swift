@@ -31,12 +31,13 @@ package enum OwnCloudProduct: Sendable, Equatable {
     /// Scale (status.php: "Infinite Scale") and plain WebDAV servers do not.
     package var hasUploadsEndpoint: Bool { honoursPreconditions }
 
-    /// "ownCloud 10.15.0", "Nextcloud 30.0.4", or the name status.php gave.
+    /// "ownCloud 10.15.0", "Nextcloud 30.0.4", or the name status.php gave; the server's text
+    /// with its control characters escaped (it goes into messages and logs).
     package var description: String {
         switch self {
-        case .owncloud(let v): return "ownCloud" + (v.isEmpty ? "" : " \(v)")
-        case .nextcloud(let v): return "Nextcloud" + (v.isEmpty ? "" : " \(v)")
-        case .other(let name): return name
+        case .owncloud(let v): return "ownCloud" + (v.isEmpty ? "" : " \(TerminalText.escape(v))")
+        case .nextcloud(let v): return "Nextcloud" + (v.isEmpty ? "" : " \(TerminalText.escape(v))")
+        case .other(let name): return TerminalText.escape(name)
         }
     }
 
