@@ -19,7 +19,9 @@
 #   - CPU seconds of each process over the run (evidence run with its children, the sandbox,
 #     the WebDAV server), from /proc, and evidence's CPU per item and peak RSS;
 #   - requests per item to each sandbox service (its requests.log) and provider operations per
-#     item to the archive (evidence's own /metrics: stat, make_folders, upload, download).
+#     item to the archive (evidence's own /metrics: stat, make_folders, upload, download);
+#   - catalog writes and catalog transactions per item (/metrics: group commit puts several
+#     writes in one transaction).
 # BENCH_PERF=DIR also records a call-graph profile of evidence run for each (perf record -g).
 # BENCH_JOBS=N sets [workers] jobs (default: sized from the host, two per core).
 set -euo pipefail
@@ -163,12 +165,13 @@ for k, v in c.most_common(8): print("  sandbox %-40s %6d requests %8d ms" % (k, 
   qed=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/v1/' || true)
   tsa=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/tsa' || true)
   grep -q -- "-" <<< "$(cat "$work/$name.stages")" && { echo "bench: $name did not finish (log: $work/$name.log)" >&2; cat "$work/$name.stages" >&2; }
-  echo "$(cat "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $rss_anon $rss_file $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download)"
+  counter() { echo "$metrics" | awk -v name="$1" '$1 == name { print $2 + 0; found = 1 } END { if (!found) print 0 }'; }
+  echo "$(cat "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $rss_anon $rss_file $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download) $(counter evidence_catalog_writes_total) $(counter evidence_catalog_transactions_total)"
 }
 
-read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_ranon u_rfile u_qed u_tsa u_stat u_mk u_up u_down < <(run users '"qed", "tsa"' sha1)
-read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_ranon q_rfile q_qed q_tsa q_stat q_mk q_up q_down < <(run qedonly '"qed"' sha1)
-read -r b_ing b_conf b_cert b_arch b_done b_cev b_csb b_cdav b_rss b_ranon b_rfile b_qed b_tsa b_stat b_mk b_up b_down < <(run readback '"qed", "tsa"')
+read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_ranon u_rfile u_qed u_tsa u_stat u_mk u_up u_down u_cw u_ct < <(run users '"qed", "tsa"' sha1)
+read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_ranon q_rfile q_qed q_tsa q_stat q_mk q_up q_down q_cw q_ct < <(run qedonly '"qed"' sha1)
+read -r b_ing b_conf b_cert b_arch b_done b_cev b_csb b_cdav b_rss b_ranon b_rfile b_qed b_tsa b_stat b_mk b_up b_down b_cw b_ct < <(run readback '"qed", "tsa"')
 
 obscured=$(rclone obscure bench-pass)
 c_dav0=$(cpu "$davpid"); t0=$(now)
@@ -197,6 +200,8 @@ printf "%-44s %14.2f %14.2f %14.2f\n" "archive stat operations per item" "$(per 
 printf "%-44s %14.2f %14.2f %14.2f\n" "archive make_folders operations per item" "$(per "$u_mk")" "$(per "$q_mk")" "$(per "$b_mk")"
 printf "%-44s %14.2f %14.2f %14.2f\n" "archive uploads per item" "$(per "$u_up")" "$(per "$q_up")" "$(per "$b_up")"
 printf "%-44s %14.2f %14.2f %14.2f\n" "archive read-backs per item" "$(per "$u_down")" "$(per "$q_down")" "$(per "$b_down")"
+printf "%-44s %14.2f %14.2f %14.2f\n" "catalog writes per item" "$(per "$u_cw")" "$(per "$q_cw")" "$(per "$b_cw")"
+printf "%-44s %14.2f %14.2f %14.2f\n" "catalog transactions per item (group commit)" "$(per "$u_ct")" "$(per "$q_ct")" "$(per "$b_ct")"
 printf "\n%-52s %10s %10s %10s %10s\n" "measure" "evidence" "rclone" "ratio" "target"
 printf "%-52s %9ss %9ss %10s %10s\n" "whole pipeline (QED + TSA) vs rclone copy alone" "$u_done" "$(fmt "$t_rc")" "$(fmt "$(echo "$u_done / $t_rc" | bc -l)")" "<= 0.25"
 printf "%-52s %9ss %9ss %10s %10s\n" "whole pipeline (QED + TSA, read-back) vs rclone copy" "$b_done" "$(fmt "$t_rc")" "$(fmt "$(echo "$b_done / $t_rc" | bc -l)")" "-"

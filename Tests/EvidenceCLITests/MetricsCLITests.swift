@@ -71,6 +71,10 @@ struct MetricsCLITests {
             #expect(value(scrape, "evidence_oldest_pending_age_seconds") == 0)
             #expect(value(scrape, "evidence_ingested_files_total") == Double(sizes.count))
             #expect(value(scrape, "evidence_quarantined_total") == 0)
+            // Catalog writes, several to a transaction at most (group commit), never fewer.
+            let writes = value(scrape, "evidence_catalog_writes_total") ?? 0
+            let transactions = value(scrape, "evidence_catalog_transactions_total") ?? 0
+            #expect(transactions > 0 && writes >= transactions, "writes \(writes), transactions \(transactions)")
 
             // Notaries: one QED submission per item, as the sandbox counted them; one TSA stamp per item.
             let submitted = (notarization.counters(sandbox)["submissions_by_hash"] as? [String: Int])?.values.reduce(0, +)

@@ -27,6 +27,11 @@ public struct PipelineMetrics: Sendable {
         public static let ingestedFiles = "evidence_ingested_files_total"
         /// Counter: files the watcher could not take in (left in place, recorded in the quarantine list).
         public static let quarantined = "evidence_quarantined_total"
+        /// Counter: catalog transactions committed or rolled back (SQLite; group commit makes them
+        /// fewer than the writes).
+        public static let catalogTransactions = "evidence_catalog_transactions_total"
+        /// Counter: catalog writes (each a transaction of its own without group commit).
+        public static let catalogWrites = "evidence_catalog_writes_total"
     }
 
     /// The operations of `evidence_notary_request_duration_seconds`.
@@ -54,6 +59,9 @@ public struct PipelineMetrics: Sendable {
 
     public init(factory: any MetricsFactory) { self.factory = factory }
 
+    /// True for `.disabled` (nothing is measured: callers may skip the work of measuring).
+    var isDisabled: Bool { factory is NOOPMetricsHandler }
+
     // MARK: Jobs
 
     /// Creates the per-kind series at 0, so that a kind with nothing to report yet is still
@@ -77,6 +85,12 @@ public struct PipelineMetrics: Sendable {
     func fileQuarantined() { CoreMetrics.Counter(label: Name.quarantined, factory: factory).increment() }
 
     /// Creates the watcher's counters at 0.
+    /// One catalog transaction holding `writes` writes.
+    func catalogCommitted(writes: Int) {
+        CoreMetrics.Counter(label: Name.catalogTransactions, factory: factory).increment()
+        CoreMetrics.Counter(label: Name.catalogWrites, factory: factory).increment(by: writes)
+    }
+
     func registerWatcher() {
         _ = CoreMetrics.Counter(label: Name.ingestedFiles, factory: factory)
         _ = CoreMetrics.Counter(label: Name.quarantined, factory: factory)

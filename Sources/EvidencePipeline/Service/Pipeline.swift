@@ -50,6 +50,9 @@ public struct Pipeline: Sendable {
         self.home = home
         self.rules = rules
         let archives = archives.measured(by: metrics)
+        if !metrics.isDisabled, let sqlite = home.catalog as? SQLiteCatalog {
+            sqlite.observeCommits { metrics.catalogCommitted(writes: $0) }
+        }
         let reloader = reload.map { CredentialReloader(reload: $0, config: config, archives: archives, notaries: notaries, metrics: metrics, logger: logger) }
         self.reloader = reloader
         pauses = reloader.map { r in
