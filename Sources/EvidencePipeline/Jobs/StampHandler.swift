@@ -4,7 +4,6 @@ import EvidenceCore
 import EvidenceNotary
 import EvidenceStore
 import Foundation
-import Synchronization
 
 /// One time-stamp window of a batching `rfc3161` notary (`batch` > 0, RFC 4998).
 ///
@@ -123,39 +122,24 @@ public struct StampHandler: JobHandler {
             }
             return .done(nil)
         }
-        let unwoken: [Int64] = try await blockingJobWork {
-            var unwoken: [Int64] = []
+        let saved: [Int64] = try await blockingJobWork {
+            var saved: [Int64] = []
             for m in members {
                 guard let record = made.records[m.item.sha256] else { continue }
                 let receipt = try store.put(record).digest
                 let proof = Proof(itemID: m.item.id, notary: notaryName, kind: .rfc4998, state: .confirmed, remoteID: made.token.serial,
                                   receipt: receipt, network: made.token.tsaName, link: url, provenAt: made.token.genTime,
                                   submittedAt: m.proof.submittedAt)
-                // The member's notarize job, waiting for this window, is woken in the same
-                // transaction when the save moves its item on; otherwise by a write of its own below.
-                let decide = ItemLifecycle(rule: m.rule).decide(onSaving: proof)
-                let woken = WokenFlag()
+                let lifecycle = ItemLifecycle(rule: m.rule)
                 // Only a member still waiting for this window: never over a proof another run saved.
-                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil) { state, confirmed in
-                    guard var t = decide(state, confirmed) else { return nil }
-                    if !t.wake.contains(.notarize) { t.wake.append(.notarize) }
-                    woken.set()
-                    return t
-                }
-                if done != nil, !woken.isSet { unwoken.append(m.item.id) }
+                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: proof))
+                if done != nil { saved.append(m.item.id) }
             }
-            return unwoken
+            return saved
         }
         try await blockingJobWork {
-            for id in unwoken { _ = try catalog.wakeQueuedJobs(itemID: id, kinds: [.notarize], now: Date()) }
+            for id in saved { _ = try catalog.wakeQueuedJobs(itemID: id, kinds: [.notarize], now: Date()) }
         }
         return .done(nil)
     }
-}
-
-/// Set by a save's decision when it returned a transition (which then wakes the member's job).
-private final class WokenFlag: Sendable {
-    private let flag = Mutex(false)
-    func set() { flag.withLock { $0 = true } }
-    var isSet: Bool { flag.withLock { $0 } }
 }
