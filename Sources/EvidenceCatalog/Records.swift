@@ -84,11 +84,22 @@ struct ItemRow: CatalogRecord {
         self.failedFrom = failedFrom; self.supersededBy = supersededBy
     }
 
+    /// Read by column, not through Decodable: GRDB's keyed decoder (a snake-case conversion of
+    /// each key, per row) was most of reading an item, which every job does.
     init(row: Row) throws {
-        let name = String(try row.decode(Int64.self, forColumn: Columns.id))
-        try Self.checkCoded(ItemState.self, Columns.state, in: row, name: name)
-        try Self.checkCoded(ItemState.self, Columns.failedFrom, in: row, name: name)
-        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+        let id = try row.decode(Int64.self, forColumn: Columns.id)
+        let name = String(id)
+        self.id = id
+        sha256 = try row.decode(String.self, forColumn: Columns.sha256)
+        size = try row.decode(Int64.self, forColumn: Columns.size)
+        state = try Self.coded(try row.decode(String.self, forColumn: Columns.state), Columns.state, row: name)
+        stateReason = try row.decode(String?.self, forColumn: Columns.stateReason)
+        mediaJson = try row.decode(String?.self, forColumn: Columns.mediaJson)
+        dateTaken = try row.decode(Date?.self, forColumn: Columns.dateTaken)
+        createdAt = try row.decode(Date.self, forColumn: Columns.createdAt)
+        updatedAt = try row.decode(Date.self, forColumn: Columns.updatedAt)
+        failedFrom = try Self.codedIfPresent(try row.decode(String?.self, forColumn: Columns.failedFrom), Columns.failedFrom, row: name)
+        supersededBy = try row.decode(Int64?.self, forColumn: Columns.supersededBy)
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -229,11 +240,24 @@ struct JobRow: CatalogRecord {
         c[Columns.createdAt] = StoredDate.text(createdAt); c[Columns.updatedAt] = StoredDate.text(updatedAt)
     }
 
+    /// Read by column, not through Decodable (as `ItemRow`): every claim reads a job row.
     init(row: Row) throws {
-        let name = String(try row.decode(Int64.self, forColumn: Columns.id))
-        try Self.checkCoded(JobKind.self, Columns.kind, in: row, name: name)
-        try Self.checkCoded(QueuedJob.State.self, Columns.state, in: row, name: name)
-        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+        let id = try row.decode(Int64.self, forColumn: Columns.id)
+        let name = String(id)
+        self.id = id
+        kind = try Self.coded(try row.decode(String.self, forColumn: Columns.kind), Columns.kind, row: name)
+        itemId = try row.decode(Int64?.self, forColumn: Columns.itemId)
+        state = try Self.coded(try row.decode(String.self, forColumn: Columns.state), Columns.state, row: name)
+        attempts = try row.decode(Int.self, forColumn: Columns.attempts)
+        maxAttempts = try row.decode(Int.self, forColumn: Columns.maxAttempts)
+        nextRunAt = try row.decode(Date.self, forColumn: Columns.nextRunAt)
+        leaseOwner = try row.decode(String?.self, forColumn: Columns.leaseOwner)
+        leaseExpiresAt = try row.decode(Date?.self, forColumn: Columns.leaseExpiresAt)
+        lastError = try row.decode(String?.self, forColumn: Columns.lastError)
+        payload = try row.decode(String.self, forColumn: Columns.payload)
+        dedupeKey = try row.decode(String.self, forColumn: Columns.dedupeKey)
+        createdAt = try row.decode(Date.self, forColumn: Columns.createdAt)
+        updatedAt = try row.decode(Date.self, forColumn: Columns.updatedAt)
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }

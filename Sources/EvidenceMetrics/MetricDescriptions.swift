@@ -44,6 +44,8 @@ public enum MetricDescriptions {
         P.uploadedBytes: "Bytes of files uploaded to an archive account and acknowledged by the provider.",
         P.ingestedFiles: "Files the watcher read and recorded (a new item or a new source of a known item).",
         P.quarantined: "Files the watcher could not take in (left in place and listed as quarantined).",
+        P.catalogWrites: "Writes to the SQLite catalog, each an atomic change.",
+        P.catalogTransactions: "SQLite catalog transactions; writes queued while another commits share one (group commit).",
     ]
 
     /// Remote requests take milliseconds (a local folder) to minutes (a large chunked upload).
