@@ -54,18 +54,24 @@ struct GroupCommitTests {
         try c.allEvents().map(\.actor)
     }
 
+    /// `count` writes, each appending an event by actor `w<index>`; the one at `failing` then runs `fail`.
+    func eventWrites(_ count: Int, failing: Int,
+                     _ fail: @escaping @Sendable (Database) throws -> Void) -> [@Sendable (SQLiteCatalog) throws -> Void] {
+        (0..<count).map { i in
+            { c in
+                try c.write { db in
+                    _ = try SQLiteCatalog.appendEvent(db, itemID: nil, kind: .ingested, actor: "w\(i)", details: [:])
+                    if i == failing { try fail(db) }
+                }
+            }
+        }
+    }
+
     @Test("writes queued behind another share one transaction; one that throws is rolled back alone and gets its error")
     func queuedWritesShareATransaction() throws {
         let dir = TempDirectory()
         let c = try SQLiteCatalog(path: dir.path + "/catalog.sqlite")
-        let writes: [@Sendable (SQLiteCatalog) throws -> Void] = (0..<5).map { i in
-            { c in
-                try c.write { db in
-                    _ = try SQLiteCatalog.appendEvent(db, itemID: nil, kind: .ingested, actor: "w\(i)", details: [:])
-                    if i == 2 { throw Refused() }
-                }
-            }
-        }
+        let writes = eventWrites(5, failing: 2) { _ in throw Refused() }
         let (outcomes, sizes) = try heldThenReleased(c, writes)
         #expect(outcomes == [true, true, false, true, true])
         // The holder alone, then the five queued behind it in one transaction.
@@ -84,17 +90,10 @@ struct GroupCommitTests {
     func abortedTransactionFailsItsWrites() throws {
         let dir = TempDirectory()
         let c = try SQLiteCatalog(path: dir.path + "/catalog.sqlite")
-        let writes: [@Sendable (SQLiteCatalog) throws -> Void] = (0..<4).map { i in
-            { c in
-                try c.write { db in
-                    _ = try SQLiteCatalog.appendEvent(db, itemID: nil, kind: .ingested, actor: "w\(i)", details: [:])
-                    // As SQLite does on a full disk or an I/O error: the whole transaction is rolled back.
-                    if i == 1 {
-                        try db.execute(sql: "ROLLBACK")
-                        throw Refused()
-                    }
-                }
-            }
+        // As SQLite does on a full disk or an I/O error: the whole transaction is rolled back.
+        let writes = eventWrites(4, failing: 1) { db in
+            try db.execute(sql: "ROLLBACK")
+            throw Refused()
         }
         let (outcomes, sizes) = try heldThenReleased(c, writes)
         #expect(outcomes == [false, false, false, false])

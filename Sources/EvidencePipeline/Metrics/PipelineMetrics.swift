@@ -84,13 +84,13 @@ public struct PipelineMetrics: Sendable {
     func fileIngested() { CoreMetrics.Counter(label: Name.ingestedFiles, factory: factory).increment() }
     func fileQuarantined() { CoreMetrics.Counter(label: Name.quarantined, factory: factory).increment() }
 
-    /// Creates the watcher's counters at 0.
     /// One catalog transaction holding `writes` writes.
     func catalogCommitted(writes: Int) {
         CoreMetrics.Counter(label: Name.catalogTransactions, factory: factory).increment()
         CoreMetrics.Counter(label: Name.catalogWrites, factory: factory).increment(by: writes)
     }
 
+    /// Creates the watcher's counters at 0.
     func registerWatcher() {
         _ = CoreMetrics.Counter(label: Name.ingestedFiles, factory: factory)
         _ = CoreMetrics.Counter(label: Name.quarantined, factory: factory)
