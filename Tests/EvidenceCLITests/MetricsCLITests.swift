@@ -48,7 +48,9 @@ struct MetricsCLITests {
             let url = try #require(metricsURL(h), "no metrics URL printed: \(h.log)")
             #expect(url.hasPrefix("http://127.0.0.1:") && url.hasSuffix("/metrics"))
             let hostPort = url.dropFirst("http://".count).prefix { $0 != "/" }
-            #expect(h.log.split(separator: "\n").contains { $0.contains("serving metrics") && $0.contains(hostPort) }, "the URL is logged too")
+            // The log line is written before the printed one; its handler may still be flushing.
+            #expect(await waitUntil(timeout: 10) { h.log.split(separator: "\n").contains { $0.contains("serving metrics") && $0.contains(hostPort) } },
+                    "the URL is logged too: \(h.log)")
 
             let sizes = [10_000, 25_000, 40_000]
             for (i, n) in sizes.enumerated() { h.write("clip-\(i).bin", randomBytes(n)) }

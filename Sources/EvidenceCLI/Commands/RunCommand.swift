@@ -123,9 +123,10 @@ struct RunCommand: AsyncParsableCommand {
                 checks: ReadinessCheck.pipeline(pipeline))
             alongside.append(endpoint.makeApplication(logger: logger) { port in
                 let url = MetricsEndpoint.baseURL(host: metricsConfig.host, port: port) + "/metrics"
-                // Unbuffered: a parent reading the pipe sees the line at once.
-                Output.writeOutput(Data("metrics on \(url)\n".utf8))
+                // Logged first, then printed unbuffered: a parent that reads the printed line
+                // finds the log line already written.
                 logger.notice("serving metrics", metadata: ["url": "\(url)"])
+                Output.writeOutput(Data("metrics on \(url)\n".utf8))
             })
         }
         signal(SIGUSR1, SIG_IGN)
