@@ -146,6 +146,12 @@ public protocol Catalog: Sendable {
     func wakeQueuedJobs(itemID: Int64, now: Date) throws(CatalogError) -> Int
     /// `wakeQueuedJobs(itemID:now:)` for jobs of these kinds only.
     func wakeQueuedJobs(itemID: Int64, kinds: [JobKind], now: Date) throws(CatalogError) -> Int
+    /// Marks done, in one transaction, those of these jobs that are queued: their work was done
+    /// for them (a stamp job saved the evidence records its members' notarize jobs wait for), so
+    /// running them would only find it done. Running, done and failed jobs are left as they are;
+    /// how many were finished.
+    @discardableResult
+    func finishQueuedJobs(ids: [Int64]) throws(CatalogError) -> Int
     /// Facts kept about the catalog's service, by key (`meta`): every entry whose key starts
     /// with `prefix`.
     func metaEntries(prefix: String) throws(CatalogError) -> [String: String]

@@ -51,6 +51,30 @@ struct JobQueueTests {
         #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now) == nil, "the other job still waits")
     }
 
+    @Test("finishQueuedJobs marks queued jobs done, in one call; a running, failed or unnamed job is left as it is", arguments: Backend.allCases)
+    func finishQueued(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
+        var spec = JobSpec(.verify(rule: "cam"))
+        spec.runAt = Date().addingTimeInterval(3600)
+        let queued = try c.enqueue(spec, itemID: id, dedupeKey: "queued")
+        let untouched = try c.enqueue(spec, itemID: id, dedupeKey: "not named")
+        let running = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "running")
+        let now = Date()
+        #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now)?.id == running.id)
+        let failed = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "failed")
+        let claimed = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now.addingTimeInterval(1)))
+        #expect(claimed.id == failed.id)
+        _ = try c.failJob(failed.id, owner: "A", error: "no", retryAt: nil, onGiveUp: nil)
+
+        #expect(try c.finishQueuedJobs(ids: [queued.id, running.id, failed.id, 999_999]) == 1)
+        let states = Dictionary(uniqueKeysWithValues: try c.jobs(itemID: id).map { ($0.id, $0.state) })
+        #expect(states == [queued.id: .done, untouched.id: .queued, running.id: .running, failed.id: .failed])
+        // The running job's owner still completes it; a finished job is not claimed again.
+        try c.completeJob(running.id, owner: "A", transition: nil)
+        #expect(try c.claimJob(id: queued.id, owner: "B", lease: 60, now: now) == nil, "done")
+        #expect(try c.finishQueuedJobs(ids: []) == 0)
+    }
+
     @Test("enqueue is idempotent by dedupe key", arguments: Backend.allCases)
     func dedupe(_ backend: Backend) throws {
         let (c, id) = try catalogWithItem(backend)

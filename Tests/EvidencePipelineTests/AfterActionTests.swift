@@ -125,7 +125,7 @@ struct AfterActionTests {
         #expect(again.id == item.id)
 
         let first = try await s.run(JobKind.afterAction)
-        guard case .notYet(_, let reason)? = first else { Issue.record("after-action did not wait: \(String(describing: first))"); return }
+        guard case .notYet(_, let reason, _)? = first else { Issue.record("after-action did not wait: \(String(describing: first))"); return }
         #expect(reason.contains("archive to vault"), "\(reason)")
         #expect(exists(path), "the file under rule B was deleted before B's archive held it")
         let archive = try #require(try s.open(item, JobKind.archive).first, "B's archive job was not queued")

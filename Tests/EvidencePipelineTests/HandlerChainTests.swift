@@ -90,7 +90,9 @@ struct HandlerChainTests {
                 }
                 switch outcome {
                 case .done(let transition): try catalog.completeJob(job.id, owner: "test", transition: transition)
-                case .notYet(let until, _): try catalog.releaseJob(job.id, owner: "test", runAt: max(until, now))
+                case .notYet(let until, _, let unless):
+                    try catalog.releaseJob(job.id, owner: "test", runAt: max(until, now))
+                    if let unless, let item = job.itemID, unless() { _ = try catalog.wakeQueuedJobs(itemID: item, kinds: [job.kind], now: now) }
                 }
             }
         }

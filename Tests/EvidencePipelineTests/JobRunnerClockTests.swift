@@ -52,6 +52,49 @@ struct JobRunnerClockTests {
         #expect(handler.attempts.withLock { $0 } == 2)
     }
 
+    /// Waits an hour for work another job does; that work is done while this job runs, after
+    /// it looked (the lost wake-up: the other job finds it running, not queued, and cannot wake
+    /// it). Its `unless` says whether the work is done.
+    final class WaitsForOther: JobHandler {
+        let kind = JobKind.notarize
+        let runs = Mutex(0)
+        let otherDone = Mutex(false)
+        let doneWhileRunning: Bool
+        init(doneWhileRunning: Bool) { self.doneWhileRunning = doneWhileRunning }
+        func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
+            runs.withLock { $0 += 1 }
+            if otherDone.withLock({ $0 }) { return .done(nil) }
+            if doneWhileRunning { otherDone.withLock { $0 = true } }
+            return .notYet(until: Date().addingTimeInterval(3600), reason: "waiting for the other job",
+                           unless: { self.otherDone.withLock { $0 } })
+        }
+    }
+
+    @Test("a job put back to wait an hour for work done meanwhile runs again at once; one whose work is not done waits", arguments: [true, false])
+    func putBackThenAsked(doneWhileRunning: Bool) async throws {
+        let catalog = try SQLiteCatalog.inMemory()
+        let handler = WaitsForOther(doneWhileRunning: doneWhileRunning)
+        let item = try catalog.recordIngest(IngestRecord(sha256: SHA256Digest(hex: String(repeating: "e", count: 64))!, size: 1, path: "/drop/y",
+                                                         rule: nil, device: 1, inode: 1, mtimeNanos: 1, media: nil, newObject: true,
+                                                         actor: "test")).item
+        _ = try catalog.enqueue(JobSpec(.notarize(rule: "cam", notary: "tsa")), itemID: item.id, dedupeKey: "n")
+        let clock = Clock()
+        clock.advance(1)
+        let runner = JobRunner(catalog: catalog, handlers: [handler], owner: "test", workers: 1, idlePoll: 0.01,
+                               now: clock.now, logger: Logger(label: "test"))
+        let task = Task { try await runner.run() }
+        defer { task.cancel() }
+        if doneWhileRunning {
+            #expect(await waitUntil(timeout: 20) { (try? catalog.jobCounts()["done"]) == 1 }, "still waiting its hour: \(String(describing: try? catalog.jobs(itemID: item.id)))")
+            #expect(handler.runs.withLock { $0 } == 2)
+        } else {
+            #expect(await waitUntil(timeout: 20) { handler.runs.withLock { $0 } == 1 && (try? catalog.jobCounts()["queued"]) == 1 })
+            let looked = clock.reads.withLock { $0 }
+            #expect(await waitUntil(timeout: 20) { clock.reads.withLock { $0 } >= looked + 10 }, "the runner stopped looking")
+            #expect(handler.runs.withLock { $0 } == 1, "ran again though nothing it waits for happened")
+        }
+    }
+
     /// Unreachable (no answer) until the clock has moved `outage` past its first call.
     final class Down: JobHandler {
         let kind = JobKind.verify

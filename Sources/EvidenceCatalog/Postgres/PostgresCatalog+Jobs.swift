@@ -131,6 +131,17 @@ extension PostgresCatalog {
         }
     }
 
+    @discardableResult
+    public func finishQueuedJobs(ids: [Int64]) throws(CatalogError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try write { tx in
+            try tx.query("""
+                UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = $1
+                WHERE state = 'queued' AND id = ANY(string_to_array($2, ',')::bigint[]) RETURNING id
+                """, [pg(Date()), ids.map(String.init).joined(separator: ",")]).all.count
+        }
+    }
+
     public func metaEntries(prefix: String) throws(CatalogError) -> [String: String] {
         try read { c in
             let rows = try c.query("SELECT key, value FROM meta WHERE left(key, length($1)) = $1", [prefix]).all

@@ -16,7 +16,15 @@ extension SQLiteCatalog {
     }
 
     public func enqueue(_ spec: JobSpec, itemID: Int64?, dedupeKey: String) throws(CatalogError) -> QueuedJob {
-        try write { db in try Self.insertJob(db, spec, itemID: itemID, dedupeKey: dedupeKey, now: Date()) }
+        // A job already there (every member of a time-stamp window enqueues the window's one
+        // job) is read, not written: no transaction. Jobs are never deleted, so what a read
+        // finds stays; a miss is checked again inside the write.
+        if let existing = try read({ db in
+            try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE dedupe_key = ?"), arguments: [dedupeKey])?.model()
+        }) {
+            return existing
+        }
+        return try write { db in try Self.insertJob(db, spec, itemID: itemID, dedupeKey: dedupeKey, now: Date()) }
     }
 
     public func claimJob(kinds: [JobKind], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
@@ -186,6 +194,26 @@ extension SQLiteCatalog {
             try db.execute(sql: "UPDATE job SET next_run_at = ? WHERE state = 'queued' AND next_run_at > ? AND item_id = ? AND kind IN (\(marks))",
                            arguments: StatementArguments(args))
             return db.changesCount
+        }
+    }
+
+    @discardableResult
+    public func finishQueuedJobs(ids: [Int64]) throws(CatalogError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try write { db in
+            var finished = 0
+            let now = StoredDate.text(Date())
+            // In slices: SQLite limits a statement's parameters.
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let slice = ids[start..<min(ids.count, start + 500)]
+                let marks = slice.map { _ in "?" }.joined(separator: ",")
+                try db.execute(sql: """
+                    UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = ?
+                    WHERE state = 'queued' AND id IN (\(marks))
+                    """, arguments: StatementArguments([now as any DatabaseValueConvertible] + slice.map { $0 as any DatabaseValueConvertible }))
+                finished += db.changesCount
+            }
+            return finished
         }
     }
 

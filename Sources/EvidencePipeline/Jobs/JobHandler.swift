@@ -23,7 +23,13 @@ public enum JobOutcome: Sendable {
     case done(JobTransition?)
     /// A precondition is not met yet (e.g. the item has not reached its final stage): try
     /// again at this time without counting an attempt.
-    case notYet(until: Date, reason: String)
+    ///
+    /// `unless`, when given, is asked once the job is back in the queue: true (what it waits
+    /// for happened meanwhile) makes it due at once. Another job that finishes the awaited work
+    /// and then wakes this one misses it while it runs; the question, asked after the release,
+    /// closes that window: whatever happened before the release is seen by the question, and
+    /// whatever happens after it finds the job queued.
+    case notYet(until: Date, reason: String, unless: (@Sendable () -> Bool)? = nil)
 }
 
 /// A failed attempt. `retryable` failures are retried with backoff (or after `retryAfter`

@@ -171,10 +171,15 @@ public final class JobRunner: Service, Sendable {
                 try await onIOThread { () throws(CatalogError) in
                     try catalog.completeJob(job.id, owner: owner, transition: transition) }
                 log.debug("job done")
-            case .notYet(let until, let reason):
+            case .notYet(let until, let reason, let unless):
                 try await onIOThread { () throws(CatalogError) in
                     try catalog.releaseJob(job.id, owner: owner, runAt: until) }
-                log.debug("job waits: \(reason)")
+                if let unless, let itemID = job.itemID, await onIOThread({ unless() }) {
+                    _ = await onIOThread { try? catalog.wakeQueuedJobs(itemID: itemID, kinds: [job.kind], now: self.now()) }
+                    log.debug("job due again: what it waited for happened as it was put back")
+                } else {
+                    log.debug("job waits: \(reason)")
+                }
             }
         } catch let error as JobError {
             if Task.isCancelled {

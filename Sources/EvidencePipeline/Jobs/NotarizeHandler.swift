@@ -150,14 +150,15 @@ public struct NotarizeHandler: JobHandler {
                     }
                     throw JobError("\(name): \(reason)", retryable: false)
                 case .running:
-                    // The job wakes its members when it is done; its lease bounds the wait.
+                    // The job finishes its members' queued jobs when their records are saved; this
+                    // one, running now, looks again once put back. Its lease bounds the wait.
                     return .notYet(until: max(stamp.leaseExpiresAt ?? now(), now().addingTimeInterval(10)),
-                                   reason: "\(name): batch \(window) is being time-stamped")
+                                   reason: "\(name): batch \(window) is being time-stamped", unless: confirmedMeanwhile())
                 default:
                     let what = kind == .opentimestamps && existing.receipt != nil
                         ? "a Bitcoin block attesting batch \(window) (its calendars answered)" : "the time-stamp of batch \(window)"
                     return .notYet(until: max(stamp.nextRunAt.addingTimeInterval(1), now().addingTimeInterval(10)),
-                                   reason: "\(name): waiting for \(what)")
+                                   reason: "\(name): waiting for \(what)", unless: confirmedMeanwhile())
                 }
                 // Stamped without this item (it joined as the members were read): the next window.
                 let (next, end) = StampHandler.window(notary: name, seconds: notary.config.batch, now: now())
@@ -167,13 +168,27 @@ public struct NotarizeHandler: JobHandler {
                 }
                 let nextSpec = JobSpec(.stamp(notary: name, window: next), runAt: end)
                 _ = try await blockingJobWork { try catalog.enqueue(nextSpec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: next)) }
-                return .notYet(until: end.addingTimeInterval(1), reason: "\(name): in time-stamp batch \(next)")
+                return .notYet(until: end.addingTimeInterval(Self.fallback), reason: "\(name): in time-stamp batch \(next)",
+                               unless: confirmedMeanwhile())
             }
             let (window, end) = StampHandler.window(notary: name, seconds: notary.config.batch, now: now())
             try await save(Proof(itemID: item.id, notary: name, kind: kind, state: .pending, remoteID: window, submittedAt: submittedAt))
             let spec = JobSpec(.stamp(notary: name, window: window), runAt: end)
             _ = try await blockingJobWork { try catalog.enqueue(spec, itemID: nil, dedupeKey: StampHandler.dedupeKey(window: window)) }
-            return .notYet(until: end.addingTimeInterval(1), reason: "\(name): in time-stamp batch \(window)")
+            return .notYet(until: end.addingTimeInterval(Self.fallback), reason: "\(name): in time-stamp batch \(window)",
+                           unless: confirmedMeanwhile())
+        }
+
+        /// How long after its window ends a member looks for itself. The window's stamp job,
+        /// due at the end, finishes its members' queued jobs as it saves their records, so a
+        /// member normally never runs again; it looks only when the job could not (it failed,
+        /// or this member joined as the members were read).
+        static let fallback: Double = 3
+
+        /// Whether this item's proof of this notary is confirmed (asked after the job is put back).
+        func confirmedMeanwhile() -> @Sendable () -> Bool {
+            let (catalog, itemID, name) = (home.catalog, item.id, self.name)
+            return { ((try? catalog.proofs(itemID: itemID))?.first { $0.notary == name }?.state == .confirmed) }
         }
 
         func makeSubmission(sources: [SourceSighting]) -> QEDSubmission {

@@ -11,7 +11,8 @@ import Foundation
 /// joined by saving that proof before the window closed (`NotarizeHandler`), so membership is as
 /// durable as any proof. After the window closes this job builds their hash tree, asks the TSA
 /// once for a token over its root (verified against the notary's trust), and saves each member's
-/// evidence record as its confirmed proof, with the member's own rule deciding its next state.
+/// evidence record as its confirmed proof, with the member's own rule deciding its next state,
+/// and finishes the members' notarize jobs (nothing is left for them to do).
 /// A member that joined too late for the read finds this job done and its proof still pending,
 /// and joins the next window. After a crash before the proofs are saved, the job runs again and
 /// asks again for the members not yet confirmed: nothing is lost, no item gets two records.
@@ -55,6 +56,8 @@ public struct StampHandler: JobHandler {
         let proof: Proof
         let item: Item
         let rule: WatchRule
+        /// The member's notarize job of this notary (waiting for this window).
+        let jobID: Int64
     }
 
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
@@ -81,12 +84,13 @@ public struct StampHandler: JobHandler {
                 guard let item = try catalog.item(id: proof.itemID) else { continue }
                 // The member's rule is its notarize job's; a member whose rule is gone waits
                 // (its job joins a later window once the rule is back).
-                let ruleName = try catalog.jobs(itemID: item.id).lazy.compactMap { job -> String? in
-                    if case .notarize(let rule, let notary) = job.payload, notary == notaryName { return rule }
+                let jobs = try catalog.jobs(itemID: item.id).compactMap { job -> (id: Int64, rule: String, done: Bool)? in
+                    if case .notarize(let rule, let notary) = job.payload, notary == notaryName { return (job.id, rule, job.state == .done) }
                     return nil
-                }.first
-                guard let ruleName, let rule = rules[ruleName] else { continue }
-                found.append(Member(proof: proof, item: item, rule: rule))
+                }
+                let job = jobs.first { !$0.done } ?? jobs.first
+                guard let job, let rule = rules[job.rule] else { continue }
+                found.append(Member(proof: proof, item: item, rule: rule, jobID: job.id))
             }
             return found
         }
@@ -122,8 +126,8 @@ public struct StampHandler: JobHandler {
             }
             return .done(nil)
         }
-        let saved: [Int64] = try await blockingJobWork {
-            var saved: [Int64] = []
+        let saved: [Member] = try await blockingJobWork {
+            var saved: [Member] = []
             for m in members {
                 guard let record = made.records[m.item.sha256] else { continue }
                 let receipt = try store.put(record).digest
@@ -133,13 +137,15 @@ public struct StampHandler: JobHandler {
                 let lifecycle = ItemLifecycle(rule: m.rule)
                 // Only a member still waiting for this window: never over a proof another run saved.
                 let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: proof))
-                if done != nil { saved.append(m.item.id) }
+                if done != nil { saved.append(m) }
             }
             return saved
         }
-        try await blockingJobWork {
-            for id in saved { _ = try catalog.wakeQueuedJobs(itemID: id, kinds: [.notarize], now: Date()) }
-        }
+        // The members' notarize jobs have nothing left to do: finished here, in one transaction,
+        // rather than each woken to be claimed, find its record and complete. A member's job
+        // that is running now is left to itself: put back, it asks whether its proof was
+        // confirmed meanwhile (`JobOutcome.notYet`'s `unless`) and runs again at once.
+        try await blockingJobWork { _ = try catalog.finishQueuedJobs(ids: saved.map(\.jobID)) }
         return .done(nil)
     }
 }
