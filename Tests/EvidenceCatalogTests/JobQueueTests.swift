@@ -75,6 +75,26 @@ struct JobQueueTests {
         #expect(try c.finishQueuedJobs(ids: []) == 0)
     }
 
+    @Test("a completion's certificates are recorded in its transaction, each with its event before the transition's; a lost lease records none", arguments: Backend.allCases)
+    func certificatesWithCompletion(_ backend: Backend) throws {
+        let (c, id) = try catalogWithItem(backend)
+        _ = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: id, dedupeKey: "c")
+        let now = Date()
+        let job = try #require(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now))
+        let pdf = Certificate(itemID: id, origin: "evidence", sha256: SHA256Digest(hex: String(repeating: "c", count: 64))!, size: 1234)
+        var t = JobTransition(state: .certified, event: .certified)
+        t.certificates = [pdf]
+        // Another runner took the job over: its completion is refused, and nothing of it recorded.
+        #expect(throws: CatalogError.self) { try c.completeJob(job.id, owner: "B", transition: t) }
+        #expect(try c.certificates(itemID: id).isEmpty)
+        try c.completeJob(job.id, owner: "A", transition: t)
+        let saved = try c.certificates(itemID: id)
+        #expect(saved.map(\.origin) == ["evidence"] && saved.first?.sha256 == pdf.sha256 && saved.first?.size == 1234)
+        #expect(try c.events(itemID: id).map(\.kind) == ["ingested", "certificate", "certified"])
+        #expect(try c.item(id: id)?.state == .certified)
+        #expect(try c.verifyChain().ok)
+    }
+
     @Test("enqueue is idempotent by dedupe key", arguments: Backend.allCases)
     func dedupe(_ backend: Backend) throws {
         let (c, id) = try catalogWithItem(backend)

@@ -265,6 +265,7 @@ extension PostgresCatalog {
     static func applyTransition(_ tx: Tx, itemID: Int64, _ t: JobTransition) throws {
         let item = try Self.item(tx, itemID, forUpdate: true)
         try insertArchivedFiles(tx, t.archivedFiles)
+        for certificate in t.certificates { try insertCertificate(tx, certificate) }
         var d = t.details
         if let r = t.reason { d["reason"] = r }
         let now = Date()

@@ -85,17 +85,20 @@ extension PostgresCatalog {
     }
 
     public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {
-        try write(custody: true) { tx in
-            try tx.query("""
-                INSERT INTO certificate (item_id, origin, sha256, size, created_at) VALUES ($1, $2, $3, $4, $5)
-                ON CONFLICT (item_id, origin) DO UPDATE SET sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
-                  created_at = EXCLUDED.created_at
-                """, [String(certificate.itemID), certificate.origin, certificate.sha256.hex, String(certificate.size),
-                      pg(certificate.createdAt)])
-            _ = try Self.appendEvent(tx, itemID: certificate.itemID, kind: .certificate, actor: "evidence",
-                                     details: ["origin": certificate.origin, "sha256": certificate.sha256.hex,
-                                               "size": String(certificate.size)])
-        }
+        try write(custody: true) { tx in try Self.insertCertificate(tx, certificate) }
+    }
+
+    /// The certificate's row (insert or replace per item and origin) and its `certificate` event.
+    static func insertCertificate(_ tx: Tx, _ certificate: Certificate) throws {
+        try tx.query("""
+            INSERT INTO certificate (item_id, origin, sha256, size, created_at) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (item_id, origin) DO UPDATE SET sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
+              created_at = EXCLUDED.created_at
+            """, [String(certificate.itemID), certificate.origin, certificate.sha256.hex, String(certificate.size),
+                  pg(certificate.createdAt)])
+        _ = try Self.appendEvent(tx, itemID: certificate.itemID, kind: .certificate, actor: "evidence",
+                                 details: ["origin": certificate.origin, "sha256": certificate.sha256.hex,
+                                           "size": String(certificate.size)])
     }
 
     public func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile] {

@@ -363,6 +363,7 @@ extension SQLiteCatalog {
     static func applyTransition(_ db: Database, itemID: Int64, _ t: JobTransition) throws {
         guard var item = try Self.itemRow(db, itemID) else { throw CatalogError.notFound("item \(itemID)") }
         try insertArchivedFiles(db, t.archivedFiles)
+        for certificate in t.certificates { try insertCertificate(db, certificate) }
         var d = t.details
         if let r = t.reason { d["reason"] = r }
         if let state = t.state, state != item.state {
@@ -409,10 +410,13 @@ public struct JobTransition: Sendable, Equatable {
     /// transition's own) in the same transaction: an archive job's small files cost no
     /// transaction of their own.
     public var archivedFiles: [ArchivedFile]
+    /// Certificates made, recorded (each with its `certificate` event, before the transition's
+    /// own) in the same transaction: a certificate job's own PDF costs no transaction of its own.
+    public var certificates: [Certificate]
 
     public init(state: ItemState?, event: CustodyEventKind, reason: String? = nil, details: [String: String] = [:],
-                jobs: [JobSpec] = [], wake: [JobKind] = [], archivedFiles: [ArchivedFile] = []) {
+                jobs: [JobSpec] = [], wake: [JobKind] = [], archivedFiles: [ArchivedFile] = [], certificates: [Certificate] = []) {
         self.state = state; self.event = event; self.reason = reason; self.details = details; self.jobs = jobs
-        self.wake = wake; self.archivedFiles = archivedFiles
+        self.wake = wake; self.archivedFiles = archivedFiles; self.certificates = certificates
     }
 }

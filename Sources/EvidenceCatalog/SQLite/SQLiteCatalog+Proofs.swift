@@ -71,11 +71,14 @@ extension SQLiteCatalog {
     }
 
     public func saveCertificate(_ certificate: Certificate) throws(CatalogError) {
-        try write { db in
-            try CertificateRow(certificate).save(db)
-            _ = try Self.appendEvent(db, itemID: certificate.itemID, kind: .certificate, actor: "evidence",
-                                     details: ["origin": certificate.origin, "sha256": certificate.sha256.hex,
-                                               "size": String(certificate.size)])
-        }
+        try write { db in try Self.insertCertificate(db, certificate) }
+    }
+
+    /// The certificate's row (insert or replace per item and origin) and its `certificate` event.
+    static func insertCertificate(_ db: Database, _ certificate: Certificate) throws {
+        try CertificateRow(certificate).save(db)
+        _ = try Self.appendEvent(db, itemID: certificate.itemID, kind: .certificate, actor: "evidence",
+                                 details: ["origin": certificate.origin, "sha256": certificate.sha256.hex,
+                                           "size": String(certificate.size)])
     }
 }

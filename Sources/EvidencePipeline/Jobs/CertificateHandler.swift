@@ -48,9 +48,10 @@ public struct CertificateHandler: JobHandler {
             }
         }
 
+        var made: [Certificate] = []
         if !have.contains(where: { $0.origin == "evidence" }) {
             let timezone = self.timezone, executable = self.posterExecutable, logger = self.logger
-            try await blockingJobWork {
+            made = [try await blockingJobWork {
                 let labels = try ItemLabels.resolve(home: home, item: item, rule: ruleName, ruleLabels: rule.labels)
                 var poster = PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: item.id))
                 if poster == nil, let executable, PosterFrames.wanted(item) {
@@ -62,11 +63,18 @@ public struct CertificateHandler: JobHandler {
                         logger.warning("no poster frame", metadata: ["item": "\(item.id)", "reason": "\(why)"])
                     }
                 }
-                try home.catalog.saveCertificate(try EvidenceCertificateMaker.make(home: home, item: item, labels: labels,
-                                                                                    timezone: timezone, poster: poster))
-            }
+                return try EvidenceCertificateMaker.make(home: home, item: item, labels: labels, timezone: timezone, poster: poster)
+            }]
         }
-        return .done(ItemLifecycle(rule: rule).transition(from: item.state,
-                                                          on: .certified(count: proofs.filter { $0.kind == .qed }.count + 1)))
+        // Our own certificate is recorded with the job's completion, in its transaction (its PDF
+        // is stored already; a crash before the completion makes it again on the next run).
+        guard var done = ItemLifecycle(rule: rule).transition(from: item.state, on: .certified(count: proofs.filter { $0.kind == .qed }.count + 1)) else {
+            // No transition to carry it (the item is past this stage): saved on its own.
+            let certificates = made
+            try await blockingJobWork { for certificate in certificates { try home.catalog.saveCertificate(certificate) } }
+            return .done(nil)
+        }
+        done.certificates = made
+        return .done(done)
     }
 }
