@@ -75,6 +75,9 @@ struct TSATrustTests {
             let reply = try tsa.reply(to: request.der)
             let pem = try #require(TSACertificates.signerPEM(response: reply))
             #expect(TSACertificates.infos(pem: pem) == (try TSACertificates.read(pemFile: tsa.tsaCertificatePath)))
+            // Its subject and fingerprint read from the token directly (kept with the token's parse).
+            #expect(TSACertificates.signerInfo(response: reply) == (try TSACertificates.read(pemFile: tsa.tsaCertificatePath)).first)
+            #expect(TSACertificates.signerInfo(response: Data("not a reply".utf8)) == nil)
         }
     }
 

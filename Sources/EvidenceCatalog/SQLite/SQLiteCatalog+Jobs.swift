@@ -4,8 +4,7 @@ import GRDB
 
 extension SQLiteCatalog {
     static func insertJob(_ db: Database, _ spec: JobSpec, itemID: Int64?, dedupeKey: String, now: Date) throws -> QueuedJob {
-        if let existing = try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE dedupe_key = ?"),
-                                              arguments: [dedupeKey]) { return try existing.model() }
+        if let existing = try jobRow(db, dedupeKey: dedupeKey) { return try existing.model() }
         var row = JobRow(id: nil, kind: spec.kind, itemId: itemID, state: .queued, attempts: 0,
                          maxAttempts: spec.maxAttempts, nextRunAt: spec.runAt ?? now, leaseOwner: nil,
                          leaseExpiresAt: nil, lastError: nil,
@@ -19,11 +18,7 @@ extension SQLiteCatalog {
         // A job already there (every member of a time-stamp window enqueues the window's one
         // job) is read, not written: no transaction. Jobs are never deleted, so what a read
         // finds stays; a miss is checked again inside the write.
-        if let existing = try read({ db in
-            try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE dedupe_key = ?"), arguments: [dedupeKey])?.model()
-        }) {
-            return existing
-        }
+        if let existing = try read({ db in try Self.jobRow(db, dedupeKey: dedupeKey)?.model() }) { return existing }
         return try write { db in try Self.insertJob(db, spec, itemID: itemID, dedupeKey: dedupeKey, now: Date()) }
     }
 
@@ -351,6 +346,10 @@ extension SQLiteCatalog {
 
     static func jobRow(_ db: Database, _ id: Int64) throws -> JobRow? {
         try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?"), arguments: [id])
+    }
+
+    static func jobRow(_ db: Database, dedupeKey: String) throws -> JobRow? {
+        try JobRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM job WHERE dedupe_key = ?"), arguments: [dedupeKey])
     }
 
     static func leasedJob(_ db: Database, _ id: Int64, _ owner: String) throws -> JobRow {

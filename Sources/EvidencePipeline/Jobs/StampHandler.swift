@@ -126,8 +126,8 @@ public struct StampHandler: JobHandler {
             }
             return .done(nil)
         }
-        let saved: [Member] = try await blockingJobWork {
-            var saved: [Member] = []
+        let saved: [Int64] = try await blockingJobWork {
+            var saved: [Int64] = []
             for m in members {
                 guard let record = made.records[m.item.sha256] else { continue }
                 let receipt = try store.put(record).digest
@@ -137,7 +137,7 @@ public struct StampHandler: JobHandler {
                 let lifecycle = ItemLifecycle(rule: m.rule)
                 // Only a member still waiting for this window: never over a proof another run saved.
                 let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: proof))
-                if done != nil { saved.append(m) }
+                if done != nil { saved.append(m.jobID) }
             }
             return saved
         }
@@ -145,7 +145,7 @@ public struct StampHandler: JobHandler {
         // rather than each woken to be claimed, find its record and complete. A member's job
         // that is running now is left to itself: put back, it asks whether its proof was
         // confirmed meanwhile (`JobOutcome.notYet`'s `unless`) and runs again at once.
-        try await blockingJobWork { _ = try catalog.finishQueuedJobs(ids: saved.map(\.jobID)) }
+        try await blockingJobWork { _ = try catalog.finishQueuedJobs(ids: saved) }
         return .done(nil)
     }
 }

@@ -263,7 +263,7 @@ public enum BundleVerifier {
                 let signerReply = ProofCheck.signerResponse(p, receipt: receipt) ?? receipt
                 report.notes += certificateNotes(dir: dir, notary: n, receipt: signerReply, label: file)
                 var copies = BundleWriter.TSACertificateCopies()
-                copies.signer = TSACertificates.signerPEM(response: signerReply).flatMap { TSACertificates.infos(pem: $0).first }
+                copies.signer = TSACertificates.signerInfo(response: signerReply)
                 if let pem = BundleFiles.readRegular("\(dir)/proofs/\(n)-ca.pem") { copies.ca = TSACertificates.infos(pem: pem) }
                 if p.kind == .rfc4998 { (copies.stampTimes, copies.hashRenewedAt) = BundleWriter.recordTimes(receipt, digest: m.item.sha256, sha512: sha512) }
                 certificateCopies[p.notary] = copies
@@ -417,7 +417,7 @@ public enum BundleVerifier {
     /// the TSA's published ones, never trusted.
     static func certificateNotes(dir: String, notary n: String, receipt: Data, label: String) -> [String] {
         var notes: [String] = []
-        if let signer = TSACertificates.signerPEM(response: receipt).flatMap({ TSACertificates.infos(pem: $0).first }) {
+        if let signer = TSACertificates.signerInfo(response: receipt) {
             notes.append("\(label) is signed by \(signer.subject), certificate SHA-256 \(signer.sha256)")
         }
         let ca = "\(dir)/proofs/\(n)-ca.pem"

@@ -4,7 +4,6 @@ import EvidenceCore
 import EvidenceNotary
 import EvidenceStore
 import Foundation
-import Synchronization
 
 /// Our own certificate PDF for an item: file, hash, media summary, every proof, and the
 /// commands an auditor runs on a bundle (`evidence bundle`) to check it without us.
@@ -83,26 +82,11 @@ public enum EvidenceCertificateMaker {
         var out: [String: TSACertificates.Info] = [:]
         for p in proofs where p.kind.isTimestamp && p.state == .confirmed {
             guard let r = p.receipt, let receipt = try? home.store.read(r), let token = ProofCheck.signerResponse(p, receipt: receipt),
-                  let info = TSACertificates.signerPEM(response: token).flatMap(signerInfo) else { continue }
+                  let info = TSACertificates.signerInfo(response: token) else { continue }
             out[p.notary] = info
         }
         return out
     }
-
-    /// The signer certificate's subject and fingerprint, parsed once per certificate: a TSA
-    /// signs every token of a batch, and of months, with the same one (its X.509 parse was a
-    /// sixth of a certificate's making). Keyed by the certificate's own bytes; a few kept.
-    static func signerInfo(pem: Data) -> TSACertificates.Info? {
-        if let known = signerInfos.withLock({ $0[pem] }) { return known }
-        guard let info = TSACertificates.infos(pem: pem).first else { return nil }
-        signerInfos.withLock { cache in
-            if cache.count >= 16 { cache.removeAll() }
-            cache[pem] = info
-        }
-        return info
-    }
-
-    static let signerInfos = Mutex<[Data: TSACertificates.Info]>([:])
 
     /// Renders and stores the certificate; returns its record (not yet saved in the catalog).
     public static func make(home: EvidenceHome, item: Item, labels: CertificateLabels = .init(), timezone: LocalTime = .utc,
