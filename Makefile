@@ -12,7 +12,10 @@ build: deps
 	$(SWIFT) build $(SWIFTFLAGS)
 
 # The Swift runtime and Foundation linked statically: a smaller process (Package.swift says how much).
-RELEASEFLAGS = -c release --static-swift-stdlib
+# Every function of ours and of the packages in a section of its own, so the link can place the
+# ones hash, ingest and run use together (scripts/link-order.txt); without it only inlined copies
+# had their own sections and the list moved whole files.
+RELEASEFLAGS = -c release --static-swift-stdlib -Xswiftc -Xfrontend -Xswiftc -function-sections
 # Only the programs: EvidenceTesting (test support) imports Testing, which a release build of
 # every target cannot find ("no such module 'Testing'").
 RELEASEPRODUCTS = evidence evidence-sandbox evidence-bench

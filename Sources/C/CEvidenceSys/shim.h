@@ -24,6 +24,10 @@ static inline int evidence_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXE
 #include <sys/prctl.h>
 static inline int evidence_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
+// mallopt's parameter names are macros: one typed wrapper for the arena limit (EvidenceProcess/MallocArenas.swift).
+#include <malloc.h>
+static inline int evidence_malloc_arena_max(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
+
 // openat2(2) (Linux 5.6) has no glibc wrapper: call it through syscall(2), which is variadic.
 // Returns -1 with errno ENOSYS where the kernel lacks it.
 #include <sys/syscall.h>
