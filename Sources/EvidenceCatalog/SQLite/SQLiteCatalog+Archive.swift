@@ -5,7 +5,7 @@ import GRDB
 
 extension SQLiteCatalog {
     public func archivedFiles(itemID: Int64) throws(CatalogError) -> [ArchivedFile] {
-        try read { db in
+        try readStatement { db in
             try ArchivedFileRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM archived_file WHERE item_id = ? ORDER BY remote_path"), arguments: [itemID]).map { try $0.model() }
         }
     }

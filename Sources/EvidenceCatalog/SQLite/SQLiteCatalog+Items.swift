@@ -111,11 +111,11 @@ extension SQLiteCatalog {
     // MARK: Reads
 
     public func item(id: Int64) throws(CatalogError) -> Item? {
-        try read { db in try Self.itemRow(db, id)?.model() }
+        try readStatement { db in try Self.itemRow(db, id)?.model() }
     }
 
     public func item(sha256: SHA256Digest) throws(CatalogError) -> Item? {
-        try read { db in try ItemRow.filter(ItemRow.Columns.sha256 == sha256.hex).fetchOne(db)?.model() }
+        try readStatement { db in try ItemRow.filter(ItemRow.Columns.sha256 == sha256.hex).fetchOne(db)?.model() }
     }
 
     public func items(matching reference: String) throws(CatalogError) -> [Item] {
@@ -150,7 +150,7 @@ extension SQLiteCatalog {
     }
 
     public func sources(itemID: Int64) throws(CatalogError) -> [SourceSighting] {
-        try read { db in
+        try readStatement { db in
             try SourceRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM source WHERE item_id = ? ORDER BY id"), arguments: [itemID]).map { $0.model() }
         }
     }
@@ -160,7 +160,7 @@ extension SQLiteCatalog {
     }
 
     public func events(itemID: Int64) throws(CatalogError) -> [CustodyEvent] {
-        try read { db in
+        try readStatement { db in
             try CustodyRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM custody_event WHERE item_id = ? ORDER BY seq"), arguments: [itemID]).map { $0.model() }
         }
     }

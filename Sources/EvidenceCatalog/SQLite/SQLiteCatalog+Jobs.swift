@@ -273,7 +273,7 @@ extension SQLiteCatalog {
     public func jobs(itemID: Int64) throws(CatalogError) -> [QueuedJob] {
         // A job whose parameters cannot be read was failed when it was claimed; it still counts
         // in `jobCounts`, but cannot be shown as a job.
-        try read { db in
+        try readStatement { db in
             try JobRow.filter(JobRow.Columns.itemId == itemID).order(JobRow.Columns.id).fetchAll(db).compactMap { try? $0.model() }
         }
     }

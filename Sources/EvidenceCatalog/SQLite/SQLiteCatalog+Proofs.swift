@@ -4,7 +4,7 @@ import GRDB
 
 extension SQLiteCatalog {
     public func proofs(itemID: Int64) throws(CatalogError) -> [Proof] {
-        try read { db in
+        try readStatement { db in
             try ProofRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM proof WHERE item_id = ? ORDER BY notary"), arguments: [itemID]).map { try $0.model() }
         }
     }
