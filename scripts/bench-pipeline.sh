@@ -23,6 +23,8 @@
 #   - catalog writes and catalog transactions per item (/metrics: group commit puts several
 #     writes in one transaction).
 # BENCH_PERF=DIR also records a call-graph profile of evidence run for each (perf record -g).
+# BENCH_SMAPS=DIR also keeps evidence run's /proc/PID/smaps at the end of each, DIR/NAME.smaps:
+# its resident memory by mapping (the binary's code, each library, the heap).
 # BENCH_JOBS=N sets [workers] jobs (default: sized from the host, two per core).
 set -euo pipefail
 bindir=${1:?usage: bench-pipeline.sh BIN_DIR (holding evidence and evidence-sandbox)}
@@ -144,6 +146,7 @@ PY
   local rss_anon rss_file
   rss_anon=$(awk '/^RssAnon:/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")
   rss_file=$(awk '/^RssFile:/ { printf "%.1f", $2 / 1024 }' "/proc/$runpid/status")
+  [ -z "${BENCH_SMAPS:-}" ] || { mkdir -p "$BENCH_SMAPS"; cp "/proc/$runpid/smaps" "$BENCH_SMAPS/$name.smaps"; }
   local metrics; metrics=$(curl -sf "http://127.0.0.1:$mport/metrics" || true)
   kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true
   rm -f "$work/$name-run.pid" "$work/$name-perf.pid"

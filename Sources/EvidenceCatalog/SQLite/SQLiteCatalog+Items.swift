@@ -144,7 +144,7 @@ extension SQLiteCatalog {
 
     public func itemForSource(path: String, device: UInt64, inode: UInt64, size: Int64,
                               mtimeNanos: Int64) throws(CatalogError) -> Item? {
-        try read { db in
+        try readStatement { db in
             try ItemRow.fetchOne(db.cachedStatement(sql: Self.sourceLookupSQL), arguments: [path, Int64(bitPattern: device), Int64(bitPattern: inode), size, mtimeNanos])?.model()
         }
     }

@@ -18,7 +18,7 @@ extension SQLiteCatalog {
         // A job already there (every member of a time-stamp window enqueues the window's one
         // job) is read, not written: no transaction. Jobs are never deleted, so what a read
         // finds stays; a miss is checked again inside the write.
-        if let existing = try read({ db in try Self.jobRow(db, dedupeKey: dedupeKey)?.model() }) { return existing }
+        if let existing = try readStatement({ db in try Self.jobRow(db, dedupeKey: dedupeKey)?.model() }) { return existing }
         return try write { db in try Self.insertJob(db, spec, itemID: itemID, dedupeKey: dedupeKey, now: Date()) }
     }
 
@@ -213,7 +213,7 @@ extension SQLiteCatalog {
     }
 
     public func metaEntries(prefix: String) throws(CatalogError) -> [String: String] {
-        try read { db in
+        try readStatement { db in
             let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM meta WHERE substr(key, 1, length(?)) = ?", arguments: [prefix, prefix])
             return Dictionary(rows.map { ($0["key"] as String, $0["value"] as String) }, uniquingKeysWith: { a, _ in a })
         }

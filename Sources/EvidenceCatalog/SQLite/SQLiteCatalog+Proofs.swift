@@ -10,11 +10,11 @@ extension SQLiteCatalog {
     }
 
     public func allProofs() throws(CatalogError) -> [Proof] {
-        try read { db in try ProofRow.order(ProofRow.Columns.itemId, ProofRow.Columns.notary).fetchAll(db).map { try $0.model() } }
+        try readStatement { db in try ProofRow.order(ProofRow.Columns.itemId, ProofRow.Columns.notary).fetchAll(db).map { try $0.model() } }
     }
 
     public func proofs(notary: String, remoteID: String) throws(CatalogError) -> [Proof] {
-        try read { db in
+        try readStatement { db in
             try ProofRow.filter(ProofRow.Columns.notary == notary && ProofRow.Columns.remoteId == remoteID)
                 .order(ProofRow.Columns.itemId).fetchAll(db).map { try $0.model() }
         }
@@ -60,7 +60,7 @@ extension SQLiteCatalog {
     }
 
     public func certificates(itemID: Int64) throws(CatalogError) -> [Certificate] {
-        try read { db in
+        try readStatement { db in
             try CertificateRow.fetchAll(db.cachedStatement(sql: "SELECT * FROM certificate WHERE item_id = ? ORDER BY origin"), arguments: [itemID]).map { try $0.model() }
         }
     }
