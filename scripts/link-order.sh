@@ -5,8 +5,8 @@
 # which the release link (Package.swift, releaseLinkerSettings) places together at the start of
 # the code, in that order. The kernel maps a program's code 64 KB around each first touch, so the
 # same few thousand functions spread over 27 MB of code cost about 16 MB of memory in
-# `ingest`, and 9 MB together; `run`'s over 30 MB cost 23 MB. Run it after large changes to
-# those paths (it takes a few minutes: callgrind runs each 50 times slower):
+# `ingest`, and 9 MB together; `run`'s, over 30 MB, cost 23 MB before they were listed. Run it
+# after large changes to those paths (about a minute here: callgrind runs each 50 times slower):
 #   scripts/link-order.sh [path/to/release/evidence]    (evidence-sandbox beside it; rclone)
 # A stale list is harmless (missing names are skipped): the binary only gets bigger in memory.
 set -euo pipefail

@@ -68,7 +68,7 @@ public enum EvidenceCLI {
         // logs) is its owner's alone unless a mode is set on purpose.
         umask(0o077)
         // One malloc arena per core: the heap of a long `run` stays a third smaller (MallocArenas).
-        MallocArenas.limitToCores(environment: ProcessInfo.processInfo.environment)
+        MallocArenas.limitToCores(ProcessInfo.processInfo.activeProcessorCount, environment: ProcessInfo.processInfo.environment)
         let status = await Evidence.execute(Array(CommandLine.arguments.dropFirst()))
         exit(status)
     }
