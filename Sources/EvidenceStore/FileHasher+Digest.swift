@@ -3,7 +3,7 @@ import Glibc
 
 extension FileHasher {
     /// Streaming digest of a file in another algorithm (the one a provider checks uploads
-    /// with): one reused 1 MiB buffer, constant memory. Lowercase hex.
+    /// with): one reused buffer (1 MiB, or the file's size when smaller), constant memory. Lowercase hex.
     public static func hexDigest(path: String, algorithm: EVPHasher.Algorithm) throws(StoreError) -> String {
         Hex.encode(try digest(path: path, algorithm: algorithm))
     }
@@ -50,12 +50,21 @@ extension FileHasher {
         guard fd >= 0 else { throw StoreError.from(errno: errno, path: path, operation: "open") }
         defer { close(fd) }
         _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
+        var remaining = length ?? Int64.max
+        // A range smaller than 1 MiB gets a buffer of its size rounded up to a page: the archive
+        // digests every file it uploads, and a 1 MiB block for each 100 KB file raised glibc's
+        // mmap threshold, after which these blocks came from (and stayed in) the heap.
+        var expected = remaining
+        if length == nil {
+            var info = stat()
+            expected = fstat(fd, &info) == 0 ? max(0, Int64(info.st_size) - offset) : Int64(bufferSize)
+        }
+        let size = Int(min(Int64(bufferSize), (min(expected, Int64(bufferSize)) / 4096 + 1) * 4096))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 4096)
         defer { buffer.deallocate() }
         var position = offset
-        var remaining = length ?? Int64.max
         while remaining > 0 {
-            let n = pread(fd, buffer.baseAddress, Int(min(Int64(bufferSize), remaining)), off_t(position))
+            let n = pread(fd, buffer.baseAddress, Int(min(Int64(size), remaining)), off_t(position))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw StoreError.from(errno: errno, path: path, operation: "read")

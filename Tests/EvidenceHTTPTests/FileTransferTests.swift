@@ -71,6 +71,30 @@ extension Loopback {
             #expect(seen.body == Pattern.data(count: 150_000, at: 100_000))
         }
 
+        /// curl's upload buffer is the body's size rounded up to 16 KiB, at most 2 MiB: bodies at
+        /// each edge of that sizing, from a file and from memory, arrive byte for byte.
+        @Test func bodiesAroundTheUploadBufferSizesArriveWhole() async throws {
+            let dir = TempDirectory("http")
+            defer { dir.remove() }
+            let server = try TestServer(routes: ["/put": { _, _ in .respond(201) }, "/post": { _, _ in .respond(200) }])
+            defer { server.stop() }
+            let client = makeClient()
+            let sizes = [0, 1, 16_383, 16_384, 16_385, 100_000, (2 << 20) - 1, 2 << 20, (2 << 20) + 1]
+            for size in sizes {
+                let path = dir.file("body-\(size).bin")
+                try Pattern.writeFile(path, size: Int64(size))
+                let put = try await client.send(HTTPRequest(method: "PUT", url: server.url("/put"), body: .file(path: path)))
+                #expect(put.status == 201, "PUT of \(size) bytes")
+                let post = try await client.send(HTTPRequest(method: "POST", url: server.url("/post"),
+                                                             headers: [(name: "Content-Type", value: "application/octet-stream")],
+                                                             body: .data(Pattern.data(count: size))))
+                #expect(post.status == 200, "POST of \(size) bytes")
+            }
+            let seen = server.requests
+            #expect(seen.map(\.bodyLength) == sizes.flatMap { [$0, $0] })
+            #expect(seen.allSatisfy { $0.bodyMatchesPattern })
+        }
+
         @Test func uploadOfAMissingFileFailsWithoutContactingTheServer() async throws {
             let server = try TestServer(routes: ["/upload": { _, _ in .respond(201) }])
             defer { server.stop() }

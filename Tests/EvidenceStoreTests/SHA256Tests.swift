@@ -29,6 +29,36 @@ struct SHA256Tests {
         #expect(r.digest.hex == sha256sum(path))
     }
 
+    /// The read buffer is the file's (or range's) size rounded up to a page, up to 1 MiB: sizes
+    /// at the page and buffer edges, whole files and ranges, checked against `openssl dgst`.
+    @Test("SHA-1 and MD5 digests of files and ranges match openssl at page and buffer edges",
+          arguments: [0, 1, 4095, 4096, 4097, 102_400, FileHasher.bufferSize - 1, FileHasher.bufferSize,
+                      FileHasher.bufferSize + 4097])
+    func otherDigestsAroundPages(size: Int) throws {
+        let dir = TempDir()
+        let data = randomData(size)
+        let path = dir.file("f.bin", data)
+        #expect(try FileHasher.hexDigest(path: path, algorithm: .sha1) == openssl("sha1", path))
+        // A range from an odd offset to 3 bytes before the end, as a chunked upload's part.
+        let offset = min(size, 4095), length = max(0, size - offset - 3)
+        let part = dir.file("part.bin", data.subdata(in: offset..<(offset + length)))
+        #expect(Hex.encode(try FileHasher.digest(path: path, algorithm: .md5, offset: Int64(offset), length: Int64(length)))
+                == openssl("md5", part))
+    }
+
+    @Test("ingest stores files of every size around the inline buffer byte for byte",
+          arguments: [0, 1, 4095, 4096, 4097, 102_400, (256 << 10) - 1, 256 << 10, (256 << 10) + 1])
+    func ingestAroundInlineBuffer(size: Int) throws {
+        let dir = TempDir()
+        let store = try ObjectStore(home: dir.path + "/home")
+        let data = randomData(size)
+        let src = dir.file("f.bin", data)
+        let r = try store.ingest(path: src)
+        #expect(r.size == Int64(size))
+        #expect(r.digest.hex == sha256sum(src))
+        #expect(FileManager.default.contents(atPath: store.objectPath(r.digest)) == data)
+    }
+
     @Test("random files of random sizes match sha256sum")
     func randomFiles() throws {
         let dir = TempDir()
@@ -52,4 +82,10 @@ struct SHA256Tests {
     func missing() {
         #expect(throws: StoreError.notFound(path: "/nonexistent/x")) { try FileHasher.hash(path: "/nonexistent/x") }
     }
+}
+
+/// `openssl dgst -ALGORITHM` of a file: the hex digest.
+private func openssl(_ algorithm: String, _ path: String) -> String {
+    let out = run(["openssl", "dgst", "-\(algorithm)", "-r", path]).out
+    return String(out.prefix { $0 != " " })
 }
