@@ -84,6 +84,9 @@ public protocol Catalog: Sendable {
 
     func proofs(itemID: Int64) throws(CatalogError) -> [Proof]
     func allProofs() throws(CatalogError) -> [Proof]
+    /// One page of `notary`'s proofs in `state`, by item id, of items after `afterItem`: at most
+    /// `limit`. A pass over a large catalog (renewal's) takes them page by page, in constant memory.
+    func proofs(notary: String, state: Proof.State, afterItem: Int64, limit: Int) throws(CatalogError) -> [Proof]
     /// The proofs of `notary` whose remote id is `remoteID`, by item (a time-stamp batch's members).
     func proofs(notary: String, remoteID: String) throws(CatalogError) -> [Proof]
     /// Stores what a notary said (insert or replace for the item and notary) with a custody event

@@ -54,6 +54,32 @@ struct CatalogTests {
         #expect(notary == ["", "https://explorer.example/tx/0xabc"])
     }
 
+    @Test("a notary's proofs in one state are read a page at a time, by item, with nothing skipped or repeated",
+          arguments: Backend.allCases)
+    func proofsPaged(_ backend: Backend) throws {
+        let c = try backend.make()
+        let hexes = Array("0123456789abc")
+        for (i, hex) in hexes.enumerated() { _ = try c.recordIngest(record(hex, path: "/drop/f\(i).bin", inode: UInt64(i + 1))) }
+        // Items 1…13: tsa confirmed on the odd ones, pending on the even ones; qed confirmed on all.
+        for id in Int64(1)...Int64(hexes.count) {
+            try c.saveProof(Proof(itemID: id, notary: "tsa", kind: .rfc3161, state: id % 2 == 1 ? .confirmed : .pending,
+                                  remoteID: "r\(id)")) { _, _ in nil }
+            try c.saveProof(Proof(itemID: id, notary: "qed", kind: .qed, state: .confirmed, remoteID: "q\(id)")) { _, _ in nil }
+        }
+        var pages: [[Int64]] = []
+        var after: Int64 = 0
+        while true {
+            let page = try c.proofs(notary: "tsa", state: .confirmed, afterItem: after, limit: 3)
+            if page.isEmpty { break }
+            #expect(page.allSatisfy { $0.notary == "tsa" && $0.state == .confirmed })
+            pages.append(page.map(\.itemID))
+            after = page.last!.itemID
+        }
+        #expect(pages == [[1, 3, 5], [7, 9, 11], [13]])
+        #expect(try c.proofs(notary: "tsa", state: .pending, afterItem: 8, limit: 10).map(\.itemID) == [10, 12])
+        #expect(try c.proofs(notary: "none", state: .confirmed, afterItem: 0, limit: 10).isEmpty)
+    }
+
     @Test("a batch member's proof is saved only while it is pending in that batch; the batch's members are found by key, and woken by kind",
           arguments: Backend.allCases)
     func conditionalProofSave(_ backend: Backend) throws {

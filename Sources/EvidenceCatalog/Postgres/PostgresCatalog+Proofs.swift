@@ -11,6 +11,13 @@ extension PostgresCatalog {
         try read { c in try c.query("SELECT * FROM proof ORDER BY item_id, notary").all.map { try $0.proof() } }
     }
 
+    public func proofs(notary: String, state: Proof.State, afterItem: Int64, limit: Int) throws(CatalogError) -> [Proof] {
+        try read { c in
+            try c.query("SELECT * FROM proof WHERE item_id > $1 AND notary = $2 AND state = $3 ORDER BY item_id LIMIT $4",
+                        [String(afterItem), notary, state.rawValue, String(max(0, limit))]).all.map { try $0.proof() }
+        }
+    }
+
     public func proofs(notary: String, remoteID: String) throws(CatalogError) -> [Proof] {
         try read { c in
             try c.query("SELECT * FROM proof WHERE notary = $1 AND remote_id = $2 ORDER BY item_id", [notary, remoteID]).all.map { try $0.proof() }

@@ -13,6 +13,14 @@ extension SQLiteCatalog {
         try readStatement { db in try ProofRow.order(ProofRow.Columns.itemId, ProofRow.Columns.notary).fetchAll(db).map { try $0.model() } }
     }
 
+    public func proofs(notary: String, state: Proof.State, afterItem: Int64, limit: Int) throws(CatalogError) -> [Proof] {
+        try readStatement { db in
+            try ProofRow.fetchAll(db.cachedStatement(sql: """
+                SELECT * FROM proof WHERE item_id > ? AND notary = ? AND state = ? ORDER BY item_id LIMIT ?
+                """), arguments: [afterItem, notary, state.rawValue, max(0, limit)]).map { try $0.model() }
+        }
+    }
+
     public func proofs(notary: String, remoteID: String) throws(CatalogError) -> [Proof] {
         try readStatement { db in
             try ProofRow.filter(ProofRow.Columns.notary == notary && ProofRow.Columns.remoteId == remoteID)

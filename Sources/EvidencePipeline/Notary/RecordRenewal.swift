@@ -193,18 +193,24 @@ public struct RecordRenewal: Sendable {
 extension RecordRenewal {
     /// Calls `body` with each confirmed time-stamp proof of `notary` (of `items` only, when
     /// given), its item and its evidence record (a per-item `.tsr` as a record of that one
-    /// time-stamp). Returns how many proofs were looked at.
+    /// time-stamp). Returns how many proofs were looked at. The proofs are read a page at a
+    /// time (`pageSize`), never all at once: a daily pass over years of items in constant memory.
     static func forEachRecord(catalog: any Catalog, store: any ContentStore, notary name: String, items: Set<Int64>?,
-                              _ body: (Proof, Item, Data) throws -> Void) throws -> Int {
+                              pageSize: Int = 500, _ body: (Proof, Item, Data) throws -> Void) throws -> Int {
         var checked = 0
-        for proof in try catalog.allProofs() where proof.notary == name && proof.kind.isTimestamp && proof.state == .confirmed {
-            if let items, !items.contains(proof.itemID) { continue }
-            checked += 1
-            guard let receipt = proof.receipt, let item = try catalog.item(id: proof.itemID) else { continue }
-            let data = try store.read(receipt)
-            try body(proof, item, proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data))
+        var after: Int64 = 0
+        while true {
+            let page = try catalog.proofs(notary: name, state: .confirmed, afterItem: after, limit: pageSize)
+            for proof in page where proof.kind.isTimestamp {
+                if let items, !items.contains(proof.itemID) { continue }
+                checked += 1
+                guard let receipt = proof.receipt, let item = try catalog.item(id: proof.itemID) else { continue }
+                let data = try store.read(receipt)
+                try body(proof, item, proof.kind == .rfc4998 ? data : try EvidenceRecordRenewal.record(fromResponse: data))
+            }
+            guard page.count == pageSize, let last = page.last else { return checked }
+            after = last.itemID
         }
-        return checked
     }
 
     /// A record that verifies now, with the data's SHA-512 when it was asked for.
