@@ -168,7 +168,7 @@ final class Transfer {
         // get a buffer of their own size: curl allocates this buffer afresh for every request
         // (the option frees it), and a 2 MiB one for each small body of the pipeline raised
         // glibc's mmap threshold to 2 MiB and left the heap holding those blocks.
-        long(CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferSize(for: hasBody ? uploadLength : 0))
+        long(CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferSize(for: uploadLength))
         // TLS verification is not configurable.
         long(CURLOPT_SSL_VERIFYPEER, 1)
         long(CURLOPT_SSL_VERIFYHOST, 2)

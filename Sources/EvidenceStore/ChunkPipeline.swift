@@ -40,12 +40,11 @@ final class ChunkPipeline: @unchecked Sendable {   // ownership hand-off: a buff
         self.path = path
         self.sink = sink
         let inline = expectedSize.map { $0 <= Self.inlineLimit } ?? false
-        // Inline, the buffer is the file's size rounded up to a page (a file that grew is read
-        // in more passes): a 256 KiB block per 100 KB file would be memory nobody touches.
-        let inlineSize = Int(((expectedSize ?? 0) / 4096 + 1) * 4096)
+        // Inline, the buffer is the file's size in whole pages (a file that grew is read in more
+        // passes), not `inlineLimit` (`FileHasher.readBuffer`).
+        let size = inline ? FileHasher.readBuffer(for: expectedSize ?? 0, cap: Int(Self.inlineLimit)) : Self.chunkSize
         buffers = (0..<(inline ? 1 : Self.depth)).map { _ in
-            UnsafeMutableRawBufferPointer.allocate(byteCount: inline ? min(inlineSize, Int(Self.inlineLimit)) : Self.chunkSize,
-                                                   alignment: 4096)
+            UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 4096)
         }
         for _ in 0..<Self.depth { free.signal() }
     }

@@ -51,15 +51,10 @@ extension FileHasher {
         defer { close(fd) }
         _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
         var remaining = length ?? Int64.max
-        // A range smaller than 1 MiB gets a buffer of its size rounded up to a page: the archive
-        // digests every file it uploads, and a 1 MiB block for each 100 KB file raised glibc's
-        // mmap threshold, after which these blocks came from (and stayed in) the heap.
-        var expected = remaining
-        if length == nil {
-            var info = stat()
-            expected = fstat(fd, &info) == 0 ? max(0, Int64(info.st_size) - offset) : Int64(bufferSize)
-        }
-        let size = Int(min(Int64(bufferSize), (min(expected, Int64(bufferSize)) / 4096 + 1) * 4096))
+        // The archive digests every file it uploads: a small one gets a buffer of its size.
+        var info = stat()
+        let size = readBuffer(for: length ?? (fstat(fd, &info) == 0 ? max(0, Int64(info.st_size) - offset) : remaining),
+                              cap: bufferSize)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 4096)
         defer { buffer.deallocate() }
         var position = offset

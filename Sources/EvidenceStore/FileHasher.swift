@@ -7,6 +7,15 @@ public enum FileHasher {
     /// 1 MiB: large enough that syscall overhead vanishes, small enough to stay in L2/L3.
     public static let bufferSize = 1 << 20
 
+    /// A read buffer for `bytes` of a file: the whole pages that hold them (one at least), at
+    /// most `cap`. A small file's buffer is its own size, not the large files' one: a 1 MiB or
+    /// 256 KiB block for each 100 KB file raised glibc's mmap threshold, after which these
+    /// blocks came from (and stayed in) the heap.
+    static func readBuffer(for bytes: Int64, cap: Int) -> Int {
+        let page: Int64 = 4096
+        return Int(min(Int64(cap), max(page, (min(bytes, Int64(cap)) + page - 1) / page * page)))
+    }
+
     public struct Result: Sendable {
         public var digest: SHA256Digest
         public var size: Int64

@@ -132,15 +132,11 @@ public final class WatchService: Service, Sendable {
         let catalog = ingestor.home.catalog
         // Catalog calls block on SQLite: keep them off the cooperative threads too.
         let known = await onIOThread { Self.isKnown(file, in: catalog) }
-        guard let lifecycle = admit(file, known: known) else { return }
-        // A file still being written is read again by the ingestor (after each delay, once quiet
-        // for the rule's settle time, doubled at each re-read up to settle_max); a failure of
-        // the home itself is tried again here.
-        let reread = rereadPolicy(file)
+        guard let admitted = admit(file, known: known) else { return }
         var attempt = 0
         while true {
-            let (staging, rereads) = await ingestor.stage(path: file.path, rule: file.rule, lifecycle: lifecycle.value,
-                                                          retrying: reread, slots: reading)
+            let (staging, rereads) = await ingestor.stage(path: file.path, rule: file.rule, lifecycle: admitted.lifecycle,
+                                                          retrying: admitted.reread, slots: reading)
             let outcome: Ingestor.Outcome
             switch staging {
             case .finished(let o): outcome = o
@@ -152,8 +148,14 @@ public final class WatchService: Service, Sendable {
         }
     }
 
-    /// The lifecycle of an ingested item boxed, so a rule without one is told from a file not taken.
-    struct Admitted { let value: ItemLifecycle? }
+    /// What a file taken is ingested with, from its rule.
+    struct Admitted {
+        let lifecycle: ItemLifecycle?
+        /// A file still being written is read again by the ingestor (after each delay, once quiet
+        /// for the rule's settle time, doubled at each re-read up to settle_max); a failure of
+        /// the home itself is tried again by `take`.
+        let reread: Ingestor.Reread
+    }
 
     private static func isKnown(_ file: SettledFile, in catalog: any Catalog) -> Bool {
         let id = file.identity
@@ -175,13 +177,8 @@ public final class WatchService: Service, Sendable {
             logger.notice("empty file not taken (the rule says empty = \"skip\")", metadata: ["path": "\(file.path)", "rule": "\(file.rule)"])
             return nil
         }
-        return Admitted(value: rule.map(ItemLifecycle.init))
-    }
-
-    @inline(never)   // see `take`
-    private func rereadPolicy(_ file: SettledFile) -> Ingestor.Reread {
-        let rule = rules[file.rule]
-        return Ingestor.Reread(delays: retryDelays, quiet: max(0.2, rule?.settle ?? 1), maxQuiet: rule?.settleMax)
+        return Admitted(lifecycle: rule.map(ItemLifecycle.init),
+                        reread: Ingestor.Reread(delays: retryDelays, quiet: max(0.2, rule?.settle ?? 1), maxQuiet: rule?.settleMax))
     }
 
     /// Counts and logs an outcome; returns the delay before the next attempt when the home
