@@ -54,7 +54,68 @@ extension CatalogRecord {
     }
 }
 
-struct ItemRow: CatalogRecord {
+/// The SQL of a table's writes with every column bound by position, built once per table:
+/// `insert`, `upsert` (insert, or on a conflict of the primary key update every other column,
+/// which is what GRDB's `save` does with an UPDATE tried first) and `update` (by the key).
+struct ColumnStatements: Sendable {
+    let columns: [String]
+    let insert: String
+    let upsert: String
+    let update: String
+    /// For `update`: positions in `columns` of the columns set, then of the key.
+    let updateOrder: [Int]
+
+    init(table: String, columns: [String], key: [String]) {
+        func quoted(_ name: String) -> String { "\"\(name)\"" }
+        let names = columns.map(quoted).joined(separator: ", ")
+        let marks = columns.map { _ in "?" }.joined(separator: ", ")
+        let rest = columns.filter { !key.contains($0) }
+        self.columns = columns
+        insert = "INSERT INTO \(quoted(table)) (\(names)) VALUES (\(marks))"
+        upsert = insert + " ON CONFLICT (\(key.map(quoted).joined(separator: ", "))) DO UPDATE SET "
+            + rest.map { "\(quoted($0)) = excluded.\(quoted($0))" }.joined(separator: ", ")
+        update = "UPDATE \(quoted(table)) SET " + rest.map { "\(quoted($0)) = ?" }.joined(separator: ", ")
+            + " WHERE " + key.map { "\(quoted($0)) = ?" }.joined(separator: " AND ")
+        updateOrder = (rest + key).map { columns.firstIndex(of: $0)! }
+    }
+}
+
+/// A row the hot paths write through `ColumnStatements` (a cached statement, its values bound by
+/// position) rather than GRDB's record persistence, which builds a container of every column
+/// keyed by name and the statement's SQL again for every write, and runs an UPDATE before every
+/// INSERT of `save`: about 5% of the whole pipeline's CPU (perf), for rows of a few columns.
+/// `encode(to:)` (GRDB's own writes, elsewhere) is derived from the same values.
+protocol ColumnWritten: MutablePersistableRecord {
+    static var statements: ColumnStatements { get }
+    /// The values in `statements.columns` order.
+    var columnValues: [(any DatabaseValueConvertible)?] { get }
+}
+
+extension ColumnWritten {
+    func encodeColumns(to c: inout PersistenceContainer) {
+        for (name, value) in zip(Self.statements.columns, columnValues) { c[name] = value }
+    }
+
+    func insertRow(_ db: Database) throws {
+        try db.cachedStatement(sql: Self.statements.insert).execute(arguments: StatementArguments(columnValues))
+    }
+
+    func upsertRow(_ db: Database) throws {
+        try db.cachedStatement(sql: Self.statements.upsert).execute(arguments: StatementArguments(columnValues))
+    }
+
+    /// Updates the row of this key; throws GRDB's `recordNotFound`, as `update` does, when there is none.
+    func updateRow(_ db: Database) throws {
+        let values = columnValues
+        let ordered: [(any DatabaseValueConvertible)?] = Self.statements.updateOrder.map { values[$0] }
+        try db.cachedStatement(sql: Self.statements.update).execute(arguments: StatementArguments(ordered))
+        if db.changesCount == 0 {
+            throw RecordError.recordNotFound(databaseTableName: Self.databaseTableName, key: [:])
+        }
+    }
+}
+
+struct ItemRow: CatalogRecord, ColumnWritten {
     static let databaseTableName = "item"
     enum Columns: String, ColumnExpression {
         case id, sha256, size, state
@@ -104,6 +165,17 @@ struct ItemRow: CatalogRecord {
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
+    /// Written by column (`ColumnWritten`), not through Encodable: every state change updates the item.
+    func encode(to c: inout PersistenceContainer) { encodeColumns(to: &c) }
+
+    static let statements = ColumnStatements(table: databaseTableName, columns: [
+        Columns.id, .sha256, .size, .state, .stateReason, .mediaJson, .dateTaken, .createdAt, .updatedAt, .failedFrom,
+        .supersededBy].map(\.rawValue), key: [Columns.id.rawValue])
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [id, sha256, size, state.rawValue, stateReason, mediaJson, dateTaken.map(StoredDate.text), StoredDate.text(createdAt),
+         StoredDate.text(updatedAt), failedFrom?.rawValue, supersededBy]
+    }
+
     /// The item; a row whose hash this version cannot read is an error naming the item.
     func model() throws(CatalogError) -> Item {
         let media = mediaJson.flatMap { try? CanonicalJSON.decoder().decode(MediaInfo.self, from: Data($0.utf8)) }
@@ -128,6 +200,26 @@ struct SourceRow: CatalogRecord {
     var size: Int64
     var mtimeNanos: Int64
     var seenAt: Date
+
+    init(id: Int64?, itemId: Int64, path: String, name: String, rule: String?, device: Int64, inode: Int64,
+         size: Int64, mtimeNanos: Int64, seenAt: Date) {
+        self.id = id; self.itemId = itemId; self.path = path; self.name = name; self.rule = rule
+        self.device = device; self.inode = inode; self.size = size; self.mtimeNanos = mtimeNanos; self.seenAt = seenAt
+    }
+
+    /// Read by column, not through Decodable (see ProofRow): every job reads its item's sources.
+    init(row: Row) throws {
+        id = try row.decode(Int64?.self, forColumn: Columns.id)
+        itemId = try row.decode(Int64.self, forColumn: Columns.itemId)
+        path = try row.decode(String.self, forColumn: Columns.path)
+        name = try row.decode(String.self, forColumn: Columns.name)
+        rule = try row.decode(String?.self, forColumn: Columns.rule)
+        device = try row.decode(Int64.self, forColumn: Columns.device)
+        inode = try row.decode(Int64.self, forColumn: Columns.inode)
+        size = try row.decode(Int64.self, forColumn: Columns.size)
+        mtimeNanos = try row.decode(Int64.self, forColumn: Columns.mtimeNanos)
+        seenAt = try row.decode(Date.self, forColumn: Columns.seenAt)
+    }
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
@@ -160,7 +252,7 @@ struct QuarantineRow: CatalogRecord {
 
 /// A custody event. Its `kind` stays text: reading the log accepts any kind, so that a log
 /// written by another version stays verifiable (`CustodyEventKind`).
-struct CustodyRow: CatalogRecord, PersistableRecord {
+struct CustodyRow: CatalogRecord, PersistableRecord, ColumnWritten {
     static let databaseTableName = "custody_event"
     enum Columns: String, ColumnExpression {
         case seq, itemId = "item_id", at, kind, actor, details, prevHash = "prev_hash", hash
@@ -181,10 +273,11 @@ struct CustodyRow: CatalogRecord, PersistableRecord {
 
     /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
     /// snake-case conversion of each key, per row) was the largest part of saving a row.
-    func encode(to c: inout PersistenceContainer) {
-        c[Columns.seq] = seq; c[Columns.itemId] = itemId; c[Columns.at] = at; c[Columns.kind] = kind
-        c[Columns.actor] = actor; c[Columns.details] = details; c[Columns.prevHash] = prevHash; c[Columns.hash] = hash
-    }
+    func encode(to c: inout PersistenceContainer) { encodeColumns(to: &c) }
+
+    static let statements = ColumnStatements(table: databaseTableName, columns: [
+        Columns.seq, .itemId, .at, .kind, .actor, .details, .prevHash, .hash].map(\.rawValue), key: [Columns.seq.rawValue])
+    var columnValues: [(any DatabaseValueConvertible)?] { [seq, itemId, at, kind, actor, details, prevHash, hash] }
 
     /// Read by column, not through Decodable: `log verify` reads every event, and GRDB's decoder
     /// (a keyed container and a snake-case conversion of each key, per row) was 40% of its time.
@@ -199,7 +292,7 @@ struct CustodyRow: CatalogRecord, PersistableRecord {
     }
 }
 
-struct JobRow: CatalogRecord {
+struct JobRow: CatalogRecord, ColumnWritten {
     static let databaseTableName = "job"
     enum Columns: String, ColumnExpression {
         case id, kind, itemId = "item_id", state, attempts, maxAttempts = "max_attempts", nextRunAt = "next_run_at"
@@ -232,12 +325,14 @@ struct JobRow: CatalogRecord {
 
     /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
     /// snake-case conversion of each key, per row) was the largest part of saving a row.
-    func encode(to c: inout PersistenceContainer) {
-        c[Columns.id] = id; c[Columns.kind] = kind.rawValue; c[Columns.itemId] = itemId; c[Columns.state] = state.rawValue
-        c[Columns.attempts] = attempts; c[Columns.maxAttempts] = maxAttempts; c[Columns.nextRunAt] = StoredDate.text(nextRunAt)
-        c[Columns.leaseOwner] = leaseOwner; c[Columns.leaseExpiresAt] = leaseExpiresAt.map(StoredDate.text)
-        c[Columns.lastError] = lastError; c[Columns.payload] = payload; c[Columns.dedupeKey] = dedupeKey
-        c[Columns.createdAt] = StoredDate.text(createdAt); c[Columns.updatedAt] = StoredDate.text(updatedAt)
+    func encode(to c: inout PersistenceContainer) { encodeColumns(to: &c) }
+
+    static let statements = ColumnStatements(table: databaseTableName, columns: [
+        Columns.id, .kind, .itemId, .state, .attempts, .maxAttempts, .nextRunAt, .leaseOwner, .leaseExpiresAt, .lastError,
+        .payload, .dedupeKey, .createdAt, .updatedAt].map(\.rawValue), key: [Columns.id.rawValue])
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [id, kind.rawValue, itemId, state.rawValue, attempts, maxAttempts, StoredDate.text(nextRunAt), leaseOwner,
+         leaseExpiresAt.map(StoredDate.text), lastError, payload, dedupeKey, StoredDate.text(createdAt), StoredDate.text(updatedAt)]
     }
 
     /// Read by column, not through Decodable (as `ItemRow`): every claim reads a job row.
@@ -276,7 +371,7 @@ struct JobRow: CatalogRecord {
     }
 }
 
-struct ProofRow: CatalogRecord, PersistableRecord {
+struct ProofRow: CatalogRecord, PersistableRecord, ColumnWritten {
     static let databaseTableName = "proof"
     enum Columns: String, ColumnExpression {
         case itemId = "item_id", notary, kind, state, remoteId = "remote_id", receipt, txHash = "tx_hash"
@@ -306,11 +401,14 @@ struct ProofRow: CatalogRecord, PersistableRecord {
 
     /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
     /// snake-case conversion of each key, per row) was the largest part of saving a row.
-    func encode(to c: inout PersistenceContainer) {
-        c[Columns.itemId] = itemId; c[Columns.notary] = notary; c[Columns.kind] = kind.rawValue; c[Columns.state] = state.rawValue
-        c[Columns.remoteId] = remoteId; c[Columns.receipt] = receipt; c[Columns.txHash] = txHash; c[Columns.blockHeight] = blockHeight
-        c[Columns.network] = network; c[Columns.link] = link; c[Columns.provenAt] = provenAt.map(StoredDate.text)
-        c[Columns.error] = error; c[Columns.submittedAt] = submittedAt.map(StoredDate.text); c[Columns.updatedAt] = StoredDate.text(updatedAt)
+    func encode(to c: inout PersistenceContainer) { encodeColumns(to: &c) }
+
+    static let statements = ColumnStatements(table: databaseTableName, columns: [
+        Columns.itemId, .notary, .kind, .state, .remoteId, .receipt, .txHash, .blockHeight, .network, .link, .provenAt, .error,
+        .submittedAt, .updatedAt].map(\.rawValue), key: [Columns.itemId.rawValue, Columns.notary.rawValue])
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [itemId, notary, kind.rawValue, state.rawValue, remoteId, receipt, txHash, blockHeight, network, link,
+         provenAt.map(StoredDate.text), error, submittedAt.map(StoredDate.text), StoredDate.text(updatedAt)]
     }
 
     /// How a proof row is named in errors: its item and notary (the key).
@@ -319,9 +417,22 @@ struct ProofRow: CatalogRecord, PersistableRecord {
     init(row: Row) throws {
         let name = Self.name(itemID: try row.decode(Int64.self, forColumn: Columns.itemId),
                              notary: try row.decode(String.self, forColumn: Columns.notary))
-        try Self.checkCoded(ProofKind.self, Columns.kind, in: row, name: name)
-        try Self.checkCoded(Proof.State.self, Columns.state, in: row, name: name)
-        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+        // By column, not through Decodable: GRDB's keyed decoder converts every key from snake
+        // case, per row; `evidence status` reads every proof, and spent most of its time there.
+        itemId = try row.decode(Int64.self, forColumn: Columns.itemId)
+        notary = try row.decode(String.self, forColumn: Columns.notary)
+        kind = try Self.coded(try row.decode(String.self, forColumn: Columns.kind), Columns.kind, row: name)
+        state = try Self.coded(try row.decode(String.self, forColumn: Columns.state), Columns.state, row: name)
+        remoteId = try row.decode(String?.self, forColumn: Columns.remoteId)
+        receipt = try row.decode(String?.self, forColumn: Columns.receipt)
+        txHash = try row.decode(String?.self, forColumn: Columns.txHash)
+        blockHeight = try row.decode(Int64?.self, forColumn: Columns.blockHeight)
+        network = try row.decode(String?.self, forColumn: Columns.network)
+        link = try row.decode(String?.self, forColumn: Columns.link)
+        provenAt = try row.decode(Date?.self, forColumn: Columns.provenAt)
+        error = try row.decode(String?.self, forColumn: Columns.error)
+        submittedAt = try row.decode(Date?.self, forColumn: Columns.submittedAt)
+        updatedAt = try row.decode(Date.self, forColumn: Columns.updatedAt)
     }
 
     func model() throws(CatalogError) -> Proof {
@@ -333,7 +444,7 @@ struct ProofRow: CatalogRecord, PersistableRecord {
     }
 }
 
-struct CertificateRow: CatalogRecord, PersistableRecord {
+struct CertificateRow: CatalogRecord, PersistableRecord, ColumnWritten {
     static let databaseTableName = "certificate"
     enum Columns: String, ColumnExpression {
         case itemId = "item_id", origin, sha256, size, createdAt = "created_at"
@@ -350,13 +461,23 @@ struct CertificateRow: CatalogRecord, PersistableRecord {
 
     /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
     /// snake-case conversion of each key, per row) was the largest part of saving a row.
-    func encode(to c: inout PersistenceContainer) {
-        c[Columns.itemId] = itemId; c[Columns.origin] = origin; c[Columns.sha256] = sha256; c[Columns.size] = size
-        c[Columns.createdAt] = StoredDate.text(createdAt)
-    }
+    func encode(to c: inout PersistenceContainer) { encodeColumns(to: &c) }
+
+    static let statements = ColumnStatements(table: databaseTableName, columns: [
+        Columns.itemId, .origin, .sha256, .size, .createdAt].map(\.rawValue), key: [Columns.itemId.rawValue, Columns.origin.rawValue])
+    var columnValues: [(any DatabaseValueConvertible)?] { [itemId, origin, sha256, size, StoredDate.text(createdAt)] }
 
     init(itemId: Int64, origin: String, sha256: String, size: Int64, createdAt: Date) {
         self.itemId = itemId; self.origin = origin; self.sha256 = sha256; self.size = size; self.createdAt = createdAt
+    }
+
+    /// Read by column, not through Decodable (see ProofRow).
+    init(row: Row) throws {
+        itemId = try row.decode(Int64.self, forColumn: Columns.itemId)
+        origin = try row.decode(String.self, forColumn: Columns.origin)
+        sha256 = try row.decode(String.self, forColumn: Columns.sha256)
+        size = try row.decode(Int64.self, forColumn: Columns.size)
+        createdAt = try row.decode(Date.self, forColumn: Columns.createdAt)
     }
 
     func model() throws(CatalogError) -> Certificate {
@@ -365,7 +486,7 @@ struct CertificateRow: CatalogRecord, PersistableRecord {
     }
 }
 
-struct ArchivedFileRow: CatalogRecord, PersistableRecord {
+struct ArchivedFileRow: CatalogRecord, PersistableRecord, ColumnWritten {
     static let databaseTableName = "archived_file"
     enum Columns: String, ColumnExpression {
         case itemId = "item_id", account, remotePath = "remote_path", role, sha256, size, verifiedBy = "verified_by"
@@ -388,10 +509,13 @@ struct ArchivedFileRow: CatalogRecord, PersistableRecord {
 
     /// Written by column, not through Encodable: GRDB's encoder (a keyed container and a
     /// snake-case conversion of each key, per row) was the largest part of saving a row.
-    func encode(to c: inout PersistenceContainer) {
-        c[Columns.itemId] = itemId; c[Columns.account] = account; c[Columns.remotePath] = remotePath; c[Columns.role] = role.rawValue
-        c[Columns.sha256] = sha256; c[Columns.size] = size; c[Columns.verifiedBy] = verifiedBy; c[Columns.remoteId] = remoteId
-        c[Columns.verifiedAt] = StoredDate.text(verifiedAt)
+    func encode(to c: inout PersistenceContainer) { encodeColumns(to: &c) }
+
+    static let statements = ColumnStatements(table: databaseTableName, columns: [
+        Columns.itemId, .account, .remotePath, .role, .sha256, .size, .verifiedBy, .remoteId, .verifiedAt].map(\.rawValue),
+        key: [Columns.itemId.rawValue, Columns.account.rawValue, Columns.remotePath.rawValue])
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [itemId, account, remotePath, role.rawValue, sha256, size, verifiedBy, remoteId, StoredDate.text(verifiedAt)]
     }
 
     init(itemId: Int64, account: String, remotePath: String, role: ArchiveRole, sha256: String, size: Int64,
@@ -406,8 +530,16 @@ struct ArchivedFileRow: CatalogRecord, PersistableRecord {
     init(row: Row) throws {
         let name = Self.name(itemID: try row.decode(Int64.self, forColumn: Columns.itemId),
                              remotePath: try row.decode(String.self, forColumn: Columns.remotePath))
-        try Self.checkCoded(ArchiveRole.self, Columns.role, in: row, name: name)
-        self = try FetchableRecordDecoder().decode(Self.self, from: row)
+        // By column, not through Decodable (see ProofRow).
+        itemId = try row.decode(Int64.self, forColumn: Columns.itemId)
+        account = try row.decode(String.self, forColumn: Columns.account)
+        remotePath = try row.decode(String.self, forColumn: Columns.remotePath)
+        role = try Self.coded(try row.decode(String.self, forColumn: Columns.role), Columns.role, row: name)
+        sha256 = try row.decode(String.self, forColumn: Columns.sha256)
+        size = try row.decode(Int64.self, forColumn: Columns.size)
+        verifiedBy = try row.decode(String.self, forColumn: Columns.verifiedBy)
+        remoteId = try row.decode(String?.self, forColumn: Columns.remoteId)
+        verifiedAt = try row.decode(Date.self, forColumn: Columns.verifiedAt)
     }
 
     func model() throws(CatalogError) -> ArchivedFile {

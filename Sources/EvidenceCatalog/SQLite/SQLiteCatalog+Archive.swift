@@ -24,7 +24,7 @@ extension SQLiteCatalog {
     /// The rows and their `archived_file` events, in the caller's transaction.
     static func insertArchivedFiles(_ db: Database, _ files: [ArchivedFile]) throws {
         for file in files {
-            try ArchivedFileRow(file).save(db)
+            try ArchivedFileRow(file).upsertRow(db)
             _ = try Self.appendEvent(db, itemID: file.itemID, kind: .archivedFile, actor: "evidence", details: [
                 "account": file.account, "remote_path": file.remotePath, "role": file.role.rawValue, "sha256": file.sha256.hex,
                 "size": String(file.size), "verified_by": file.verifiedBy,

@@ -10,7 +10,8 @@ extension SQLiteCatalog {
                          leaseExpiresAt: nil, lastError: nil,
                          payload: String(decoding: try CanonicalJSON.encode(spec.payload.fields), as: UTF8.self),
                          dedupeKey: dedupeKey, createdAt: now, updatedAt: now)
-        try row.insert(db)
+        try row.insertRow(db)
+        row.id = db.lastInsertedRowID
         return try row.model()
     }
 
@@ -54,7 +55,7 @@ extension SQLiteCatalog {
                     row.state = .failed
                     row.lastError = "\(error)"
                     row.updatedAt = now
-                    try row.update(db)
+                    try row.updateRow(db)
                     continue
                 }
                 let expires = now.addingTimeInterval(lease)
@@ -88,7 +89,7 @@ extension SQLiteCatalog {
             row.attempts += 1
             row.maxAttempts = max(row.maxAttempts, row.attempts)
             row.updatedAt = now
-            try row.update(db)
+            try row.updateRow(db)
             return try row.model()
         }
     }
@@ -131,7 +132,7 @@ extension SQLiteCatalog {
                 row.state = .failed
                 if let t = onGiveUp, let itemID = row.itemId { try Self.applyTransition(db, itemID: itemID, t) }
             }
-            try row.update(db)
+            try row.updateRow(db)
             return try row.model()
         }
     }
@@ -157,7 +158,7 @@ extension SQLiteCatalog {
             row.nextRunAt = runAt
             if let note { row.lastError = note }
             row.updatedAt = Date()
-            try row.update(db)
+            try row.updateRow(db)
         }
     }
 
@@ -324,7 +325,7 @@ extension SQLiteCatalog {
                 row.attempts = 0
                 row.nextRunAt = now
                 row.updatedAt = now
-                try row.update(db)
+                try row.updateRow(db)
                 if let item = row.itemId {
                     _ = try Self.appendEvent(db, itemID: item, kind: .retry, actor: "operator",
                                              details: ["job": row.kind.rawValue, "last_error": row.lastError ?? ""])
@@ -373,7 +374,7 @@ extension SQLiteCatalog {
             item.state = state
             item.stateReason = t.reason
             item.updatedAt = Date()
-            try item.update(db)
+            try item.updateRow(db)
         }
         _ = try appendEvent(db, itemID: itemID, kind: t.event, actor: "evidence", details: d)
         for spec in t.jobs {

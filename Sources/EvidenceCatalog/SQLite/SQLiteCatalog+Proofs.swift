@@ -55,7 +55,7 @@ extension SQLiteCatalog {
             guard let before = try Self.itemRow(db, proof.itemID) else {
                 throw CatalogError.notFound("item \(proof.itemID)")
             }
-            try ProofRow(proof).save(db)
+            try ProofRow(proof).upsertRow(db)
             _ = try Self.appendEvent(db, itemID: proof.itemID, kind: .notary(proof.state), actor: "evidence",
                                      details: proof.custodyDetails)
             let confirmed = try String.fetchSet(db, sql: "SELECT notary FROM proof WHERE item_id = ? AND state = 'confirmed'",
@@ -84,7 +84,7 @@ extension SQLiteCatalog {
 
     /// The certificate's row (insert or replace per item and origin) and its `certificate` event.
     static func insertCertificate(_ db: Database, _ certificate: Certificate) throws {
-        try CertificateRow(certificate).save(db)
+        try CertificateRow(certificate).upsertRow(db)
         _ = try Self.appendEvent(db, itemID: certificate.itemID, kind: .certificate, actor: "evidence",
                                  details: ["origin": certificate.origin, "sha256": certificate.sha256.hex,
                                            "size": String(certificate.size)])

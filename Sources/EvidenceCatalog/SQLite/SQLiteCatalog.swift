@@ -228,7 +228,7 @@ public final class SQLiteCatalog: Catalog {
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM custody_event ORDER BY seq DESC LIMIT 1"))
             .map { (seq: $0["seq"] as Int64, hash: $0["hash"] as String) }
         let event = try ChainCheck.next(after: last, itemID: itemID, kind: kind, actor: actor, details: details)
-        try CustodyRow(event).insert(db)
+        try CustodyRow(event).insertRow(db)
         return event
     }
 
