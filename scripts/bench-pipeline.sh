@@ -15,7 +15,8 @@
 #
 # For each run it prints:
 #   - wall time from the drop until every item reached each state (ingested, confirmed,
-#     certified, archived, done), from `evidence status --json` read every 0.2 s;
+#     certified, archived, done), from `evidence status --json` read every 0.5 s (each read is a
+#     process of its own on the same 2 cores: its CPU is printed, the observer's cost);
 #   - CPU seconds of each process over the run (evidence run with its children, the sandbox,
 #     the WebDAV server), from /proc, and evidence's CPU per item and peak RSS;
 #   - requests per item to each sandbox service (its requests.log) and provider operations per
@@ -116,7 +117,7 @@ TOML
   mv "$work/$name-src"/* "$drop"/
   # first time every item had reached each state (states counted cumulatively)
   python3 - "$bin" "$work/$name.toml" "$home" "$nfiles" "$t0" > "$work/$name.stages" <<'PY'
-import json, subprocess, sys, time
+import json, resource, subprocess, sys, time
 binary, config, home, n, t0 = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 order = ["ingested", "verified", "submitted", "confirmed", "certified", "archived", "shared", "done"]
 marks = {"ingested": None, "confirmed": None, "certified": None, "archived": None, "done": None}
@@ -126,7 +127,7 @@ while time.time() < deadline:
         out = subprocess.run([binary, "--config", config, "--home", home, "status", "--json"], capture_output=True, timeout=60).stdout
         states = json.loads(out)["states"]
     except Exception:
-        time.sleep(0.2); continue
+        time.sleep(0.5); continue
     now = time.time() - t0
     for mark in marks:
         if marks[mark] is None:
@@ -135,8 +136,10 @@ while time.time() < deadline:
     if marks["done"] is not None: break
     if states.get("failed", 0) or states.get("quarantined", 0):
         print("bench: items failed or quarantined: %s" % states, file=sys.stderr); break
-    time.sleep(0.2)
-print(" ".join("%.2f" % marks[m] if marks[m] is not None else "-" for m in marks))
+    time.sleep(0.5)
+# the observer's own CPU: every `evidence status` it ran
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(" ".join("%.2f" % marks[m] if marks[m] is not None else "-" for m in marks), "%.2f" % (used.ru_utime + used.ru_stime))
 PY
   [ -z "$perfpid" ] || { kill -INT "$perfpid"; wait "$perfpid" 2>/dev/null || true; }
   local c_ev1 c_sb1 c_dav1 rss
@@ -167,14 +170,15 @@ for k, v in c.most_common(8): print("  sandbox %-40s %6d requests %8d ms" % (k, 
   cat "$work/$name.requests" >&2
   qed=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/v1/' || true)
   tsa=$(tail -n +"$((log_from + 1))" "$work/sandbox/requests.log" | grep -c '"path":"/tsa' || true)
-  grep -q -- "-" <<< "$(cat "$work/$name.stages")" && { echo "bench: $name did not finish (log: $work/$name.log)" >&2; cat "$work/$name.stages" >&2; }
+  local observer; observer=$(awk '{ print $6 }' "$work/$name.stages")
+  grep -q -- "-" <<< "$(cut -d' ' -f1-5 "$work/$name.stages")" && { echo "bench: $name did not finish (log: $work/$name.log)" >&2; cat "$work/$name.stages" >&2; }
   counter() { echo "$metrics" | awk -v name="$1" '$1 == name { print $2 + 0; found = 1 } END { if (!found) print 0 }'; }
-  echo "$(cat "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $rss_anon $rss_file $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download) $(counter evidence_catalog_writes_total) $(counter evidence_catalog_transactions_total)"
+  echo "$(cut -d' ' -f1-5 "$work/$name.stages") $(echo "$c_ev1 - $c_ev0" | bc -l) $(echo "$c_sb1 - $c_sb0" | bc -l) $(echo "$c_dav1 - $c_dav0" | bc -l) $rss $rss_anon $rss_file $qed $tsa $(op stat) $(op make_folders) $(op upload) $(op download) $(counter evidence_catalog_writes_total) $(counter evidence_catalog_transactions_total) $observer"
 }
 
-read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_ranon u_rfile u_qed u_tsa u_stat u_mk u_up u_down u_cw u_ct < <(run users '"qed", "tsa"' sha1)
-read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_ranon q_rfile q_qed q_tsa q_stat q_mk q_up q_down q_cw q_ct < <(run qedonly '"qed"' sha1)
-read -r b_ing b_conf b_cert b_arch b_done b_cev b_csb b_cdav b_rss b_ranon b_rfile b_qed b_tsa b_stat b_mk b_up b_down b_cw b_ct < <(run readback '"qed", "tsa"')
+read -r u_ing u_conf u_cert u_arch u_done u_cev u_csb u_cdav u_rss u_ranon u_rfile u_qed u_tsa u_stat u_mk u_up u_down u_cw u_ct u_obs < <(run users '"qed", "tsa"' sha1)
+read -r q_ing q_conf q_cert q_arch q_done q_cev q_csb q_cdav q_rss q_ranon q_rfile q_qed q_tsa q_stat q_mk q_up q_down q_cw q_ct q_obs < <(run qedonly '"qed"' sha1)
+read -r b_ing b_conf b_cert b_arch b_done b_cev b_csb b_cdav b_rss b_ranon b_rfile b_qed b_tsa b_stat b_mk b_up b_down b_cw b_ct b_obs < <(run readback '"qed", "tsa"')
 
 obscured=$(rclone obscure bench-pass)
 c_dav0=$(cpu "$davpid"); t0=$(now)
@@ -192,6 +196,7 @@ printf "%-44s %13ss %13ss %13ss\n" "drop → all archived (verified copies)" "$u
 printf "%-44s %13ss %13ss %13ss\n" "drop → all done" "$u_done" "$q_done" "$b_done"
 printf "%-44s %13ss %13ss %13ss\n" "CPU: evidence run (with its children)" "$(fmt "$u_cev")" "$(fmt "$q_cev")" "$(fmt "$b_cev")"
 printf "%-44s %12.1fms %12.1fms %12.1fms\n" "CPU: evidence run per item" "$(echo "$u_cev * 1000 / $nfiles" | bc -l)" "$(echo "$q_cev * 1000 / $nfiles" | bc -l)" "$(echo "$b_cev * 1000 / $nfiles" | bc -l)"
+printf "%-44s %13ss %13ss %13ss\n" "CPU: the bench's status reads (observer)" "$(fmt "$u_obs")" "$(fmt "$q_obs")" "$(fmt "$b_obs")"
 printf "%-44s %13ss %13ss %13ss\n" "CPU: evidence-sandbox (QED, TSA)" "$(fmt "$u_csb")" "$(fmt "$q_csb")" "$(fmt "$b_csb")"
 printf "%-44s %13ss %13ss %13ss\n" "CPU: rclone serve webdav" "$(fmt "$u_cdav")" "$(fmt "$q_cdav")" "$(fmt "$b_cdav")"
 printf "%-44s %12sMB %12sMB %12sMB\n" "peak RSS of evidence run" "$u_rss" "$q_rss" "$b_rss"
