@@ -185,7 +185,7 @@ struct ItemRow: CatalogRecord, ColumnWritten {
     }
 }
 
-struct SourceRow: CatalogRecord {
+struct SourceRow: CatalogRecord, ColumnWritten {
     static let databaseTableName = "source"
     enum Columns: String, ColumnExpression {
         case id, itemId = "item_id", path, name, rule, device, inode, size, mtimeNanos = "mtime_nanos", seenAt = "seen_at"
@@ -205,6 +205,16 @@ struct SourceRow: CatalogRecord {
          size: Int64, mtimeNanos: Int64, seenAt: Date) {
         self.id = id; self.itemId = itemId; self.path = path; self.name = name; self.rule = rule
         self.device = device; self.inode = inode; self.size = size; self.mtimeNanos = mtimeNanos; self.seenAt = seenAt
+    }
+
+    /// Written by column (`ColumnWritten`), not through Encodable: one per file taken.
+    func encode(to c: inout PersistenceContainer) { encodeColumns(to: &c) }
+
+    static let statements = ColumnStatements(table: databaseTableName, columns: [
+        Columns.id, .itemId, .path, .name, .rule, .device, .inode, .size, .mtimeNanos, .seenAt].map(\.rawValue),
+        key: [Columns.id.rawValue])
+    var columnValues: [(any DatabaseValueConvertible)?] {
+        [id, itemId, path, name, rule, device, inode, size, mtimeNanos, StoredDate.text(seenAt)]
     }
 
     /// Read by column, not through Decodable (see ProofRow): every job reads its item's sources.

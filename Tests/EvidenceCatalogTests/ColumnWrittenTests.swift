@@ -45,7 +45,7 @@ struct ColumnWrittenTests {
                 (ItemRow.databaseTableName, ItemRow.statements), (CustodyRow.databaseTableName, CustodyRow.statements),
                 (JobRow.databaseTableName, JobRow.statements), (ProofRow.databaseTableName, ProofRow.statements),
                 (CertificateRow.databaseTableName, CertificateRow.statements),
-                (ArchivedFileRow.databaseTableName, ArchivedFileRow.statements),
+                (ArchivedFileRow.databaseTableName, ArchivedFileRow.statements), (SourceRow.databaseTableName, SourceRow.statements),
             ]
             for (table, statements) in all {
                 let inTable = try Self.tableColumns(db, table)
@@ -128,6 +128,19 @@ struct ColumnWrittenTests {
             try file.upsertRow(db)
             #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM archived_file") == 1)
             try #expect(Self.same(Self.back(ArchivedFileRow.self, db, "SELECT * FROM archived_file"), file))
+        }
+    }
+
+    @Test("source: inserted by position (its id from SQLite), read back by name")
+    func sourceRoundTrip() throws {
+        let queue = try Self.migrated()
+        try queue.write { db in
+            try Self.item(id: 1).insertRow(db)
+            var source = SourceRow(id: nil, itemId: 1, path: "/drop/a.mp4", name: "a.mp4", rule: "cam", device: -3, inode: 77,
+                                   size: 1234, mtimeNanos: 1_764_000_000_123_456_789, seenAt: Self.at(2.5))
+            try source.insertRow(db)
+            source.id = db.lastInsertedRowID
+            try #expect(Self.same(Self.back(SourceRow.self, db, "SELECT * FROM source"), source))
         }
     }
 

@@ -54,13 +54,15 @@ extension SQLiteCatalog {
             row = ItemRow(id: nil, sha256: r.sha256.hex, size: r.size, state: .ingested,
                           stateReason: nil, mediaJson: mediaJSON, dateTaken: r.media?.creationTime ?? mtime,
                           createdAt: now, updatedAt: now, failedFrom: nil)
-            try row.insert(db)
+            try row.insertRow(db)
+            row.id = db.lastInsertedRowID
             created = true
         }
         var source = SourceRow(id: nil, itemId: row.id!, path: r.path, name: name, rule: r.rule,
                                device: Int64(bitPattern: r.device), inode: Int64(bitPattern: r.inode),
                                size: r.size, mtimeNanos: r.mtimeNanos, seenAt: now)
-        try source.insert(db)
+        try source.insertRow(db)
+        source.id = db.lastInsertedRowID
         let event = r.sightingEvent(created: created)
         _ = try Self.appendEvent(db, itemID: row.id, kind: event.kind, actor: r.actor, details: event.details)
         for job in r.sightingJobs(created: created, itemID: row.id!, itemIsDone: row.state == .done,
