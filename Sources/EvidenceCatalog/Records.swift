@@ -36,13 +36,6 @@ extension CatalogRecord {
         return try coded(raw, column, row: row) as Value
     }
 
-    /// Checks the coded columns of a SQLite row before the record is decoded from it, so that an
-    /// unknown value is refused naming its row (the decoder alone would only name the type).
-    static func checkCoded<Value: RawRepresentable>(_ type: Value.Type, _ column: some ColumnExpression, in row: Row, name: String)
-        throws where Value.RawValue == String
-    {
-        _ = try codedIfPresent(try row.decode(String?.self, forColumn: column), column, row: name) as Value?
-    }
 
     /// A stored SHA-256 as a digest; anything but 64 hex digits is refused naming the row.
     static func digest(_ hex: String, _ column: some ColumnExpression, row: String) throws(CatalogError) -> SHA256Digest {
@@ -425,12 +418,11 @@ struct ProofRow: CatalogRecord, PersistableRecord, ColumnWritten {
     static func name(itemID: Int64, notary: String) -> String { "of item \(itemID) by \(notary)" }
 
     init(row: Row) throws {
-        let name = Self.name(itemID: try row.decode(Int64.self, forColumn: Columns.itemId),
-                             notary: try row.decode(String.self, forColumn: Columns.notary))
         // By column, not through Decodable: GRDB's keyed decoder converts every key from snake
         // case, per row; `evidence status` reads every proof, and spent most of its time there.
         itemId = try row.decode(Int64.self, forColumn: Columns.itemId)
         notary = try row.decode(String.self, forColumn: Columns.notary)
+        let name = Self.name(itemID: itemId, notary: notary)
         kind = try Self.coded(try row.decode(String.self, forColumn: Columns.kind), Columns.kind, row: name)
         state = try Self.coded(try row.decode(String.self, forColumn: Columns.state), Columns.state, row: name)
         remoteId = try row.decode(String?.self, forColumn: Columns.remoteId)
@@ -538,13 +530,12 @@ struct ArchivedFileRow: CatalogRecord, PersistableRecord, ColumnWritten {
     static func name(itemID: Int64, remotePath: String) -> String { "\(remotePath) of item \(itemID)" }
 
     init(row: Row) throws {
-        let name = Self.name(itemID: try row.decode(Int64.self, forColumn: Columns.itemId),
-                             remotePath: try row.decode(String.self, forColumn: Columns.remotePath))
         // By column, not through Decodable (see ProofRow).
         itemId = try row.decode(Int64.self, forColumn: Columns.itemId)
         account = try row.decode(String.self, forColumn: Columns.account)
         remotePath = try row.decode(String.self, forColumn: Columns.remotePath)
-        role = try Self.coded(try row.decode(String.self, forColumn: Columns.role), Columns.role, row: name)
+        role = try Self.coded(try row.decode(String.self, forColumn: Columns.role), Columns.role,
+                              row: Self.name(itemID: itemId, remotePath: remotePath))
         sha256 = try row.decode(String.self, forColumn: Columns.sha256)
         size = try row.decode(Int64.self, forColumn: Columns.size)
         verifiedBy = try row.decode(String.self, forColumn: Columns.verifiedBy)

@@ -131,6 +131,26 @@ struct ColumnWrittenTests {
         }
     }
 
+    @Test("a proof's kind, an archived file's role this version does not know (the schema checks a proof's state): refused naming the table, the row and the value")
+    func unknownCodedValues() throws {
+        let queue = try Self.migrated()
+        try queue.write { db in
+            try Self.item(id: 1).insertRow(db)
+            try ProofRow(Proof(itemID: 1, notary: "tsa", kind: .rfc4998, state: .confirmed, updatedAt: Self.at(1))).upsertRow(db)
+            try ArchivedFileRow(itemId: 1, account: "dav", remotePath: "/a/x.bin", role: .original, sha256: String(repeating: "f", count: 64),
+                                size: 1, verifiedBy: "sha1", remoteId: nil, verifiedAt: Self.at(2)).upsertRow(db)
+            func refusal<T: FetchableRecord>(_ type: T.Type, _ sql: String) -> String {
+                do { _ = try T.fetchOne(db, sql: sql); return "read" } catch { return "\(error)" }
+            }
+            try db.execute(sql: "UPDATE proof SET kind = 'sealed'")
+            let kind = refusal(ProofRow.self, "SELECT * FROM proof")
+            #expect(kind.contains("proof of item 1 by tsa") && kind.contains("kind") && kind.contains("sealed"), "\(kind)")
+            try db.execute(sql: "UPDATE archived_file SET role = 'sealed'")
+            let role = refusal(ArchivedFileRow.self, "SELECT * FROM archived_file")
+            #expect(role.contains("/a/x.bin of item 1") && role.contains("role") && role.contains("sealed"), "\(role)")
+        }
+    }
+
     @Test("source: inserted by position (its id from SQLite), read back by name")
     func sourceRoundTrip() throws {
         let queue = try Self.migrated()
