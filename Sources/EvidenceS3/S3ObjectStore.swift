@@ -55,7 +55,7 @@ public struct S3StoreSettings: Sendable, Equatable {
 }
 
 /// The content-addressed store in an S3-compatible bucket (AWS S3, MinIO, Ceph RGW; moto in the
-/// tests): objects at `sha256/ab/cd/<hex>`, the keys of the local store.
+/// tests): objects at `sha256/ab/cd/<hex>` (the local store's former layout; a bucket has no folders to make).
 ///
 /// - Ingest reads the source once under the local store's rules (`SourceSpool`), hashing it into
 ///   a spool in the home's `tmp/` (the key needs the digest before the upload starts), then asks

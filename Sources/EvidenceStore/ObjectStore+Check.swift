@@ -22,7 +22,8 @@ extension ObjectStore {
     public func objectFiles() -> [String] { walkObjects().files }
 
     /// The store's folders walked by descriptor from `objects/sha256` (opened beneath the home),
-    /// never following a link: regular files three levels down are objects; a link, or anything
+    /// never following a link: regular files in the fan-out folders are objects (and in their
+    /// two-level folders, `ab/cd/`, where homes made before 2026-11 kept them); a link, or anything
     /// else where a fan-out folder or an object should be, is a problem and is not entered.
     func walkObjects() -> (files: [String], problems: [ObjectProblem]) {
         var files: [String] = []
@@ -33,31 +34,19 @@ extension ObjectStore {
             return ([], [.init(kind: .unreadable, path: objectsDir, detail: error.description)])
         }
         func walk(_ dir: Int32, _ path: String, depth: Int) {
-            let fd = dup(dir)
-            guard fd >= 0, let stream = fdopendir(fd) else {
-                if fd >= 0 { close(fd) }
+            guard let names = LegacyLayout.names(in: dir) else {
                 problems.append(.init(kind: .unreadable, path: path, detail: "cannot list: \(String(cString: strerror(errno)))"))
                 return
-            }
-            defer { closedir(stream) }
-            var names: [String] = []
-            while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
-                if name != "." && name != ".." { names.append(name) }
             }
             for name in names.sorted() {
                 let full = path + "/" + name
                 var st = Glibc.stat()
                 guard fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
                 let kind = SourceStat(st).kind
-                if depth < 2 {
-                    guard kind == .directory else {
-                        problems.append(.init(kind: .strayFile, path: full, detail: kind == .symlink
-                            ? "a symbolic link where a fan-out folder belongs; not followed" : "a \(kind.rawValue) where a fan-out folder belongs"))
-                        continue
-                    }
+                if depth == 0 && kind != .directory {
+                    problems.append(.init(kind: .strayFile, path: full, detail: kind == .symlink
+                        ? "a symbolic link where a fan-out folder belongs; not followed" : "a \(kind.rawValue) where a fan-out folder belongs"))
+                } else if depth == 0 || (depth == 1 && kind == .directory && LegacyLayout.isLeafName(name)) {
                     let sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                     guard sub >= 0 else {
                         problems.append(.init(kind: .unreadable, path: full, detail: "cannot open: \(String(cString: strerror(errno)))"))
@@ -96,7 +85,7 @@ extension ObjectStore {
                 report.problems.append(.init(kind: .strayFile, path: path, detail: "not a store object name"))
                 continue
             }
-            if objectPath(digest) != path {
+            if objectPath(digest) != path && !(legacyLayout && LegacyLayout.path(objectsDir, digest) == path) {
                 report.problems.append(.init(kind: .misplaced, path: path, detail: "expected at \(objectPath(digest))"))
             }
             hooks.beforeUse(.check, path)

@@ -4,9 +4,12 @@ import EvidenceCore
 extension ObjectStore: ContentStore {
     public var storeDescription: String { "the store at \(home)/objects" }
 
-    public func location(of d: SHA256Digest) -> String { objectPath(d) }
+    /// The object's path: where it is (see `existingFolder`), else where it belongs.
+    public func location(of d: SHA256Digest) -> String {
+        legacyLayout ? ((try? existingFolder(d))?.path ?? objectPath(d)) : objectPath(d)
+    }
 
     public func withLocalCopy<T>(of d: SHA256Digest, _ body: (String) -> T) throws(StoreError) -> T {
-        body(objectPath(d))
+        body(location(of: d))
     }
 }

@@ -7,7 +7,7 @@ extension ObjectStore {
     /// so the caller can refuse a copy whose hash is not the object's name. The object is read
     /// through its folder (`openObject`), the copy made and renamed relative to `target`'s folder.
     public func copyObject(_ digest: SHA256Digest, to target: String) throws(StoreError) -> (digest: SHA256Digest, size: Int64) {
-        let path = objectPath(digest)
+        let path = location(of: digest)
         hooks.beforeUse(.export, path)
         let (src, _) = try openObject(digest)
         defer { close(src) }

@@ -4,8 +4,13 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// The content-addressed store: `objects/sha256/ab/cd/<hex>`, written through `tmp/`
+/// The content-addressed store: `objects/sha256/ab/<hex>`, written through `tmp/`
 /// (temp file, fsync, rename, directory fsync), objects read-only, one object per content.
+///
+/// One fan-out level of 256 folders, all made with the store: storing an object never makes a
+/// folder. (Homes written before 2026-11 hold `objects/sha256/ab/cd/<hex>`, two levels: nearly
+/// every object then made a new `cd` folder and fsynced its parent, a `mkdir` and an fsync more
+/// per object. `init` moves such objects up one level, once; see `LegacyLayout`.)
 ///
 /// Safe to use from several processes at once on one home: temp names carry the writer's
 /// pid, and only temp files of dead writers are cleaned.
@@ -19,6 +24,9 @@ public final class ObjectStore: Sendable {
     public let home: String
     public let objectsDir: String
     public let tmpDir: String
+    /// The home may still hold objects at their two-level place (`objects/sha256/ab/cd/<hex>`):
+    /// moving them up failed (a read-only home, say). Objects are then looked for at both places.
+    public let legacyLayout: Bool
     let hooks: Hooks
     /// `tmp/`, opened beneath the home when the store was opened.
     let tmpFolder: BeneathRoot
@@ -44,7 +52,13 @@ public final class ObjectStore: Sendable {
 
     /// Opens (creating if needed) the store under `home` and removes temp files left by
     /// writers that no longer run.
-    public init(home: String, hooks: Hooks = Hooks()) throws(StoreError) {
+    public convenience init(home: String, hooks: Hooks = Hooks()) throws(StoreError) {
+        try self.init(home: home, hooks: hooks, moveLegacyObjects: true)
+    }
+
+    /// `moveLegacyObjects: false` (tests) opens a home of the two-level layout as one whose
+    /// objects could not be moved up (a read-only home).
+    init(home: String, hooks: Hooks, moveLegacyObjects: Bool) throws(StoreError) {
         self.home = home
         self.hooks = hooks
         self.objectsDir = home + "/objects/sha256"
@@ -53,12 +67,12 @@ public final class ObjectStore: Sendable {
             try Self.makeDirectory(dir)
         }
 
-        // The 256 first-level fan-out folders exist from the start: storing an object then
-        // creates (and fsyncs) at most one new folder instead of two.
+        // The 256 fan-out folders exist from the start: storing an object never makes a folder.
         if access(objectsDir + "/ff", F_OK) != 0 {
             for b in 0..<256 { try Self.makeDirectory(objectsDir + "/" + Hex.encode([UInt8(b)])) }
             try Self.fsyncDirectory(objectsDir)
         }
+        legacyLayout = !(moveLegacyObjects && LegacyLayout.flatten(home: home, objectsDir: objectsDir))
         do { tmpFolder = try BeneathRoot(path: tmpDir + "/-", root: home, sameFileSystem: true) } catch {
             throw Self.storeError(error, path: tmpDir)
         }
@@ -82,16 +96,29 @@ public final class ObjectStore: Sendable {
     /// The folder of `d`'s object, opened beneath the home (see the type's comment); `create`
     /// makes missing fan-out folders (0750, their parents fsynced).
     func objectFolder(_ d: SHA256Digest, create: Bool = false) throws(StoreError) -> BeneathRoot {
-        let path = objectPath(d)
+        try folder(at: objectPath(d), create: create)
+    }
+
+    private func folder(at path: String, create: Bool = false) throws(StoreError) -> BeneathRoot {
         do { return try BeneathRoot(path: path, root: home, createFolders: create ? 0o750 : nil, sameFileSystem: true) } catch {
             throw Self.storeError(error, path: path)
         }
     }
 
+    /// The folder holding `d`'s object: its place, or, while the home may keep objects at their
+    /// two-level place (`legacyLayout`), that place when the object is there. Another process may
+    /// be moving it up meanwhile: its place is looked at again after a miss at the old one.
+    func existingFolder(_ d: SHA256Digest) throws(StoreError) -> BeneathRoot {
+        let current = try objectFolder(d)
+        guard legacyLayout, case .failure(.missing) = current.stat() else { return current }
+        if let old = try? folder(at: LegacyLayout.path(objectsDir, d)), case .success = old.stat() { return old }
+        return try objectFolder(d)
+    }
+
     /// Opens `d`'s object for reading through its folder: a regular file, not a link; returns the
     /// descriptor (the caller closes it) and what `fstat` says of it.
     public func openObject(_ d: SHA256Digest) throws(StoreError) -> (fd: Int32, stat: SourceStat) {
-        let folder = try objectFolder(d)
+        let folder = try existingFolder(d)
         switch folder.openRegularFile() {
         case .success(let r): return r
         case .failure(.missing): throw .notFound(path: folder.path)
@@ -105,12 +132,13 @@ public final class ObjectStore: Sendable {
     public func hashObject(_ d: SHA256Digest) throws(StoreError) -> FileHasher.Result {
         let (fd, _) = try openObject(d)
         defer { close(fd) }
-        return try FileHasher.hash(fd: fd, path: objectPath(d))
+        return try FileHasher.hash(fd: fd, path: location(of: d))
     }
 
+    /// Where `d`'s object belongs: `objects/sha256/ab/<hex>`.
     public func objectPath(_ d: SHA256Digest) -> String {
         let h = d.hex
-        return "\(objectsDir)/\(h.prefix(2))/\(h.dropFirst(2).prefix(2))/\(h)"
+        return "\(objectsDir)/\(h.prefix(2))/\(h)"
     }
 
     public func contains(_ d: SHA256Digest) -> Bool {
@@ -119,7 +147,7 @@ public final class ObjectStore: Sendable {
 
     /// Size of the stored object, or nil if it is missing (or not reachable without following a link).
     public func objectSize(_ d: SHA256Digest) -> Int64? {
-        guard let folder = try? objectFolder(d), case .success(let st) = folder.stat(), st.kind == .regular else { return nil }
+        guard let folder = try? existingFolder(d), case .success(let st) = folder.stat(), st.kind == .regular else { return nil }
         return st.size
     }
 
@@ -234,6 +262,10 @@ public final class ObjectStore: Sendable {
                 try Self.sameSize(st.size, s.size, path: folder.path)
                 return nil
             }
+            if legacyLayout, let size = objectSize(s.digest) {
+                try Self.sameSize(size, s.size, path: LegacyLayout.path(objectsDir, s.digest))
+                return nil
+            }
             try s.temp.sync()
             return folder
         }
@@ -285,7 +317,7 @@ public final class ObjectStore: Sendable {
     /// Reads a stored object fully into memory (small objects only: proofs, certificates),
     /// through its folder (`openObject`).
     public func read(_ d: SHA256Digest) throws(StoreError) -> Data {
-        let p = objectPath(d)
+        let p = location(of: d)
         hooks.beforeUse(.read, p)
         let (fd, st) = try openObject(d)
         defer { close(fd) }

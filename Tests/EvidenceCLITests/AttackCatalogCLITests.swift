@@ -21,7 +21,7 @@ struct AttackCatalogCLITests {
         func value(_ sql: String) -> String { sqlite(sql).stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
         /// The item taken in from the file named `name`.
         func item(named name: String) -> String { value("SELECT item_id FROM source WHERE name = '\(name)'") }
-        func objectPath(_ hex: String) -> String { "\(h.home)/objects/sha256/\(hex.prefix(2))/\(hex.dropFirst(2).prefix(2))/\(hex)" }
+        func objectPath(_ hex: String) -> String { "\(h.home)/objects/sha256/\(hex.prefix(2))/\(hex)" }
         /// The newest event of `kind` about `item` whose details contain `fragment`.
         func seq(_ kind: String, item: String, containing fragment: String = "") -> String {
             value("SELECT max(seq) FROM custody_event WHERE kind = '\(kind)' AND item_id = \(item) AND instr(details, '\(fragment)') > 0")

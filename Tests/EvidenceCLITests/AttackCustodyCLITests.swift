@@ -135,7 +135,7 @@ extension AttackCLITests {
         let file = s.file("clip.txt", content)
         let hex = String(CLI.exec(["sha256sum", file]).stdout.prefix(64))
         let outside = s.path + "/outside"
-        try FileManager.default.createDirectory(atPath: outside + "/" + hex.dropFirst(2).prefix(2), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         let fanOut = s.home + "/objects/sha256/" + hex.prefix(2)
         try FileManager.default.removeItem(atPath: fanOut)
         #expect(symlink(outside, fanOut) == 0)

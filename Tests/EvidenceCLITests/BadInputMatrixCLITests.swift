@@ -114,7 +114,7 @@ struct BadInputMatrixCLITests {
         #expect(h.items() == 1)
         let sources = (show(h, "1")["sources"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }.sorted()
         #expect(sources == ["first.bin", "second.bin"])
-        let objects = CLI.exec(["find", h.home + "/objects", "-type", "f"]).stdout.split(separator: "\n")
+        let objects = CLI.exec(["find", h.home + "/objects/sha256", "-type", "f"]).stdout.split(separator: "\n")
         #expect(objects.count == 1, "\(objects)")
         #expect(h.stop() == 0)
     }
@@ -143,7 +143,7 @@ struct BadInputMatrixCLITests {
         #expect(r.stderr.contains("gave up after 1 re-read"), "\(r.stderr)")
         writer.stop()
         #expect((cli.run(["status", "--json"]).json as? [String: Any])?["items"] as? Int == 0)
-        #expect(CLI.exec(["find", s.home + "/objects", "-type", "f"]).stdout.isEmpty)
+        #expect(CLI.exec(["find", s.home + "/objects/sha256", "-type", "f"]).stdout.isEmpty)
         #expect(tmpEntries(s.home).isEmpty)
     }
 
@@ -172,7 +172,7 @@ struct BadInputMatrixCLITests {
         #expect(unlinkedDuringCopy, "the source was removed while the temp file existed")
         #expect(r.status == 1)
         #expect(r.stderr.contains("\(norm(f)): vanished while being read; not stored"), "\(r.stderr)")
-        #expect(CLI.exec(["find", home + "/objects", "-type", "f"]).stdout.isEmpty)
+        #expect(CLI.exec(["find", home + "/objects/sha256", "-type", "f"]).stdout.isEmpty)
         #expect(tmpEntries(home).isEmpty)
     }
 
@@ -275,7 +275,7 @@ struct BadInputMatrixCLITests {
         #expect(r.status == 1)
         #expect(r.stderr.contains("\(norm(s.home))/catalog.sqlite: catalog is locked by another process"), "\(r.stderr)")
         #expect((cli.run(["status", "--json"]).json as? [String: Any])?["items"] as? Int == 1)
-        let objects = CLI.exec(["find", s.home + "/objects", "-type", "f"]).stdout
+        let objects = CLI.exec(["find", s.home + "/objects/sha256", "-type", "f"]).stdout
         #expect(objects.split(separator: "\n").count == 1, "\(objects)")
         #expect(tmpEntries(s.home).isEmpty)
         #expect(cli.run(["log", "verify"]).status == 0)

@@ -608,7 +608,7 @@ extension FileManager {
         func mode(_ path: String) -> mode_t { var st = stat(); return stat(path, &st) == 0 ? st.st_mode & 0o777 : 0o7777 }
         #expect(mode(s.home) == 0o700, "\(String(mode(s.home), radix: 8))")
         #expect(mode(s.home + "/catalog.sqlite") == 0o600, "\(String(mode(s.home + "/catalog.sqlite"), radix: 8))")
-        let objects = CLI.exec(["find", s.home + "/objects", "-type", "f"]).stdout.split(separator: "\n").map(String.init)
+        let objects = CLI.exec(["find", s.home + "/objects/sha256", "-type", "f"]).stdout.split(separator: "\n").map(String.init)
         #expect(!objects.isEmpty && objects.allSatisfy { mode($0) == 0o440 }, "\(objects.map { String(mode($0), radix: 8) })")
         #expect(cli.run(["bundle", "1", "-o", s.path + "/bundle"]).status == 0)
         #expect(mode(s.path + "/bundle") == 0o700 && mode(s.path + "/bundle/manifest.json") == 0o600)

@@ -45,7 +45,7 @@ struct StoreSwapTests {
         let home = dir.file("home"), outside = dir.file("outside")
         let data = randomData(10_000)
         let digest = SHA256Hasher.hash(data)
-        try FileManager.default.createDirectory(atPath: outside + "/" + digest.hex.dropFirst(2).prefix(2), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         let swap = Once { Self.swap(home, digest, to: outside) }
         let store = try ObjectStore(home: home, hooks: .init(beforeUse: { step, _ in if step == .publish { swap.fire() } }))
         _ = try? store.put(data)
@@ -60,7 +60,7 @@ struct StoreSwapTests {
         let data = randomData(50_000)
         let source = dir.write("drop/clip.bin", data)
         let digest = SHA256Hasher.hash(data)
-        try FileManager.default.createDirectory(atPath: outside + "/" + digest.hex.dropFirst(2).prefix(2), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         let swap = Once { Self.swap(home, digest, to: outside) }
         let store = try ObjectStore(home: home, hooks: .init(beforeUse: { step, _ in if step == .publish { swap.fire() } }))
         _ = try? store.ingest(path: source)
@@ -76,7 +76,7 @@ struct StoreSwapTests {
         let source = dir.write("drop/clip.bin", data)
         let others = (0..<5).map { dir.write("drop/other\($0).bin", randomData(2_000 + $0)) }
         let digest = SHA256Hasher.hash(data)
-        try FileManager.default.createDirectory(atPath: outside + "/" + digest.hex.dropFirst(2).prefix(2), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         let store = try ObjectStore(home: home)
         let staged = try ([source] + others).map { try store.stage(path: $0) }
         Self.swap(home, digest, to: outside)
@@ -94,7 +94,7 @@ struct StoreSwapTests {
         let home = dir.file("home"), outside = dir.file("outside")
         let sources = (0..<8).map { dir.write("drop/f\($0).bin", randomData(10_000 + $0)) }
         let first = SHA256Hasher.hash(FileManager.default.contents(atPath: sources[0])!)
-        try FileManager.default.createDirectory(atPath: outside + "/" + first.hex.dropFirst(2).prefix(2), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         let swap = Once { Self.swap(home, first, to: outside) }
         let store = try ObjectStore(home: home, hooks: .init(beforeUse: { step, _ in if step == .publish { swap.fire() } }))
         let staged = try sources.map { try store.stage(path: $0) }
@@ -128,7 +128,7 @@ struct StoreSwapTests {
         let data = Data("the receipt".utf8)
         let digest = SHA256Hasher.hash(data)
         let planted = Data("a receipt of the attacker's".utf8)
-        dir.write("outside/" + digest.hex.dropFirst(2).prefix(2) + "/" + digest.hex, planted)
+        dir.write("outside/" + digest.hex, planted)
         let swap = Once { Self.swap(home, digest, to: outside) }
         let store = try ObjectStore(home: home, hooks: .init(beforeUse: { step, _ in if step == .read { swap.fire() } }))
         try store.put(data)
@@ -144,7 +144,7 @@ struct StoreSwapTests {
         let home = dir.file("home"), outside = dir.file("outside")
         let data = randomData(20_000)
         let digest = SHA256Hasher.hash(data)
-        dir.write("outside/" + digest.hex.dropFirst(2).prefix(2) + "/" + digest.hex, "not the evidence")
+        dir.write("outside/" + digest.hex, "not the evidence")
         let swap = Once { Self.swap(home, digest, to: outside) }
         let store = try ObjectStore(home: home, hooks: .init(beforeUse: { step, _ in if step == .export { swap.fire() } }))
         try store.put(data)
@@ -166,7 +166,7 @@ struct StoreSwapTests {
         // A file outside with a store object's name and matching content: read, it would count as an object.
         let other = randomData(3_000)
         let otherDigest = SHA256Hasher.hash(other)
-        dir.write("outside/" + otherDigest.hex.dropFirst(2).prefix(2) + "/" + otherDigest.hex, other)
+        dir.write("outside/" + otherDigest.hex, other)
         Self.swap(home, otherDigest, to: outside)
         let report = store.check()
         #expect(!report.digests.contains(otherDigest), "counted a file outside the store as an object")

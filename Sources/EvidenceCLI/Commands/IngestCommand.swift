@@ -11,7 +11,7 @@ struct IngestCommand: AsyncParsableCommand {
         abstract: "Store files and folders now, without the service.",
         discussion: Help.reflow("""
         Each file is read once: hashed and copied into the store in the same pass, fsynced,
-        renamed into objects/sha256/ab/cd/<hash>, and recorded in the catalog with its media
+        renamed into objects/sha256/ab/<hash>, and recorded in the catalog with its media
         metadata and a custody event. Files read while others are being made durable are
         committed together (one folder fsync and one catalog transaction per batch); none is
         reported before it is durable. Content already stored is not written twice: the new

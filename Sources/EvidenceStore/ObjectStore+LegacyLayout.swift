@@ -1,0 +1,122 @@
+import EvidenceCore
+import Foundation
+import Glibc
+
+/// The store's former layout, `objects/sha256/ab/cd/<hex>`, and the move of its objects to
+/// `objects/sha256/ab/<hex>`.
+///
+/// `flatten` runs when a store is opened and `objects/layout` does not say the move is done: in
+/// each fan-out folder, every object of each two-level folder `cd` gets its new name by a hard
+/// link, then loses the old one (a crash between the two leaves the same file under both names,
+/// which the next run resolves by their inode); the fan-out folder is fsynced, the emptied `cd`
+/// folders removed and it is fsynced again. When every folder is done, `objects/layout` is
+/// written (temp + fsync + rename) and the move never runs again. Several processes may run it
+/// at once: a name already moved by another is skipped.
+///
+/// Nothing is lost on the way: an object is under its old name, its new one, or both, at every
+/// moment, and an old name is removed only once the new one names the same inode. A name at the
+/// old place that cannot take its new one (another file is there already) stays where it is for
+/// `evidence fsck` to report (`misplaced`). When the move cannot be made (a read-only home), the
+/// store looks for objects at both places (`ObjectStore.legacyLayout`).
+enum LegacyLayout {
+    /// The file that records that the store has one fan-out level.
+    static let markerName = "layout"
+    static let markerText = "sha256/ab/<hex>: one fan-out level (written when the store was made or its objects were moved up)\n"
+
+    /// The two-level place of `d`'s object.
+    static func path(_ objectsDir: String, _ d: SHA256Digest) -> String {
+        let h = d.hex
+        return "\(objectsDir)/\(h.prefix(2))/\(h.dropFirst(2).prefix(2))/\(h)"
+    }
+
+    /// A two-level folder's name: two lower-case hex digits.
+    static func isLeafName(_ name: String) -> Bool {
+        name.utf8.count == 2 && name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
+    }
+
+    /// Moves every object at its two-level place up one level (see the type's comment); true when
+    /// the store holds none there any more and `objects/layout` says so.
+    static func flatten(home: String, objectsDir: String) -> Bool {
+        let marker = (objectsDir as NSString).deletingLastPathComponent + "/" + markerName
+        if access(marker, F_OK) == 0 { return true }
+        for b in 0..<256 {
+            let fanOut = objectsDir + "/" + Hex.encode([UInt8(b)])
+            guard let folder = try? BeneathRoot(path: fanOut + "/-", root: home, sameFileSystem: true) else { return false }
+            guard let leaves = names(in: folder.directory)?.filter({ isLeafName($0) && isFolder(folder.directory, $0) }) else { return false }
+            if leaves.isEmpty { continue }
+            for leaf in leaves {
+                guard moveUp(leaf, in: folder.directory, fanOut: Hex.encode([UInt8(b)])) else { return false }
+            }
+            guard fsync(folder.directory) == 0 else { return false }
+            // A folder left non-empty holds something that is not an object of its place, or an
+            // object whose new name another file has: kept for fsck.
+            for leaf in leaves { _ = unlinkat(folder.directory, leaf, AT_REMOVEDIR) }
+            guard fsync(folder.directory) == 0 else { return false }
+        }
+        do { try AtomicFile.write(Data(markerText.utf8), to: marker, mode: 0o440) } catch { return false }
+        return true
+    }
+
+    /// Gives each object in the two-level folder `leaf` its name in `parent` (the fan-out folder
+    /// `fanOut`); false when a move failed for a reason other than a name already moved.
+    private static func moveUp(_ leaf: String, in parent: Int32, fanOut: String) -> Bool {
+        let dir = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard dir >= 0 else { return errno == ENOENT }
+        defer { close(dir) }
+        guard BeneathRoot.device(dir) == BeneathRoot.device(parent), let objects = names(in: dir) else { return false }
+        for name in objects {
+            guard let d = SHA256Digest(hex: name), d.hex == name, name.hasPrefix(fanOut + leaf) else { continue }
+            var old = Glibc.stat()
+            guard fstatat(dir, name, &old, AT_SYMLINK_NOFOLLOW) == 0 else {
+                if errno == ENOENT { continue }
+                return false
+            }
+            guard SourceStat(old).kind == .regular else { continue }
+            if linkat(dir, name, parent, name, 0) != 0 {
+                switch errno {
+                case EEXIST:
+                    // Moved by a run that died before the old name was removed (the same inode),
+                    // else a different file has the new name: this one stays for fsck.
+                    var new = Glibc.stat()
+                    guard fstatat(parent, name, &new, AT_SYMLINK_NOFOLLOW) == 0,
+                          new.st_ino == old.st_ino, new.st_dev == old.st_dev else { continue }
+                case ENOENT:
+                    continue   // moved by another process meanwhile
+                case EPERM, EOPNOTSUPP, EMLINK:
+                    // A file system without hard links (or out of them): a rename, unless the
+                    // object has its new name already.
+                    var new = Glibc.stat()
+                    if fstatat(parent, name, &new, AT_SYMLINK_NOFOLLOW) == 0 { continue }
+                    if renameat(dir, name, parent, name) != 0 && errno != ENOENT { return false }
+                    continue
+                default:
+                    return false
+                }
+            }
+            if unlinkat(dir, name, 0) != 0 && errno != ENOENT { return false }
+        }
+        return true
+    }
+
+    private static func isFolder(_ dir: Int32, _ name: String) -> Bool {
+        var st = Glibc.stat()
+        return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && SourceStat(st).kind == .directory
+    }
+
+    /// The names in the folder `dir` (but `.` and `..`), or nil when it cannot be listed.
+    static func names(in dir: Int32) -> [String]? {
+        let fd = dup(dir)
+        guard fd >= 0 else { return nil }
+        guard let stream = fdopendir(fd) else { close(fd); return nil }
+        defer { closedir(stream) }
+        rewinddir(stream)   // the duplicate shares the descriptor's position
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}
