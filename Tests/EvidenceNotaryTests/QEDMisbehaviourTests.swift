@@ -10,10 +10,12 @@ import Testing
 /// job backs off and asks again), never a crash, a hang or a permanent failure of the item.
 @Suite("QED client: misbehaving answers")
 struct QEDMisbehaviourTests {
-    func withServer<T: Sendable>(_ body: @Sendable (SandboxServer, URL) async throws -> T) async throws -> T {
+    func withServer<T: Sendable>(pending: Double? = nil, _ body: @Sendable (SandboxServer, URL) async throws -> T) async throws -> T {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("evidence-qed-misbehave-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let server = try SandboxServer(options: SandboxOptions(stateDirectory: dir))
+        var options = SandboxOptions(stateDirectory: dir)
+        if let pending { options.pendingSeconds = pending }
+        let server = try SandboxServer(options: options)
         return try await server.withRunning { url in try await body(server, url) }
     }
 
@@ -92,6 +94,27 @@ struct QEDMisbehaviourTests {
             #expect(error?.retryable == false && error?.message.contains("a POST is not re-sent") == true, "\(error?.message ?? "")")
             #expect(server.misbehaviour.servedCounts["redirect"] == 1)
             #expect(try await qed.reports(hash: Self.digest).isEmpty, "nothing was created by a resend")
+        }
+    }
+
+    @Test("a certificate answer that is not a PDF is a permanent error naming the report and what came; a cut or oversized one is retryable",
+          arguments: [("html", "is not a PDF (content type text/html", false),
+                      ("wrong-type", "is not a PDF (content type image/png", false),
+                      ("garbage", "is not a PDF (content type application/json", false),
+                      ("truncated", "transfer closed with", true),
+                      ("oversized", "response too large", true)])
+    func certificateNotAPDF(_ mode: String, _ named: String, _ retryable: Bool) async throws {
+        try await withServer(pending: 0) { (server: SandboxServer, url: URL) async throws -> Void in
+            let http = HTTPClient(configuration: HTTPClientConfiguration(retry: .never), logger: Logger(label: "test"))
+            let qed = QEDClient(baseURL: url.absoluteString + "/v1/", apiKey: "sandbox-key", http: http)
+            let created = try await qed.submit(submission())
+            server.misbehaviour.arm(prefix: "/v1/reports/\(created.slug)/pdf/", mode: Misbehaviour.Mode(rawValue: mode)!, count: 1)
+            let error = await #expect(throws: NotaryError.self) { _ = try await qed.certificate(slug: created.slug) }
+            #expect(error?.message.contains(named) == true, "\(error?.message ?? "")")
+            #expect(error?.retryable == retryable, "\(mode): \(error?.message ?? "")")
+            if !retryable { #expect(error?.message.contains(created.slug) == true, "names the report: \(error?.message ?? "")") }
+            // Disarmed after one: the real PDF comes.
+            #expect(try await qed.certificate(slug: created.slug).starts(with: Data("%PDF-".utf8)))
         }
     }
 

@@ -114,15 +114,16 @@ public struct QEDClient: Sendable {
         return String(next[r.upperBound...])
     }
 
-    /// Downloads the report's PDF certificate to `path` (temp + fsync + rename by the HTTP
-    /// client) and checks it starts like a PDF.
-    public func downloadCertificate(slug: String, to path: String) async throws(NotaryError) {
+    /// The report's PDF certificate, in memory (at most the client's `maxResponseBytes`; a
+    /// certificate is a few hundred KB), checked to start like a PDF. The caller stores it: no
+    /// file of its own on the way (it was one, fsynced, renamed and read back, per item).
+    public func certificate(slug: String) async throws(NotaryError) -> Data {
         let slugPath = slug.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? slug
         let response: HTTPResponse
         do {
             // The documented path ends with a slash: a Django server answers a slash-less POST
             // with a redirect (APPEND_SLASH) or a 500, and a POST is never re-sent elsewhere.
-            response = try await http.execute(request("POST", "reports/\(slugPath)/pdf/", json: Data("{}".utf8), downloadTo: path))
+            response = try await http.execute(request("POST", "reports/\(slugPath)/pdf/", json: Data("{}".utf8)))
         } catch {
             if case .status = error.kind, let answer = error.response, (300..<400).contains(answer.status) {
                 throw postRedirected(answer, path: "reports/\(slugPath)/pdf/", doing: "fetching the certificate")
@@ -130,16 +131,11 @@ public struct QEDClient: Sendable {
             throw NotaryError(name, error)
         }
         guard response.isSuccess else { throw statusError(response, doing: "fetching the certificate") }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw NotaryError("\(path): the downloaded certificate cannot be read", retryable: true)
-        }
-        let magic = (try? handle.read(upToCount: 5)) ?? Data()
-        try? handle.close()
-        guard magic == Data("%PDF-".utf8) else {
-            try? FileManager.default.removeItem(atPath: path)
+        guard response.body.starts(with: Data("%PDF-".utf8)) else {
             throw NotaryError("\(name): the certificate for report \(slug) is not a PDF (content type \(response.header("content-type") ?? "none"))",
                               retryable: false)
         }
+        return response.body
     }
 
     /// A GET, following at most `maxRedirects` redirects that stay under `baseURL` (a server that

@@ -4,21 +4,18 @@ import EvidenceCore
 import EvidenceNotary
 import Foundation
 
-/// A notary's own certificate of a confirmed QED proof: downloaded into the store's `tmp/`
-/// (checked to be a PDF), stored as an object and recorded for the item. Used by the
+/// A notary's own certificate of a confirmed QED proof: fetched into memory (checked to be a
+/// PDF), stored as an object and recorded for the item. Used by the
 /// certificate job and by `evidence cert` when it is missing.
 public enum NotaryCertificate {
     /// Returns the PDF. Throws `NotaryError` for what the notary answered, other errors for
     /// the store or catalog (they name the file or database).
     public static func fetch(_ proof: Proof, slug: String, with qed: QEDClient, home: EvidenceHome,
                              metrics: PipelineMetrics = .disabled) async throws -> Data {
-        let temp = home.store.scratchDirectory + "/\(getpid()).cert-\(proof.itemID)-\(UUID().uuidString).pdf"  // pid first: other processes leave it alone
-        defer { try? FileManager.default.removeItem(atPath: temp) }
-        try await metrics.timeNotary(proof.notary, .certificate) { () async throws(NotaryError) in
-            try await qed.downloadCertificate(slug: slug, to: temp)
+        let data = try await metrics.timeNotary(proof.notary, .certificate) { () async throws(NotaryError) in
+            try await qed.certificate(slug: slug)
         }
         return try await onIOThread { () throws -> Data in
-            let data = try Data(contentsOf: URL(fileURLWithPath: temp))
             let digest = try home.store.put(data).digest
             try home.catalog.saveCertificate(Certificate(itemID: proof.itemID, origin: proof.notary, sha256: digest,
                                                          size: Int64(data.count)))
