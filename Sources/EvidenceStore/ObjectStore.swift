@@ -24,8 +24,9 @@ public final class ObjectStore: Sendable {
     public let home: String
     public let objectsDir: String
     public let tmpDir: String
-    /// The home may still hold objects at their two-level place (`objects/sha256/ab/cd/<hex>`):
-    /// moving them up failed (a read-only home, say). Objects are then looked for at both places.
+    /// The home still holds objects at their two-level place (`objects/sha256/ab/cd/<hex>`):
+    /// moving them up could not be finished (a read-only home, say), and `check` does not call
+    /// them misplaced. (Objects are looked for at both places in any case: `existingFolder`.)
     public let legacyLayout: Bool
     let hooks: Hooks
     /// `tmp/`, opened beneath the home when the store was opened.
@@ -105,21 +106,28 @@ public final class ObjectStore: Sendable {
         }
     }
 
-    /// The folder holding `d`'s object: its place, or, while the home may keep objects at their
-    /// two-level place (`legacyLayout`), that place when the object is there. Another process may
-    /// be moving it up meanwhile: its place is looked at again after a miss at the old one.
+    /// The folder holding `d`'s object: its place, or its two-level place when it is there and
+    /// not at its place (a home not moved up yet, or not entirely, or written meanwhile by a node
+    /// of an earlier version): a miss costs one failed folder lookup more.
     func existingFolder(_ d: SHA256Digest) throws(StoreError) -> BeneathRoot {
         let current = try objectFolder(d)
-        guard legacyLayout, case .failure(.missing) = current.stat() else { return current }
+        guard case .failure(.missing) = current.stat() else { return current }
         if let old = try? folder(at: LegacyLayout.path(objectsDir, d)), case .success = old.stat() { return old }
-        return try objectFolder(d)
+        // Not at the old place either, or moved up since: `current` is its folder, held open.
+        return current
     }
 
     /// Opens `d`'s object for reading through its folder: a regular file, not a link; returns the
     /// descriptor (the caller closes it) and what `fstat` says of it.
     public func openObject(_ d: SHA256Digest) throws(StoreError) -> (fd: Int32, stat: SourceStat) {
-        let folder = try existingFolder(d)
-        switch folder.openRegularFile() {
+        var folder = try existingFolder(d)
+        var opened = folder.openRegularFile()
+        if case .failure(.missing) = opened, folder.path != objectPath(d) {
+            // Found at the old place and moved up by another process before it was opened.
+            folder = try objectFolder(d)
+            opened = folder.openRegularFile()
+        }
+        switch opened {
         case .success(let r): return r
         case .failure(.missing): throw .notFound(path: folder.path)
         case .failure(.io(_, let e)) where e == EACCES || e == EPERM: throw .permissionDenied(path: folder.path)
@@ -262,8 +270,8 @@ public final class ObjectStore: Sendable {
                 try Self.sameSize(st.size, s.size, path: folder.path)
                 return nil
             }
-            if legacyLayout, let size = objectSize(s.digest) {
-                try Self.sameSize(size, s.size, path: LegacyLayout.path(objectsDir, s.digest))
+            if let old = try? self.folder(at: LegacyLayout.path(objectsDir, s.digest)), case .success(let st) = old.stat(), st.kind == .regular {
+                try Self.sameSize(st.size, s.size, path: old.path)
                 return nil
             }
             try s.temp.sync()

@@ -15,6 +15,17 @@ struct StoreLayoutCLITests {
         }
     }
 
+    /// The store's objects by name: each name's paths, and whether those are one file (a name
+    /// under both its places between the link and the unlink of the move is one inode twice).
+    static func objectNames(_ dir: String) -> (names: Set<String>, paths: [String: [String]], oneFileEach: Bool) {
+        var paths: [String: [String]] = [:]
+        for rel in files(dir) { paths[String(rel.split(separator: "/").last!), default: []].append(rel) }
+        let oneFileEach = paths.values.allSatisfy { rels in
+            Set(rels.map { rel -> UInt64 in var st = stat(); _ = lstat(dir + "/" + rel, &st); return UInt64(st.st_ino) }).count == 1
+        }
+        return (Set(paths.keys), paths, oneFileEach)
+    }
+
     @Test("the move up one level, killed with SIGKILL again and again, ends with every object in place and fsck clean")
     func moveKilledAndResumed() throws {
         let s = Scratch()
@@ -25,6 +36,7 @@ struct StoreLayoutCLITests {
         let objects = s.home + "/objects/sha256"
         let stored = Self.files(objects)
         #expect(stored.count == 2_000, "\(stored.count) objects")
+        let names = Set(stored.map { String($0.split(separator: "/").last!) })
         // The home as the former layout left it.
         for rel in stored {
             let hex = String(rel.split(separator: "/").last!)
@@ -36,8 +48,10 @@ struct StoreLayoutCLITests {
 
         // Opened by a process killed after a growing delay, until one run finishes by itself.
         var mixedStates = 0, kills = 0, finished = false
-        var delay: useconds_t = 20_000
-        for _ in 0..<200 where !finished {
+        // Small steps until a kill lands mid-move (on tmpfs the whole move takes milliseconds),
+        // then larger ones to let it finish.
+        var delay: useconds_t = 0
+        for _ in 0..<300 where !finished {
             let p = try ChildProcess(CLI.binary, ["--home", s.home, "fsck", "--quick"],
                                      environment: ChildProcess.environment(removing: ["EVIDENCE_HOME", "EVIDENCE_CONFIG"]), stdout: .null, stderr: .null)
             usleep(delay)
@@ -47,10 +61,12 @@ struct StoreLayoutCLITests {
             }
             let end = p.wait()
             if end == .exited(0) || end == .exited(1) { finished = FileManager.default.fileExists(atPath: s.home + "/objects/layout") }
-            let now = Self.files(objects).map { $0.split(separator: "/").count }
-            #expect(now.count == 2_000, "objects lost or doubled after a kill: \(now.count)")
-            if now.contains(2) && now.contains(3) { mixedStates += 1 }
-            delay += 10_000
+            let now = Self.objectNames(objects)
+            #expect(now.names == names, "objects lost after a kill: \(names.subtracting(now.names).count) missing, \(now.names.subtracting(names).count) unknown")
+            #expect(now.oneFileEach, "a name under two places with different files after a kill")
+            let depths = Set(now.paths.values.joined().map { $0.split(separator: "/").count })
+            if depths.contains(2) && depths.contains(3) { mixedStates += 1 }
+            delay += mixedStates == 0 ? 2_000 : 20_000
         }
         #expect(finished, "no run finished the move")
         #expect(kills > 0 && mixedStates > 0, "no kill landed in the middle of the move (kills \(kills)): the test proved nothing")
