@@ -36,7 +36,6 @@ extension CatalogRecord {
         return try coded(raw, column, row: row) as Value
     }
 
-
     /// A stored SHA-256 as a digest; anything but 64 hex digits is refused naming the row.
     static func digest(_ hex: String, _ column: some ColumnExpression, row: String) throws(CatalogError) -> SHA256Digest {
         guard let digest = SHA256Digest(hex: hex) else {

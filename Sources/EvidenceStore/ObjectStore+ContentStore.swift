@@ -6,7 +6,7 @@ extension ObjectStore: ContentStore {
 
     /// The object's path: where it is (see `existingFolder`), else where it belongs.
     public func location(of d: SHA256Digest) -> String {
-        (try? existingFolder(d))?.path ?? objectPath(d)
+        (try? existingFolder(d))?.folder.path ?? objectPath(d)
     }
 
     public func withLocalCopy<T>(of d: SHA256Digest, _ body: (String) -> T) throws(StoreError) -> T {

@@ -7,9 +7,8 @@ extension ObjectStore {
     /// so the caller can refuse a copy whose hash is not the object's name. The object is read
     /// through its folder (`openObject`), the copy made and renamed relative to `target`'s folder.
     public func copyObject(_ digest: SHA256Digest, to target: String) throws(StoreError) -> (digest: SHA256Digest, size: Int64) {
-        let path = location(of: digest)
-        hooks.beforeUse(.export, path)
-        let (src, _) = try openObject(digest)
+        hooks.beforeUse(.export, objectPath(digest))
+        let (src, _, path) = try openExisting(digest)
         defer { close(src) }
         return try ObjectExport.copy(fd: src, label: path, storeName: home, to: target)
     }

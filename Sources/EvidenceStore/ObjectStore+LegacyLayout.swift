@@ -11,8 +11,7 @@ import Glibc
 /// the two leaves the same file under both names, which the next run resolves by their inode),
 /// each `cd` folder fsynced, the emptied ones removed and the fan-out folder fsynced again. When
 /// every folder is done, `objects/layout` is written (temp + fsync + rename) and the move never
-/// runs again. Several processes may run it
-/// at once: a name already moved by another is skipped.
+/// runs again. Several processes may run it at once: a name already moved by another is skipped.
 ///
 /// Nothing is lost on the way: an object is under its old name, its new one, or both, at every
 /// moment, and an old name is removed only once the new one names the same inode. A name at the

@@ -106,21 +106,34 @@ public final class ObjectStore: Sendable {
         }
     }
 
-    /// The folder holding `d`'s object: its place, or its two-level place when it is there and
-    /// not at its place (a home not moved up yet, or not entirely, or written meanwhile by a node
-    /// of an earlier version): a miss costs one failed folder lookup more.
-    func existingFolder(_ d: SHA256Digest) throws(StoreError) -> BeneathRoot {
+    /// The folder holding `d`'s object, with what `lstat` says of it there (nil when it is not
+    /// there): its place, or its two-level place when a regular file is there and nothing at its
+    /// place (a home not moved up yet, or not entirely, or written meanwhile by a node of an
+    /// earlier version): a miss costs one failed folder lookup more.
+    func existingFolder(_ d: SHA256Digest) throws(StoreError) -> (folder: BeneathRoot, stat: SourceStat?) {
         let current = try objectFolder(d)
-        guard case .failure(.missing) = current.stat() else { return current }
-        if let old = try? folder(at: LegacyLayout.path(objectsDir, d)), case .success = old.stat() { return old }
+        switch current.stat() {
+        case .success(let st): return (current, st)
+        case .failure(.missing): break
+        case .failure: return (current, nil)
+        }
+        if let old = try? folder(at: LegacyLayout.path(objectsDir, d)), case .success(let st) = old.stat(), st.kind == .regular {
+            return (old, st)
+        }
         // Not at the old place either, or moved up since: `current` is its folder, held open.
-        return current
+        return (current, nil)
     }
 
     /// Opens `d`'s object for reading through its folder: a regular file, not a link; returns the
     /// descriptor (the caller closes it) and what `fstat` says of it.
     public func openObject(_ d: SHA256Digest) throws(StoreError) -> (fd: Int32, stat: SourceStat) {
-        var folder = try existingFolder(d)
+        let (fd, stat, _) = try openExisting(d)
+        return (fd, stat)
+    }
+
+    /// `openObject`, with the path of the file opened (its place or its old one) for messages.
+    func openExisting(_ d: SHA256Digest) throws(StoreError) -> (fd: Int32, stat: SourceStat, path: String) {
+        var folder = try existingFolder(d).folder
         var opened = folder.openRegularFile()
         if case .failure(.missing) = opened, folder.path != objectPath(d) {
             // Found at the old place and moved up by another process before it was opened.
@@ -128,7 +141,7 @@ public final class ObjectStore: Sendable {
             opened = folder.openRegularFile()
         }
         switch opened {
-        case .success(let r): return r
+        case .success(let r): return (r.fd, r.stat, folder.path)
         case .failure(.missing): throw .notFound(path: folder.path)
         case .failure(.io(_, let e)) where e == EACCES || e == EPERM: throw .permissionDenied(path: folder.path)
         case .failure(.io(_, let e)) where e == EISDIR || e == EINVAL: throw .notRegularFile(path: folder.path, kind: e == EISDIR ? "directory" : "not a regular file")
@@ -138,9 +151,9 @@ public final class ObjectStore: Sendable {
 
     /// Re-hashes `d`'s object, read through its folder (`openObject`).
     public func hashObject(_ d: SHA256Digest) throws(StoreError) -> FileHasher.Result {
-        let (fd, _) = try openObject(d)
+        let (fd, _, path) = try openExisting(d)
         defer { close(fd) }
-        return try FileHasher.hash(fd: fd, path: location(of: d))
+        return try FileHasher.hash(fd: fd, path: path)
     }
 
     /// Where `d`'s object belongs: `objects/sha256/ab/<hex>`.
@@ -155,7 +168,7 @@ public final class ObjectStore: Sendable {
 
     /// Size of the stored object, or nil if it is missing (or not reachable without following a link).
     public func objectSize(_ d: SHA256Digest) -> Int64? {
-        guard let folder = try? existingFolder(d), case .success(let st) = folder.stat(), st.kind == .regular else { return nil }
+        guard let st = try? existingFolder(d).stat, st.kind == .regular else { return nil }
         return st.size
     }
 
@@ -260,22 +273,19 @@ public final class ObjectStore: Sendable {
     /// fsync is needed: the copy is dropped).
     private func prepare(_ s: StagedObject) -> Result<BeneathRoot?, StoreError> {
         Result { () throws(StoreError) -> BeneathRoot? in
-            let folder: BeneathRoot
-            switch Result(catching: { () throws(StoreError) in try objectFolder(s.digest) }) {
-            case .success(let f): folder = f
-            case .failure(.notFound): folder = try objectFolder(s.digest, create: true)
+            let found: (folder: BeneathRoot, stat: SourceStat?)
+            switch Result(catching: { () throws(StoreError) in try existingFolder(s.digest) }) {
+            case .success(let f): found = f
+            case .failure(.notFound): found = (try objectFolder(s.digest, create: true), nil)
             case .failure(let e): throw e
             }
-            if case .success(let st) = folder.stat(), st.kind == .regular {
-                try Self.sameSize(st.size, s.size, path: folder.path)
-                return nil
-            }
-            if let old = try? self.folder(at: LegacyLayout.path(objectsDir, s.digest)), case .success(let st) = old.stat(), st.kind == .regular {
-                try Self.sameSize(st.size, s.size, path: old.path)
+            // At its place, or at its old one (then `found.folder` is that one: nothing is placed there).
+            if let st = found.stat, st.kind == .regular {
+                try Self.sameSize(st.size, s.size, path: found.folder.path)
                 return nil
             }
             try s.temp.sync()
-            return folder
+            return found.folder
         }
     }
 
@@ -325,9 +335,8 @@ public final class ObjectStore: Sendable {
     /// Reads a stored object fully into memory (small objects only: proofs, certificates),
     /// through its folder (`openObject`).
     public func read(_ d: SHA256Digest) throws(StoreError) -> Data {
-        let p = location(of: d)
-        hooks.beforeUse(.read, p)
-        let (fd, st) = try openObject(d)
+        hooks.beforeUse(.read, objectPath(d))
+        let (fd, st, p) = try openExisting(d)
         defer { close(fd) }
         var data = Data(count: Int(st.size))
         var got = 0
