@@ -362,7 +362,9 @@ struct JobRow: CatalogRecord, ColumnWritten {
     /// The job, or an error naming it when its parameters cannot be read (a catalog written by
     /// hand or by a newer version).
     func model() throws(CatalogError) -> QueuedJob {
-        let fields = (try? CanonicalJSON.decoder().decode([String: String].self, from: Data(payload.utf8))) ?? [:]
+        // Read by `FlatStringJSON` (every claim reads one); JSONDecoder where it is not sure.
+        let fields = FlatStringJSON.parse(payload)
+            ?? (try? CanonicalJSON.decoder().decode([String: String].self, from: Data(payload.utf8))) ?? [:]
         let typed: JobPayload
         do { typed = try JobPayload(kind: kind, fields: fields) } catch {
             throw CatalogError.notFound("job \(id ?? 0): \(error)")

@@ -28,7 +28,7 @@ public enum CertificateRenderer {
         defer { if crAlive { cairo_destroy(cr) } }
         try check(cairo_status(cr), "creating the drawing context")
 
-        let measurer = TextMeasurer(cr: cr)
+        let measurer = TextMeasurer(cr: cr, shared: .pdf)
         let (blocks, boxes) = CertificateLayout.build(measurer: measurer, content: content)
         let pages = Paginator.paginate(blocks)
         let painter = Painter(cr: cr, measurer: measurer, boxes: boxes)

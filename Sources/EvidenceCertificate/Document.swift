@@ -74,7 +74,7 @@ public enum DocumentRenderer {
         }
         var crAlive = true
         defer { if crAlive { cairo_destroy(cr) } }
-        let measurer = TextMeasurer(cr: cr)
+        let measurer = TextMeasurer(cr: cr, shared: .pdf)
         var layout = DocumentLayout(m: measurer, doc: doc)
         layout.build()
         let pages = Paginator.paginate(layout.blocks)

@@ -1,5 +1,6 @@
 import CCairo
 import Foundation
+import Synchronization
 
 // A tiny flow layout: the certificate is built as blocks of fixed-height lines
 // (measured with cairo's toy font API), then paginated, then drawn. Every line is
@@ -80,14 +81,30 @@ final class TextMeasurer {
     let cr: OpaquePointer
     let sansFamily: String
     let monoFamily: String
-    private var advances: [FontSpec: [Character: Double]] = [:]
+    /// Advances known, one table per font.
+    private var tables: [FontSpec: AdvanceTable]
+    /// Where advances measured on a PDF surface are kept for the next certificate (nil: this
+    /// measurer's own only).
+    private let shared: SharedAdvances?
+    /// How many advances this measurer asked cairo for.
+    private(set) var cairoMeasurements = 0
 
-    init(cr: OpaquePointer) {
+    /// `shared`: advances of earlier measurers on the same kind of surface, and where this
+    /// one's are kept when it goes (`SharedAdvances.pdf` for every PDF surface).
+    init(cr: OpaquePointer, shared: SharedAdvances? = nil) {
         self.cr = cr
+        self.shared = shared
         sansFamily = "DejaVu Sans"
+        let known = shared?.start()
+        tables = known?.tables ?? [:]
         // fontconfig substitutes silently; if "DejaVu Sans Mono" resolves to a
         // proportional face, fall back to the generic monospace alias.
-        monoFamily = TextMeasurer.isMonospaced(cr: cr, family: "DejaVu Sans Mono") ? "DejaVu Sans Mono" : "Monospace"
+        let mono = known?.monoIsDejaVu ?? TextMeasurer.isMonospaced(cr: cr, family: "DejaVu Sans Mono")
+        monoFamily = mono ? "DejaVu Sans Mono" : "Monospace"
+    }
+
+    deinit {
+        shared?.keep(monoIsDejaVu: monoFamily == "DejaVu Sans Mono", tables: cairoMeasurements > 0 ? tables : [:])
     }
 
     private static func isMonospaced(cr: OpaquePointer, family: String) -> Bool {
@@ -113,17 +130,19 @@ final class TextMeasurer {
     /// Advance of one character. The toy API maps characters to glyphs one by one
     /// (no kerning, no shaping), so a string's advance is the sum of these.
     func advance(_ c: Character, _ font: FontSpec) -> Double {
-        if let a = advances[font]?[c] { return a }
+        if let a = tables[font]?.lookup(c) { return a }
+        cairoMeasurements += 1
         select(font)
         var e = cairo_text_extents_t()
         cairo_text_extents(cr, String(c), &e)
         let a = e.x_advance.isFinite ? max(0, e.x_advance) : 0
-        advances[font, default: [:]][c] = a
+        tables[font, default: AdvanceTable()].store(c, a)
         return a
     }
 
     func width(_ s: String, _ font: FontSpec) -> Double {
-        s.reduce(0) { $0 + advance($1, font) }
+        if let w = tables[font]?.printableASCIIWidth(s) { return w }
+        return s.reduce(0) { $0 + advance($1, font) }
     }
 
     /// Breaks `text` into lines no wider than `maxWidth`, after a space when possible,
@@ -131,7 +150,8 @@ final class TextMeasurer {
     func wrap(_ text: String, _ font: FontSpec, width maxWidth: Double) -> [String] {
         let chars = Array(text)
         guard !chars.isEmpty else { return [""] }
-        let widths = chars.map { advance($0, font) }
+        let known = tables[font]
+        let widths = chars.map { known?.lookup($0) ?? advance($0, font) }
         var lines: [String] = []
         var start = 0
         var lineWidth = 0.0
@@ -167,6 +187,68 @@ final class TextMeasurer {
             size -= 0.25
         }
         return preferred
+    }
+}
+
+/// The advances of one font: printable ASCII by index, anything else by character.
+struct AdvanceTable: Sendable {
+    /// Advances of U+0020…U+007E by code − 0x20; NaN where not measured yet.
+    private var ascii = [Double](repeating: .nan, count: 95)
+    private var other: [Character: Double] = [:]
+
+    func lookup(_ c: Character) -> Double? {
+        if let i = Self.index(c) { let a = ascii[i]; return a.isNaN ? nil : a }
+        return other[c]
+    }
+
+    mutating func store(_ c: Character, _ a: Double) {
+        if let i = Self.index(c) { ascii[i] = a } else { other[c] = a }
+    }
+
+    /// The width of `s` when it is printable ASCII only and every character is measured
+    /// already; nil otherwise (then it is measured character by character).
+    func printableASCIIWidth(_ s: String) -> Double? {
+        var w = 0.0
+        for b in s.utf8 {
+            guard b >= 0x20, b < 0x7F else { return nil }
+            let a = ascii[Int(b - 0x20)]
+            if a.isNaN { return nil }
+            w += a
+        }
+        return w
+    }
+
+    /// This table with what `other` knows and it does not.
+    mutating func learn(from other: AdvanceTable) {
+        for i in ascii.indices where ascii[i].isNaN { ascii[i] = other.ascii[i] }
+        self.other.merge(other.other) { mine, _ in mine }
+    }
+
+    private static func index(_ c: Character) -> Int? {
+        guard let v = c.asciiValue, v >= 0x20, v < 0x7F else { return nil }
+        return Int(v - 0x20)
+    }
+}
+
+/// Advances measured on PDF surfaces, kept for the process. Every PDF surface cairo makes has
+/// the same font options (unhinted metrics), so a character's advance in a font is the same on
+/// each: a certificate asks cairo only for characters no certificate before it used (its
+/// layout measures every character of every line it places, in a dozen fonts).
+final class SharedAdvances: Sendable {
+    static let pdf = SharedAdvances()
+
+    private let known = Mutex<(monoIsDejaVu: Bool?, tables: [FontSpec: AdvanceTable])>((nil, [:]))
+
+    func start() -> (monoIsDejaVu: Bool?, tables: [FontSpec: AdvanceTable]) {
+        known.withLock { $0 }
+    }
+
+    /// Adds what a measurer learnt (only what is not known yet; a table is copied on write).
+    func keep(monoIsDejaVu: Bool, tables: [FontSpec: AdvanceTable]) {
+        known.withLock { k in
+            k.monoIsDejaVu = monoIsDejaVu
+            for (font, table) in tables { k.tables[font, default: AdvanceTable()].learn(from: table) }
+        }
     }
 }
 
@@ -214,7 +296,7 @@ struct Paginator {
 
 extension TextMeasurer {
     /// Runs `body` with a measurer on a throwaway vector surface (tests, previews).
-    static func withScratch<T>(_ body: (TextMeasurer) -> T) -> T {
+    static func withScratch<T>(shared: SharedAdvances? = nil, _ body: (TextMeasurer) -> T) -> T {
         let surface = cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA, nil)
         defer { cairo_surface_destroy(surface) }
         let cr = cairo_create(surface)!
@@ -225,6 +307,6 @@ extension TextMeasurer {
         cairo_font_options_set_hint_style(options, CAIRO_HINT_STYLE_NONE)
         cairo_set_font_options(cr, options)
         cairo_font_options_destroy(options)
-        return body(TextMeasurer(cr: cr))
+        return body(TextMeasurer(cr: cr, shared: shared))
     }
 }

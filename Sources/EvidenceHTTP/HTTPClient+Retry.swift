@@ -40,7 +40,6 @@ extension HTTPClient {
     {
         let policy = configuration.retry
         var request = request
-        var secrets = Redact.secrets(of: request)
         var attempt = 0
         while true {
             attempt += 1
@@ -52,9 +51,11 @@ extension HTTPClient {
                     return response
                 case .retryable(let retryAfter):
                     let wait = retryAfter ?? response.header("retry-after").flatMap { RetryAfter.seconds($0) }
-                    failure = Self.statusError(request, response, retryAfter: wait, retryable: true, secrets: secrets)
+                    failure = Self.statusError(request, response, retryAfter: wait, retryable: true,
+                                               secrets: Redact.secrets(of: request))
                 case .permanent:
-                    throw Self.statusError(request, response, retryAfter: nil, retryable: false, secrets: secrets)
+                    throw Self.statusError(request, response, retryAfter: nil, retryable: false,
+                                           secrets: Redact.secrets(of: request))
                 }
             } catch {
                 guard error.isRetryable, retryTransport || error.response != nil else { throw error }
@@ -72,7 +73,7 @@ extension HTTPClient {
             if let beforeRetry {
                 switch await beforeRetry(failure) {
                 case .same: break
-                case .send(let next): request = next; secrets = Redact.secrets(of: next)
+                case .send(let next): request = next
                 case .stop: throw failure
                 }
             }

@@ -129,6 +129,8 @@ public final class HTTPClient: Sendable {
     }
 
     private func log(_ request: HTTPRequest, _ outcome: TransferJob.Outcome, elapsed: Duration) {
+        // Debug lines only: their metadata is not built for every request when they are not written.
+        guard logger.logLevel <= .debug else { return }
         let milliseconds = Double(elapsed.components.seconds) * 1000
             + Double(elapsed.components.attoseconds) / 1e15
         var metadata: Logger.Metadata = [

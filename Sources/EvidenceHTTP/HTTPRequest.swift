@@ -70,9 +70,12 @@ public struct HTTPResponse: Sendable {
     public var url: String
     /// The SHA-256 and length of a 2xx body of a request with `digestBody` (nil otherwise).
     public var bodyDigest: (sha256: SHA256Digest, length: Int64)?
-    /// The credentials the request carried, to mask in `excerpt` (a server may echo a token
-    /// back in an error). Set by the client; never printed.
-    var requestSecrets: [String] = []
+    /// The URL and headers of the request that got this answer, so that `excerpt` masks every
+    /// credential it carried (a server may echo a token back in an error). Set by the client;
+    /// never printed. The credentials are picked out of them only when an excerpt is made
+    /// (an error), not for every answer.
+    var sentWith: (url: String, headers: [(name: String, value: String)])?
+    var requestSecrets: [String] { sentWith.map { Redact.secrets(url: $0.url, headers: $0.headers) } ?? [] }
 
     public init(status: Int, headers: [String: String] = [:], body: Data = Data(), url: String = "") {
         self.status = status

@@ -38,7 +38,8 @@ public final class OriginPause: Sendable {
 
     /// Seconds until requests to `url`'s origin may go again; 0 when they may now.
     public func remaining(for url: String, now: Date = Date()) -> Double {
-        guard let origin = Self.origin(of: url) else { return 0 }
+        // Nearly always no origin is paused: then the URL is not parsed (for every request).
+        guard until.withLock({ !$0.isEmpty }), let origin = Self.origin(of: url) else { return 0 }
         return until.withLock { until in
             guard let end = until[origin] else { return 0 }
             let left = end.timeIntervalSince(now)

@@ -15,6 +15,9 @@ public enum Redact {
     /// Drops `user:password@` and masks the values of sensitive query parameters.
     /// `https://u:p@h/x?access_token=abc&a=1` → `https://h/x?access_token=<redacted>&a=1`.
     public static func url(_ s: String) -> String {
+        // Without `@`, `?` and `#` there is no userinfo, query or fragment: nothing to redact
+        // (nearly every URL we send; this runs for each request and its answer).
+        if !s.utf8.contains(where: { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) { return s }
         var rest = Substring(s)
         var out = ""
         if let schemeEnd = rest.range(of: "://") {
@@ -84,12 +87,17 @@ public enum Redact {
     /// message can be removed: sensitive header values (whole, the part after the auth scheme,
     /// decoded Basic credentials, cookie values), URL userinfo and sensitive query values.
     static func secrets(of request: HTTPRequest) -> [String] {
+        secrets(url: request.url, headers: request.headers)
+    }
+
+    /// `secrets(of:)` of a request with this URL and these headers.
+    static func secrets(url: String, headers: [(name: String, value: String)]) -> [String] {
         var found: [String] = []
         func add(_ s: some StringProtocol) {
             let t = s.trimmingCharacters(in: .whitespaces)
             if t.count >= 4 { found.append(t) }
         }
-        for (name, value) in request.headers where isSensitiveHeader(name) {
+        for (name, value) in headers where isSensitiveHeader(name) {
             add(value)
             let lower = name.lowercased()
             if lower == "authorization" || lower == "proxy-authorization",
@@ -111,7 +119,6 @@ public enum Redact {
                 }
             }
         }
-        let url = request.url
         if let schemeEnd = url.range(of: "://") {
             let afterScheme = url[schemeEnd.upperBound...]
             let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex

@@ -11,7 +11,8 @@ final class Transfer {
     let job: TransferJob
     let request: HTTPRequest
     let configuration: HTTPClientConfiguration
-    let secrets: [String]
+    /// The request's credentials, to mask in error messages: worked out at the first error.
+    lazy var secrets: [String] = Redact.secrets(of: request)
 
     // Response, rebuilt for every status block so that interim `1xx` answers are dropped.
     var status = 0
@@ -47,7 +48,6 @@ final class Transfer {
         self.job = job
         self.request = job.request
         self.configuration = job.configuration
-        self.secrets = Redact.secrets(of: job.request)
     }
 
     /// What one run of the transfer came to.
@@ -132,7 +132,7 @@ final class Transfer {
             let hash = bodyHash ?? BodyHash()  // an empty body
             response.bodyDigest = (hash.finish(), hash.length)
         }
-        response.requestSecrets = secrets
+        response.sentWith = (request.url, request.headers)
         return .success(response)
     }
 
@@ -297,24 +297,36 @@ final class Transfer {
 
     // MARK: - Callbacks (pool thread, inside curl_easy_perform)
 
+    /// One header line from curl (its CR LF included), read as bytes: a status line starts a
+    /// new block, a line starting with SP or HTAB continues the last field (obsolete folding),
+    /// any other line with a colon is a field, name lowercased, both trimmed of SP and HTAB.
     func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
-        var text = String(decoding: line, as: UTF8.self)
-        while let last = text.last, last.isNewline { text.removeLast() }
-        if text.hasPrefix("HTTP/") {
+        var end = line.count
+        while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
+        let text = line[0..<end]
+        if text.starts(with: "HTTP/".utf8) {
             // A new status block: an interim 1xx answer before it is forgotten.
-            let parts = text.split(separator: " ", maxSplits: 2)
+            let parts = String(decoding: text, as: UTF8.self).split(separator: " ", maxSplits: 2)
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             headerLines.removeAll()
             bodyGoesToFile = nil
             bodyHash = nil
-        } else if let first = text.first, first == " " || first == "\t", !headerLines.isEmpty {
-            headerLines[headerLines.count - 1].1 += " " + text.trimmingCharacters(in: .whitespaces)
-        } else if let colon = text.firstIndex(of: ":") {
-            let name = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        } else if let first = text.first, first == 0x20 || first == 0x09, !headerLines.isEmpty {
+            headerLines[headerLines.count - 1].1 += " " + Self.trimmedOWS(text)
+        } else if let colon = text.firstIndex(of: UInt8(ascii: ":")) {
+            let name = Self.trimmedOWS(text[..<colon]).lowercased()
+            let value = Self.trimmedOWS(text[(colon + 1)...])
             headerLines.append((name, value))
         }
         return line.count
+    }
+
+    /// `bytes` as text without leading and trailing SP and HTAB (HTTP's optional whitespace).
+    static func trimmedOWS(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+        var lo = bytes.startIndex, hi = bytes.endIndex
+        while lo < hi, bytes[lo] == 0x20 || bytes[lo] == 0x09 { lo += 1 }
+        while hi > lo, bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09 { hi -= 1 }
+        return String(decoding: bytes[lo..<hi], as: UTF8.self)
     }
 
     func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Int {

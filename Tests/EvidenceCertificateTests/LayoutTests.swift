@@ -55,6 +55,29 @@ struct LayoutTests {
         }
     }
 
+    @Test("advances kept for the next measurer are cairo's own: the same widths and lines, cairo not asked again")
+    func sharedAdvances() {
+        let shared = SharedAdvances()
+        let texts = ["Certificate of notarization", "SHA-256 3f9a0c… (continued)", "Überwachung 東京.mp4 é",
+                     "tab\tand ~{}|", String(repeating: "w", count: 90)]
+        let fonts: [FontSpec] = [.sans(10), .sans(10, bold: true), .mono(8.5), .sans(7.25)]
+        func measure(_ m: TextMeasurer) -> (widths: [Double], lines: [[String]], asked: Int) {
+            let widths = fonts.flatMap { f in texts.map { m.width($0, f) } }
+            let lines = fonts.flatMap { f in texts.map { m.wrap($0, f, width: 120) } }
+            return (widths, lines, m.cairoMeasurements)
+        }
+        let alone = TextMeasurer.withScratch { measure($0) }
+        let first = TextMeasurer.withScratch(shared: shared) { measure($0) }
+        let second = TextMeasurer.withScratch(shared: shared) { measure($0) }
+        #expect(first.widths == alone.widths && second.widths == alone.widths)
+        #expect(first.lines == alone.lines && second.lines == alone.lines)
+        #expect(first.asked == alone.asked && first.asked > 0)
+        #expect(second.asked == 0)
+        // A character no measurer met yet is still asked for, once.
+        let third = TextMeasurer.withScratch(shared: shared) { m in (m.width("Ω", .sans(10)), m.width("ΩΩ", .sans(10)), m.cairoMeasurements) }
+        #expect(third.0 > 0 && abs(third.1 - 2 * third.0) < 1e-9 && third.2 == 1)
+    }
+
     @Test("a SHA-256 fits on one line of the value column at a readable size")
     func digestFits() {
         TextMeasurer.withScratch { m in

@@ -105,6 +105,24 @@ extension Loopback {
             #expect(response.body == Data("done".utf8))
         }
 
+        @Test func headerFieldsAreTrimmedFoldedJoinedAndKeptAsUTF8() async throws {
+            let raw = "HTTP/1.1 200 OK\r\nX-Padded: \t  value with  inner  spaces \t\r\nX-Folded: first\r\n  \tsecond part\r\n"
+                + "X-UTF8: Überwachung 東京\r\nX-Empty:\r\nX-Rep: a\r\nx-rep:b \r\n"
+                + "Content-Length: 2\r\nConnection: close\r\n\r\nok"
+            let server = try TestServer(routes: ["/h": { _, _ in .raw(Data(raw.utf8)) }])
+            defer { server.stop() }
+
+            let response = try await makeClient().send(HTTPRequest(url: server.url("/h")))
+
+            #expect(response.status == 200)
+            #expect(response.header("x-padded") == "value with  inner  spaces")
+            #expect(response.header("x-folded") == "first second part")
+            #expect(response.header("x-utf8") == "Überwachung 東京")
+            #expect(response.header("x-empty") == "")
+            #expect(response.header("x-rep") == "a, b")
+            #expect(response.body == Data("ok".utf8))
+        }
+
         @Test func redirectsAreReportedNotFollowed() async throws {
             let server = try TestServer(routes: [
                 "/old": { _, _ in .respond(302, headers: [("Location", "/new")]) },

@@ -44,6 +44,21 @@ struct UntrustedTextTests {
         #expect(TerminalText.escapeKeepingLines("line one\n\tname \u{1B}]0;title\u{7}") == "line one\n\tname \\x1B]0;title\\x07")
     }
 
+    @Test("a JSON log line is one line of valid JSON whatever the strings hold, and reads back exactly")
+    func jsonLogLine() throws {
+        let hostile = "a\"b\\c/d\n{\"forged\":1}\r\t\u{0}\u{1B}[2J\u{7F}\u{9B}\u{202E}café 証拠 😀"
+        let object = ["ts": "T", "msg": hostile, "path": "/drop/\(hostile)", "level": "info", "z\nkey": "v"]
+        let line = StderrLogHandler.jsonLine(object)
+        #expect(line.last == "\n")
+        #expect(line.filter { $0 == "\n" }.count == 1)
+        #expect(!line.unicodeScalars.dropLast().contains { $0.value < 0x20 || $0.value == 0x7F })
+        try StrictJSON.check(Array(line.utf8))
+        let back = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+        #expect(back == object)
+        #expect(StderrLogHandler.jsonLine(["b": "2", "a": "1", "ts": "0"]) == #"{"a":"1","b":"2","ts":"0"}"# + "\n")
+        #expect(StderrLogHandler.jsonLine([:]) == "{}\n")
+    }
+
     @Test("a text log line escapes the message and metadata: a name with a newline cannot forge a line")
     func logLine() {
         let line = StderrLogHandler.textLine(ts: "T", level: .info, message: "stored clip\nT INFO forged",
