@@ -27,6 +27,13 @@ public enum CanonicalJSON {
         return d
     }
 
+    /// `encode` of an object of strings (custody details, job parameters): the same bytes,
+    /// written by `FlatStringJSON.write` instead of the encoder. Throws nothing; declared
+    /// `throws` as the general one is, so call sites read the same.
+    public static func encode(_ value: [String: String]) throws -> Data {
+        Data(FlatStringJSON.write(value))
+    }
+
     public static func encode(_ value: some Encodable) throws -> Data {
         try encoder().encode(value)
     }

@@ -92,3 +92,53 @@ public enum FlatStringJSON {
         return i == n ? out : nil
     }
 }
+
+extension FlatStringJSON {
+    /// The JSON text of an object of strings, keys in UTF-8 byte order, written directly. With
+    /// `escapingDEL: false` the bytes are exactly `JSONEncoder`'s with `.sortedKeys` and
+    /// `.withoutEscapingSlashes` (`"` and `\` escaped, `\b \t \n \f \r` short, every other
+    /// control character as `\u00xx`, the rest as its UTF-8; a test holds the two to the same
+    /// bytes), without the encoder's boxing of every value: each custody event's details and
+    /// each job's parameters are written so. `escapingDEL: true` (log lines) writes DEL as
+    /// `\u007f` too, so nothing a terminal acts on is left raw.
+    public static func write(_ object: [String: String], escapingDEL: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + 32 * object.count)
+        out.append(UInt8(ascii: "{"))
+        // JSONEncoder's order: by UTF-8 bytes (code points), not String's canonical order, in
+        // which "e\u{301}x" sorts after "é" instead of before "f".
+        for (n, key) in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            appendString(key, to: &out, escapingDEL: escapingDEL)
+            out.append(UInt8(ascii: ":"))
+            appendString(object[key]!, to: &out, escapingDEL: escapingDEL)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func appendString(_ s: String, to out: inout [UInt8], escapingDEL: Bool) {
+        let backslash = UInt8(ascii: "\\")
+        out.append(UInt8(ascii: "\""))
+        for c in s.utf8 {
+            switch c {
+            case UInt8(ascii: "\""), backslash: out.append(backslash); out.append(c)
+            case 0x08: out.append(backslash); out.append(UInt8(ascii: "b"))
+            case 0x09: out.append(backslash); out.append(UInt8(ascii: "t"))
+            case 0x0A: out.append(backslash); out.append(UInt8(ascii: "n"))
+            case 0x0C: out.append(backslash); out.append(UInt8(ascii: "f"))
+            case 0x0D: out.append(backslash); out.append(UInt8(ascii: "r"))
+            case 0x00..<0x20:
+                out.append(contentsOf: [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                        hexDigits[Int(c >> 4)], hexDigits[Int(c & 0xF)]])
+            case 0x7F where escapingDEL:
+                out.append(contentsOf: [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                        UInt8(ascii: "7"), UInt8(ascii: "f")])
+            default: out.append(c)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -23,4 +23,42 @@ import Testing
         ]
         for text in declined { #expect(FlatStringJSON.parse(text) == nil, "\(text)") }
     }
+
+    @Test("writes exactly JSONEncoder's bytes (sorted keys, no escaped slashes) for any object of strings; reads back by both readers")
+    func writesJSONEncodersBytes() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Every byte value below 0x80, then keys that sort differently by code point, case and
+        // number, and text JSON must escape or may leave raw.
+        var controls = ""
+        for v in 0..<0x80 { controls.unicodeScalars.append(Unicode.Scalar(UInt8(v))) }
+        var objects: [[String: String]] = [
+            [:], ["": ""], ["k": controls],
+            ["a_b": "1", "ab": "2", "a1": "3", "a10": "4", "a9": "5", "aB": "6", "A": "7", "_x": "8", "sha256": "9", "sha1": "10"],
+            ["path": "/drop/a \"b\" \\c/d.mp4", "é": "e\u{301}", "e\u{301}x": "é", "証拠": "😀 \u{2028}\u{202E}\u{FEFF}"],
+            ["e": "1", "e\u{301}x": "2", "f": "3", "é": "4", "\u{FEFF}": "5", "😀": "6", "\u{E000}": "7"],
+        ]
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("aZ_09 /\"\\\u{0}\u{1B}\u{7F}\n\t\u{85}é\u{301}中😀\u{2028}\u{E000}\u{FEFF}".unicodeScalars)
+        func random(_ n: Int) -> String {
+            var s = ""
+            for _ in 0..<Int.random(in: 0...n, using: &rng) { s.unicodeScalars.append(alphabet.randomElement(using: &rng)!) }
+            return s
+        }
+        for _ in 0..<300 {
+            var o: [String: String] = [:]
+            for _ in 0..<Int.random(in: 0...6, using: &rng) { o[random(6)] = random(20) }
+            objects.append(o)
+        }
+        for object in objects {
+            let written = FlatStringJSON.write(object)
+            #expect(written == Array(try encoder.encode(object)), "\(object)")
+            #expect(Array(try CanonicalJSON.encode(object)) == written)
+            #expect(FlatStringJSON.parse(String(decoding: written, as: UTF8.self)) == object)
+            // The log line's form also escapes DEL, and stays valid JSON of the same object.
+            let logged = FlatStringJSON.write(object, escapingDEL: true)
+            #expect(!logged.contains(0x7F))
+            #expect(try JSONDecoder().decode([String: String].self, from: Data(logged)) == object)
+        }
+    }
 }

@@ -36,44 +36,15 @@ public struct StderrLogHandler: LogHandler {
         return "\(ts) \(level.rawValue.uppercased()) \(TerminalText.escape(message))\(meta)\n"
     }
 
-    /// One JSON log line, newline included: an object of strings, keys sorted. Written here
-    /// rather than by `JSONSerialization`, whose `sortedKeys` compares every pair of keys as
-    /// localized, case-insensitive, numeric strings (a burst's "stored" lines cost a tenth of
-    /// its CPU that way). Escapes `"`, `\\`, every control character and DEL (`\u00XX`, or `\n`-style where
-    /// JSON has one), so a name holding a newline or ESC stays inside its string; everything
-    /// else is written as its UTF-8.
+    /// One JSON log line, newline included: an object of strings, keys sorted. Written by
+    /// `FlatStringJSON.write` rather than `JSONSerialization`, whose `sortedKeys` compares every
+    /// pair of keys as localized, case-insensitive, numeric strings (a burst's "stored" lines
+    /// cost a tenth of its CPU that way). Every control character and DEL is escaped, so a name
+    /// holding a newline or ESC stays inside its string.
     public static func jsonLine(_ object: [String: String]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
-        out.append(UInt8(ascii: "{"))
-        for (n, key) in object.keys.sorted().enumerated() {
-            if n > 0 { out.append(UInt8(ascii: ",")) }
-            appendJSONString(key, to: &out)
-            out.append(UInt8(ascii: ":"))
-            appendJSONString(object[key]!, to: &out)
-        }
-        out.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    private static func appendJSONString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), c])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), c])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x00..<0x20, 0x7F:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hexDigits[Int(c >> 4)], hexDigits[Int(c & 0xF)]])
-            default: out.append(c)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        var bytes = FlatStringJSON.write(object, escapingDEL: true)
+        bytes.append(UInt8(ascii: "\n"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public func log(event: LogEvent) {
