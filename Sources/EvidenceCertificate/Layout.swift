@@ -86,8 +86,10 @@ final class TextMeasurer {
     /// Where advances measured on a PDF surface are kept for the next certificate (nil: this
     /// measurer's own only).
     private let shared: SharedAdvances?
+    /// What this measurer asked cairo for, in order: kept in `shared` when it goes.
+    private var measured: [(font: FontSpec, character: Character, advance: Double)] = []
     /// How many advances this measurer asked cairo for.
-    private(set) var cairoMeasurements = 0
+    var cairoMeasurements: Int { measured.count }
 
     /// `shared`: advances of earlier measurers on the same kind of surface, and where this
     /// one's are kept when it goes (`SharedAdvances.pdf` for every PDF surface).
@@ -104,7 +106,7 @@ final class TextMeasurer {
     }
 
     deinit {
-        shared?.keep(monoIsDejaVu: monoFamily == "DejaVu Sans Mono", tables: cairoMeasurements > 0 ? tables : [:])
+        shared?.keep(monoIsDejaVu: monoFamily == "DejaVu Sans Mono", measured: measured)
     }
 
     private static func isMonospaced(cr: OpaquePointer, family: String) -> Bool {
@@ -131,12 +133,12 @@ final class TextMeasurer {
     /// (no kerning, no shaping), so a string's advance is the sum of these.
     func advance(_ c: Character, _ font: FontSpec) -> Double {
         if let a = tables[font]?.lookup(c) { return a }
-        cairoMeasurements += 1
         select(font)
         var e = cairo_text_extents_t()
         cairo_text_extents(cr, String(c), &e)
         let a = e.x_advance.isFinite ? max(0, e.x_advance) : 0
         tables[font, default: AdvanceTable()].store(c, a)
+        measured.append((font, c, a))
         return a
     }
 
@@ -218,11 +220,18 @@ struct AdvanceTable: Sendable {
         return w
     }
 
-    /// This table with what `other` knows and it does not.
-    mutating func learn(from other: AdvanceTable) {
-        for i in ascii.indices where ascii[i].isNaN { ascii[i] = other.ascii[i] }
-        self.other.merge(other.other) { mine, _ in mine }
+    /// Characters other than printable ASCII a shared table holds at most: a character is
+    /// any grapheme cluster (a letter with any run of combining marks), and file names choose
+    /// them, so a long-running service must not keep every one it ever met.
+    static let sharedOtherLimit = 4096
+
+    /// Stores `a` in a shared table: ASCII always, anything else while there is room.
+    mutating func share(_ c: Character, _ a: Double) {
+        if Self.index(c) == nil, other[c] == nil, other.count >= Self.sharedOtherLimit { return }
+        store(c, a)
     }
+
+    var otherCount: Int { other.count }
 
     private static func index(_ c: Character) -> Int? {
         guard let v = c.asciiValue, v >= 0x20, v < 0x7F else { return nil }
@@ -243,13 +252,16 @@ final class SharedAdvances: Sendable {
         known.withLock { $0 }
     }
 
-    /// Adds what a measurer learnt (only what is not known yet; a table is copied on write).
-    func keep(monoIsDejaVu: Bool, tables: [FontSpec: AdvanceTable]) {
+    /// Adds what a measurer asked cairo for (bounded: `AdvanceTable.sharedOtherLimit`).
+    func keep(monoIsDejaVu: Bool, measured: [(font: FontSpec, character: Character, advance: Double)]) {
         known.withLock { k in
             k.monoIsDejaVu = monoIsDejaVu
-            for (font, table) in tables { k.tables[font, default: AdvanceTable()].learn(from: table) }
+            for m in measured { k.tables[m.font, default: AdvanceTable()].share(m.character, m.advance) }
         }
     }
+
+    /// Characters other than printable ASCII held for `font` (tests).
+    func otherCount(_ font: FontSpec) -> Int { known.withLock { $0.tables[font]?.otherCount ?? 0 } }
 }
 
 /// Fixed page geometry (A4, points).

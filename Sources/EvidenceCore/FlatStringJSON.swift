@@ -95,13 +95,14 @@ public enum FlatStringJSON {
 
 extension FlatStringJSON {
     /// The JSON text of an object of strings, keys in UTF-8 byte order, written directly. With
-    /// `escapingDEL: false` the bytes are exactly `JSONEncoder`'s with `.sortedKeys` and
+    /// `forTerminal: false` the bytes are exactly `JSONEncoder`'s with `.sortedKeys` and
     /// `.withoutEscapingSlashes` (`"` and `\` escaped, `\b \t \n \f \r` short, every other
     /// control character as `\u00xx`, the rest as its UTF-8; a test holds the two to the same
     /// bytes), without the encoder's boxing of every value: each custody event's details and
-    /// each job's parameters are written so. `escapingDEL: true` (log lines) writes DEL as
-    /// `\u007f` too, so nothing a terminal acts on is left raw.
-    public static func write(_ object: [String: String], escapingDEL: Bool = false) -> [UInt8] {
+    /// each job's parameters are written so. `forTerminal: true` (log lines) also writes as
+    /// `\uXXXX` everything `TerminalText` escapes (DEL, C1 controls, bidi marks, line and
+    /// paragraph separators): still JSON of the same object, nothing a terminal acts on left raw.
+    public static func write(_ object: [String: String], forTerminal: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + 32 * object.count)
         out.append(UInt8(ascii: "{"))
@@ -109,9 +110,9 @@ extension FlatStringJSON {
         // which "e\u{301}x" sorts after "é" instead of before "f".
         for (n, key) in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
             if n > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(key, to: &out, escapingDEL: escapingDEL)
+            appendString(key, to: &out, forTerminal: forTerminal)
             out.append(UInt8(ascii: ":"))
-            appendString(object[key]!, to: &out, escapingDEL: escapingDEL)
+            appendString(object[key]!, to: &out, forTerminal: forTerminal)
         }
         out.append(UInt8(ascii: "}"))
         return out
@@ -119,26 +120,40 @@ extension FlatStringJSON {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    static func appendString(_ s: String, to out: inout [UInt8], escapingDEL: Bool) {
-        let backslash = UInt8(ascii: "\\")
+    static func appendString(_ s: String, to out: inout [UInt8], forTerminal: Bool) {
         out.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""), backslash: out.append(backslash); out.append(c)
-            case 0x08: out.append(backslash); out.append(UInt8(ascii: "b"))
-            case 0x09: out.append(backslash); out.append(UInt8(ascii: "t"))
-            case 0x0A: out.append(backslash); out.append(UInt8(ascii: "n"))
-            case 0x0C: out.append(backslash); out.append(UInt8(ascii: "f"))
-            case 0x0D: out.append(backslash); out.append(UInt8(ascii: "r"))
-            case 0x00..<0x20:
-                out.append(contentsOf: [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hexDigits[Int(c >> 4)], hexDigits[Int(c & 0xF)]])
-            case 0x7F where escapingDEL:
-                out.append(contentsOf: [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        UInt8(ascii: "7"), UInt8(ascii: "f")])
-            default: out.append(c)
+        if forTerminal, s.unicodeScalars.contains(where: { $0.value >= 0x7F && TerminalText.needsEscape($0) }) {
+            for c in s.unicodeScalars {
+                if c.value < 0x7F { appendASCII(UInt8(c.value), to: &out) }
+                else if TerminalText.needsEscape(c) { appendUnicodeEscape(c.value, to: &out) }
+                else { UTF8.encode(c) { out.append($0) } }
+            }
+        } else {
+            for b in s.utf8 {
+                if b < 0x80 { appendASCII(b, to: &out) } else { out.append(b) }
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// An ASCII byte as JSONEncoder writes it (DEL raw).
+    private static func appendASCII(_ c: UInt8, to out: inout [UInt8]) {
+        let backslash = UInt8(ascii: "\\")
+        switch c {
+        case UInt8(ascii: "\""), backslash: out.append(backslash); out.append(c)
+        case 0x08: out.append(backslash); out.append(UInt8(ascii: "b"))
+        case 0x09: out.append(backslash); out.append(UInt8(ascii: "t"))
+        case 0x0A: out.append(backslash); out.append(UInt8(ascii: "n"))
+        case 0x0C: out.append(backslash); out.append(UInt8(ascii: "f"))
+        case 0x0D: out.append(backslash); out.append(UInt8(ascii: "r"))
+        case 0x00..<0x20: appendUnicodeEscape(UInt32(c), to: &out)
+        default: out.append(c)
+        }
+    }
+
+    /// `\uXXXX` (lowercase hex) of a code point of the Basic Multilingual Plane.
+    private static func appendUnicodeEscape(_ v: UInt32, to out: inout [UInt8]) {
+        out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), hexDigits[Int(v >> 12 & 0xF)], hexDigits[Int(v >> 8 & 0xF)],
+                                hexDigits[Int(v >> 4 & 0xF)], hexDigits[Int(v & 0xF)]])
     }
 }

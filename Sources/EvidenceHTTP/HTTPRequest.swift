@@ -74,7 +74,7 @@ public struct HTTPResponse: Sendable {
     /// credential it carried (a server may echo a token back in an error). Set by the client;
     /// never printed. The credentials are picked out of them only when an excerpt is made
     /// (an error), not for every answer.
-    var sentWith: (url: String, headers: [(name: String, value: String)])?
+    var sentWith: SentRequest?
     var requestSecrets: [String] { sentWith.map { Redact.secrets(url: $0.url, headers: $0.headers) } ?? [] }
 
     public init(status: Int, headers: [String: String] = [:], body: Data = Data(), url: String = "") {
@@ -94,4 +94,15 @@ public struct HTTPResponse: Sendable {
     }
 
     public var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// The URL and headers a response's request carried, credentials included: kept for
+/// `HTTPResponse.excerpt` to mask them. Prints and reflects as nothing, so a response dumped or
+/// interpolated whole cannot show them.
+struct SentRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    let url: String
+    let headers: [(name: String, value: String)]
+    var description: String { "(request credentials withheld)" }
+    var debugDescription: String { description }
+    var customMirror: Mirror { Mirror(self, children: [:]) }
 }

@@ -39,7 +39,14 @@ public final class OriginPause: Sendable {
     /// Seconds until requests to `url`'s origin may go again; 0 when they may now.
     public func remaining(for url: String, now: Date = Date()) -> Double {
         // Nearly always no origin is paused: then the URL is not parsed (for every request).
-        guard until.withLock({ !$0.isEmpty }), let origin = Self.origin(of: url) else { return 0 }
+        // Pauses over are dropped here, so one past pause of an origin asked no more does not
+        // keep every request on the slow path.
+        let anyPaused = until.withLock { until -> Bool in
+            if until.isEmpty { return false }
+            until = until.filter { $0.value > now }
+            return !until.isEmpty
+        }
+        guard anyPaused, let origin = Self.origin(of: url) else { return 0 }
         return until.withLock { until in
             guard let end = until[origin] else { return 0 }
             let left = end.timeIntervalSince(now)

@@ -132,7 +132,7 @@ final class Transfer {
             let hash = bodyHash ?? BodyHash()  // an empty body
             response.bodyDigest = (hash.finish(), hash.length)
         }
-        response.sentWith = (request.url, request.headers)
+        response.sentWith = SentRequest(url: request.url, headers: request.headers)
         return .success(response)
     }
 

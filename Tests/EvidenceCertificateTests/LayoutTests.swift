@@ -78,6 +78,25 @@ struct LayoutTests {
         #expect(third.0 > 0 && abs(third.1 - 2 * third.0) < 1e-9 && third.2 == 1)
     }
 
+    @Test("names choosing endless distinct characters (a letter with ever more combining marks) do not grow the kept advances without bound")
+    func sharedAdvancesBounded() {
+        let shared = SharedAdvances()
+        let font = FontSpec.sans(10)
+        let limit = AdvanceTable.sharedOtherLimit
+        for batch in 0..<3 {
+            TextMeasurer.withScratch(shared: shared) { m in
+                for n in 0..<(limit / 2 + 100) {
+                    let marks = String(repeating: "\u{301}", count: 1 + (batch * (limit / 2 + 100) + n) % 7)
+                    _ = m.width("x" + String(UnicodeScalar(0x4E00 + batch * 4000 + n)!) + marks, font)
+                }
+            }
+        }
+        #expect(shared.otherCount(font) == limit)
+        // ASCII is always kept: a new measurer asks cairo for none of it.
+        let asked = TextMeasurer.withScratch(shared: shared) { m in _ = m.width("x", font); return m.cairoMeasurements }
+        #expect(asked == 0)
+    }
+
     @Test("a SHA-256 fits on one line of the value column at a readable size")
     func digestFits() {
         TextMeasurer.withScratch { m in

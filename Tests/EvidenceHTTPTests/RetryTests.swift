@@ -210,6 +210,13 @@ extension Loopback {
             #expect(r.status == 401)
             #expect(!r.excerpt.contains("SECRET-TOKEN-42ab"), "\(r.excerpt)")
             #expect(r.excerpt.contains("invalid_token"))
+            // The response keeps its request's headers for that mask; printed or dumped whole
+            // (its body shows as a byte count), it shows none of them.
+            var dumped = ""
+            dump(r, to: &dumped)
+            for text in [String(describing: r), String(reflecting: r), dumped] {
+                #expect(!text.contains("SECRET-TOKEN-42ab"), "\(text)")
+            }
         }
 
         @Test func aPauseLongerThanAllowedThrowsPausedWithoutSending() async throws {

@@ -51,7 +51,9 @@ struct UntrustedTextTests {
         let line = StderrLogHandler.jsonLine(object)
         #expect(line.last == "\n")
         #expect(line.filter { $0 == "\n" }.count == 1)
-        #expect(!line.unicodeScalars.dropLast().contains { $0.value < 0x20 || $0.value == 0x7F })
+        #expect(!line.unicodeScalars.dropLast().contains {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || [0x200E, 0x200F, 0x2028, 0x2029].contains($0.value)
+                || (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) })
         try StrictJSON.check(Array(line.utf8))
         let back = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
         #expect(back == object)

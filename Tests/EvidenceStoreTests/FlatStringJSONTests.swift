@@ -39,7 +39,7 @@ import Testing
             ["e": "1", "e\u{301}x": "2", "f": "3", "é": "4", "\u{FEFF}": "5", "😀": "6", "\u{E000}": "7"],
         ]
         var rng = SystemRandomNumberGenerator()
-        let alphabet = Array("aZ_09 /\"\\\u{0}\u{1B}\u{7F}\n\t\u{85}é\u{301}中😀\u{2028}\u{E000}\u{FEFF}".unicodeScalars)
+        let alphabet = Array("aZ_09 /\"\\\u{0}\u{1B}\u{7F}\n\t\u{85}\u{9B}é\u{301}中😀\u{2028}\u{202E}\u{2066}\u{E000}\u{FEFF}".unicodeScalars)
         func random(_ n: Int) -> String {
             var s = ""
             for _ in 0..<Int.random(in: 0...n, using: &rng) { s.unicodeScalars.append(alphabet.randomElement(using: &rng)!) }
@@ -55,9 +55,12 @@ import Testing
             #expect(written == Array(try encoder.encode(object)), "\(object)")
             #expect(Array(try CanonicalJSON.encode(object)) == written)
             #expect(FlatStringJSON.parse(String(decoding: written, as: UTF8.self)) == object)
-            // The log line's form also escapes DEL, and stays valid JSON of the same object.
-            let logged = FlatStringJSON.write(object, escapingDEL: true)
-            #expect(!logged.contains(0x7F))
+            // The log line's form also escapes DEL, C1, bidi marks and separators, and stays
+            // valid JSON of the same object.
+            let logged = FlatStringJSON.write(object, forTerminal: true)
+            #expect(!String(decoding: logged, as: UTF8.self).unicodeScalars.contains {
+                (0x7F...0x9F).contains($0.value) || [0x200E, 0x200F, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+                                                      0x2066, 0x2067, 0x2068, 0x2069].contains($0.value) })
             #expect(try JSONDecoder().decode([String: String].self, from: Data(logged)) == object)
         }
     }

@@ -39,10 +39,11 @@ public struct StderrLogHandler: LogHandler {
     /// One JSON log line, newline included: an object of strings, keys sorted. Written by
     /// `FlatStringJSON.write` rather than `JSONSerialization`, whose `sortedKeys` compares every
     /// pair of keys as localized, case-insensitive, numeric strings (a burst's "stored" lines
-    /// cost a tenth of its CPU that way). Every control character and DEL is escaped, so a name
-    /// holding a newline or ESC stays inside its string.
+    /// cost a tenth of its CPU that way). Every control character, DEL, C1 control, bidi mark and
+    /// line separator is escaped, so a name holding a newline or ESC stays inside its string and
+    /// nothing in it acts on the terminal of whoever reads the log.
     public static func jsonLine(_ object: [String: String]) -> String {
-        var bytes = FlatStringJSON.write(object, escapingDEL: true)
+        var bytes = FlatStringJSON.write(object, forTerminal: true)
         bytes.append(UInt8(ascii: "\n"))
         return String(decoding: bytes, as: UTF8.self)
     }
