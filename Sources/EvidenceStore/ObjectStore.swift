@@ -318,7 +318,8 @@ public final class ObjectStore: Sendable {
     @discardableResult
     public func put(_ data: Data) throws(StoreError) -> (digest: SHA256Digest, newObject: Bool) {
         let digest = SHA256Hasher.hash(data)
-        if let existing = objectSize(digest), existing == Int64(data.count) { return (digest, false) }
+        let found = try? existingFolder(digest)
+        if let st = found?.stat, st.kind == .regular, st.size == Int64(data.count) { return (digest, false) }
         let tmp = try TempFile(in: tmpFolder, folderPath: tmpDir, store: home, source: "(data)")
         var keep = false
         defer { if !keep { tmp.discard() } }
@@ -327,7 +328,8 @@ public final class ObjectStore: Sendable {
         }
         if let failure { throw failure }
         try tmp.sync()
-        try publish(tmp, as: digest)
+        // Into the folder the lookup opened when that is the object's place (not its old one).
+        try publish(tmp, as: digest, into: found.flatMap { $0.folder.path == objectPath(digest) ? $0.folder : nil })
         keep = true
         return (digest, true)
     }
@@ -363,10 +365,12 @@ public final class ObjectStore: Sendable {
     }
 
     /// Renames the synced temp file to its hash's path: the fan-out folders are opened (made
-    /// where missing, their parents fsynced) beneath the home, and the rename is relative to the
-    /// descriptors of `tmp/` and of that folder, then the folder is fsynced.
-    private func publish(_ tmp: TempFile, as digest: SHA256Digest) throws(StoreError) {
-        let folder = try objectFolder(digest, create: true)
+    /// where missing, their parents fsynced) beneath the home, unless `opened` is that folder
+    /// already, and the rename is relative to the descriptors of `tmp/` and of that folder, then
+    /// the folder is fsynced.
+    private func publish(_ tmp: TempFile, as digest: SHA256Digest, into opened: BeneathRoot?) throws(StoreError) {
+        let folder: BeneathRoot
+        if let opened { folder = opened } else { folder = try objectFolder(digest, create: true) }
         hooks.beforeUse(.publish, folder.path)
         try tmp.publish(into: folder.directory, as: folder.name, path: folder.path)
     }
