@@ -134,6 +134,13 @@ public protocol Catalog: Sendable {
     /// or held by an expired lease; nil when another runner holds it or it is done.
     func claimJob(id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob?
     func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError)
+    /// `completeJob`, then `claimJob(kinds:owner:lease:now:)` with `next` in the same transaction:
+    /// a worker done with one job takes its next one without a transaction of its own (the
+    /// claim shares the completion's durable commit). The claim is the transaction's last part
+    /// and cannot undo the completion: when it fails, the completion still commits and nil is
+    /// returned (the worker claims again on its own). A refused completion (the lease was
+    /// lost) throws and claims nothing.
+    func completeJob(_ id: Int64, owner: String, transition: JobTransition?, thenClaim next: NextClaim) throws(CatalogError) -> QueuedJob?
     @discardableResult
     func failJob(_ id: Int64, owner: String, error: String, retryAt: Date?, onGiveUp: JobTransition?) throws(CatalogError) -> QueuedJob
     func releaseJob(_ id: Int64, owner: String, runAt: Date) throws(CatalogError)
@@ -185,6 +192,14 @@ public protocol Catalog: Sendable {
     /// jobs re-queued.
     func retryFailed(itemID: Int64?, then decide: @escaping @Sendable (_ state: ItemState, _ failedFrom: ItemState?) -> JobTransition?)
         throws(CatalogError) -> Int
+}
+
+/// What a worker claims next, with the completion of its job (`completeJob(_:owner:transition:thenClaim:)`).
+public struct NextClaim: Sendable {
+    public var kinds: [JobKind]
+    public var lease: Double
+    public var now: Date
+    public init(kinds: [JobKind], lease: Double, now: Date) { self.kinds = kinds; self.lease = lease; self.now = now }
 }
 
 extension Catalog {

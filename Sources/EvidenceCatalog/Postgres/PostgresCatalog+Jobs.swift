@@ -24,26 +24,30 @@ extension PostgresCatalog {
     /// claiming at this moment are passed over, never waited for, never taken twice.
     public func claimJob(kinds: [JobKind], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
         guard !kinds.isEmpty else { return nil }
-        return try write(durable: false) { tx in
-            while let row = try tx.query("""
-                UPDATE job SET state = 'running', lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1, updated_at = $3
-                WHERE id IN (
-                  SELECT id FROM job WHERE kind = ANY($4::text[]) AND
-                    ((state = 'queued' AND next_run_at <= $3) OR (state = 'running' AND lease_expires_at < $3))
-                  ORDER BY next_run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                RETURNING *
-                """, [owner, pg(now.addingTimeInterval(lease)), pg(now), pgArray(kinds.map(\.rawValue))]).first {
-                let jobRow = try row.jobRow()
-                do {
-                    return try jobRow.model()
-                } catch {
-                    // Unreadable parameters: fail it for good, visibly, and take the next one.
-                    try tx.query("UPDATE job SET state = 'failed', lease_owner = NULL, lease_expires_at = NULL, last_error = $2 WHERE id = $1",
-                                 [pg(jobRow.id), "\(error)"])
-                }
+        return try write(durable: false) { tx in try Self.claimNext(tx, kinds: kinds, owner: owner, lease: lease, now: now) }
+    }
+
+    /// `claimJob(kinds:…)` inside the caller's transaction.
+    static func claimNext(_ tx: Tx, kinds: [JobKind], owner: String, lease: Double, now: Date) throws -> QueuedJob? {
+        guard !kinds.isEmpty else { return nil }
+        while let row = try tx.query("""
+            UPDATE job SET state = 'running', lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1, updated_at = $3
+            WHERE id IN (
+              SELECT id FROM job WHERE kind = ANY($4::text[]) AND
+                ((state = 'queued' AND next_run_at <= $3) OR (state = 'running' AND lease_expires_at < $3))
+              ORDER BY next_run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING *
+            """, [owner, pg(now.addingTimeInterval(lease)), pg(now), pgArray(kinds.map(\.rawValue))]).first {
+            let jobRow = try row.jobRow()
+            do {
+                return try jobRow.model()
+            } catch {
+                // Unreadable parameters: fail it for good, visibly, and take the next one.
+                try tx.query("UPDATE job SET state = 'failed', lease_owner = NULL, lease_expires_at = NULL, last_error = $2 WHERE id = $1",
+                             [pg(jobRow.id), "\(error)"])
             }
-            return nil
         }
+        return nil
     }
 
     public func claimJob(id: Int64, owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
@@ -58,13 +62,32 @@ extension PostgresCatalog {
     }
 
     public func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError) {
+        try write(custody: transition != nil) { tx in try Self.complete(tx, id, owner: owner, transition: transition) }
+    }
+
+    public func completeJob(_ id: Int64, owner: String, transition: JobTransition?, thenClaim next: NextClaim) throws(CatalogError) -> QueuedJob? {
         try write(custody: transition != nil) { tx in
-            let row = try Self.leasedJob(tx, id, owner)
-            try tx.query("""
-                UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = $2 WHERE id = $1
-                """, [pg(id), pg(Date())])
-            if let t = transition, let itemID = row.itemId { try Self.applyTransition(tx, itemID: itemID, t) }
+            try Self.complete(tx, id, owner: owner, transition: transition)
+            // In a savepoint of its own: a claim that fails leaves the completion to commit
+            // (PostgreSQL aborts the whole transaction at an error otherwise).
+            try tx.query("SAVEPOINT claim")
+            do {
+                let claimed = try Self.claimNext(tx, kinds: next.kinds, owner: owner, lease: next.lease, now: next.now)
+                try tx.query("RELEASE SAVEPOINT claim")
+                return claimed
+            } catch {
+                try tx.query("ROLLBACK TO SAVEPOINT claim")
+                return nil
+            }
         }
+    }
+
+    static func complete(_ tx: Tx, _ id: Int64, owner: String, transition: JobTransition?) throws {
+        let row = try Self.leasedJob(tx, id, owner)
+        try tx.query("""
+            UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = $2 WHERE id = $1
+            """, [pg(id), pg(Date())])
+        if let t = transition, let itemID = row.itemId { try Self.applyTransition(tx, itemID: itemID, t) }
     }
 
     @discardableResult

@@ -25,54 +25,58 @@ extension SQLiteCatalog {
 
     public func claimJob(kinds: [JobKind], owner: String, lease: Double, now: Date) throws(CatalogError) -> QueuedJob? {
         guard !kinds.isEmpty else { return nil }
-        return try write(durable: false) { db in
-            let marks = kinds.map { _ in "?" }.joined(separator: ",")
-            let args = StatementArguments(kinds.map(\.rawValue) + [StoredDate.text(now)])
-            // Two queries, each walking the (state, next_run_at) index in order and stopping at the
-            // first row, rather than one with an OR whose matches (every due job: thousands in a
-            // burst) were gathered and sorted at every claim. The earlier of the two is taken, as
-            // one ordered query (and PostgreSQL's) would.
-            let expired = try db.cachedStatement(sql: """
-                SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'running' AND lease_expires_at < ?
-                ORDER BY next_run_at, id LIMIT 1
-                """)
-            let due = try db.cachedStatement(sql: """
-                SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'queued' AND next_run_at <= ?
-                ORDER BY next_run_at, id LIMIT 1
-                """)
-            func next() throws -> JobRow? {
-                let (a, b) = (try JobRow.fetchOne(expired, arguments: args), try JobRow.fetchOne(due, arguments: args))
-                guard let a else { return b }
-                guard let b else { return a }
-                return (a.nextRunAt, a.id ?? 0) <= (b.nextRunAt, b.id ?? 0) ? a : b
-            }
-            while var row = try next() {
-                let job: QueuedJob
-                do {
-                    job = try row.model()
-                } catch {
-                    // Unreadable parameters: fail it for good, visibly, and take the next one.
-                    row.state = .failed
-                    row.lastError = "\(error)"
-                    row.updatedAt = now
-                    try row.updateRow(db)
-                    continue
-                }
-                let expires = now.addingTimeInterval(lease)
-                try db.cachedStatement(sql: """
-                    UPDATE job SET state = 'running', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1,
-                      updated_at = ? WHERE id = ?
-                    """).execute(arguments: [owner, StoredDate.text(expires), StoredDate.text(now), row.id])
-                var claimed = job
-                claimed.state = .running
-                claimed.leaseOwner = owner
-                claimed.leaseExpiresAt = expires
-                claimed.attempts = row.attempts + 1
-                claimed.updatedAt = now
-                return claimed
-            }
-            return nil
+        return try write(durable: false) { db in try Self.claimNext(db, kinds: kinds, owner: owner, lease: lease, now: now) }
+    }
+
+    /// `claimJob(kinds:…)` inside the caller's transaction.
+    static func claimNext(_ db: Database, kinds: [JobKind], owner: String, lease: Double, now: Date) throws -> QueuedJob? {
+        guard !kinds.isEmpty else { return nil }
+        let marks = kinds.map { _ in "?" }.joined(separator: ",")
+        let args = StatementArguments(kinds.map(\.rawValue) + [StoredDate.text(now)])
+        // Two queries, each walking the (state, next_run_at) index in order and stopping at the
+        // first row, rather than one with an OR whose matches (every due job: thousands in a
+        // burst) were gathered and sorted at every claim. The earlier of the two is taken, as
+        // one ordered query (and PostgreSQL's) would.
+        let expired = try db.cachedStatement(sql: """
+            SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'running' AND lease_expires_at < ?
+            ORDER BY next_run_at, id LIMIT 1
+            """)
+        let due = try db.cachedStatement(sql: """
+            SELECT * FROM job WHERE kind IN (\(marks)) AND state = 'queued' AND next_run_at <= ?
+            ORDER BY next_run_at, id LIMIT 1
+            """)
+        func next() throws -> JobRow? {
+            let (a, b) = (try JobRow.fetchOne(expired, arguments: args), try JobRow.fetchOne(due, arguments: args))
+            guard let a else { return b }
+            guard let b else { return a }
+            return (a.nextRunAt, a.id ?? 0) <= (b.nextRunAt, b.id ?? 0) ? a : b
         }
+        while var row = try next() {
+            let job: QueuedJob
+            do {
+                job = try row.model()
+            } catch {
+                // Unreadable parameters: fail it for good, visibly, and take the next one.
+                row.state = .failed
+                row.lastError = "\(error)"
+                row.updatedAt = now
+                try row.updateRow(db)
+                continue
+            }
+            let expires = now.addingTimeInterval(lease)
+            try db.cachedStatement(sql: """
+                UPDATE job SET state = 'running', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1,
+                  updated_at = ? WHERE id = ?
+                """).execute(arguments: [owner, StoredDate.text(expires), StoredDate.text(now), row.id])
+            var claimed = job
+            claimed.state = .running
+            claimed.leaseOwner = owner
+            claimed.leaseExpiresAt = expires
+            claimed.attempts = row.attempts + 1
+            claimed.updatedAt = now
+            return claimed
+        }
+        return nil
     }
 
     /// Claims one given job, whatever its due time, when it is queued, failed (a manual retry)
@@ -97,20 +101,30 @@ extension SQLiteCatalog {
     /// Marks the job done; optionally moves its item to `transition.state` with an event, in
     /// the same transaction. Refused (notFound) when the lease was lost to another runner.
     public func completeJob(_ id: Int64, owner: String, transition: JobTransition?) throws(CatalogError) {
+        try write { db in try Self.complete(db, id, owner: owner, transition: transition) }
+    }
+
+    public func completeJob(_ id: Int64, owner: String, transition: JobTransition?, thenClaim next: NextClaim) throws(CatalogError) -> QueuedJob? {
         try write { db in
-            guard let leased = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT item_id FROM job WHERE id = ? AND state = 'running' AND lease_owner = ?
-                """), arguments: [id, owner]) else {
-                throw CatalogError.notFound("job \(id) leased by \(owner) (the lease expired and was taken over)")
-            }
-            let itemID: Int64? = leased["item_id"]
-            try db.cachedStatement(sql: """
-                UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL,
-                  updated_at = ? WHERE id = ?
-                """).execute(arguments: [StoredDate.text(Date()), id])
-            if let t = transition, let itemID {
-                try Self.applyTransition(db, itemID: itemID, t)
-            }
+            try Self.complete(db, id, owner: owner, transition: transition)
+            // In a savepoint of its own: a claim that fails leaves the completion to commit.
+            return try? Self.inSavepoint(db) { try Self.claimNext(db, kinds: next.kinds, owner: owner, lease: next.lease, now: next.now) }
+        }
+    }
+
+    static func complete(_ db: Database, _ id: Int64, owner: String, transition: JobTransition?) throws {
+        guard let leased = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT item_id FROM job WHERE id = ? AND state = 'running' AND lease_owner = ?
+            """), arguments: [id, owner]) else {
+            throw CatalogError.notFound("job \(id) leased by \(owner) (the lease expired and was taken over)")
+        }
+        let itemID: Int64? = leased["item_id"]
+        try db.cachedStatement(sql: """
+            UPDATE job SET state = 'done', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL,
+              updated_at = ? WHERE id = ?
+            """).execute(arguments: [StoredDate.text(Date()), id])
+        if let t = transition, let itemID {
+            try Self.applyTransition(db, itemID: itemID, t)
         }
     }
 

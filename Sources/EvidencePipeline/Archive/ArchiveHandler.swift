@@ -144,15 +144,21 @@ public struct ArchiveHandler: JobHandler {
         // The object opened through its folder beneath the home (no link followed); the digest and
         // the provider read it by its descriptor's name, which a folder swapped for a link cannot redirect.
         // On an I/O thread: for an S3 store this is a download of the whole object.
-        let opened: Int32
-        let (store, object) = (home.store, upload.object)
-        do { opened = try await onIOThread { () throws(StoreError) in try store.openObject(object).fd } } catch {
-            throw JobError("\(store.location(of: object)): \(error.description)", retryable: true)
-        }
+        // Opened and hashed in one visit to an I/O thread (the provider's digest of the local
+        // bytes, sent with the upload and compared with the provider's).
+        let (store, object, kind) = (home.store, upload.object, provider.hashKind)
+        let (opened, expected) = try await onIOThread { () -> Result<(Int32, String), JobError> in
+            let fd: Int32
+            do throws(StoreError) { fd = try store.openObject(object).fd } catch {
+                return .failure(JobError("\(store.location(of: object)): \(error.description)", retryable: true))
+            }
+            do { return .success((fd, try kind.digest(of: "/proc/self/fd/\(fd)"))) } catch {
+                close(fd)
+                return .failure(JobError("\(error)", retryable: true))
+            }
+        }.get()
         defer { close(opened) }
         let local = "/proc/self/fd/\(opened)"
-        let kind = provider.hashKind
-        let expected = try await blockingJobWork { try kind.digest(of: local) }
         paths: for path in [upload.remotePath, Self.alternate(upload.remotePath, sha8: upload.object.short)] {
             var looked = upload.size >= Self.recordAtOnce || !provider.uploadRefusesExisting
             var existing: RemoteFile?

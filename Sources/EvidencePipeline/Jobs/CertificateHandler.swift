@@ -37,21 +37,22 @@ public struct CertificateHandler: JobHandler {
         }
         guard let item = found else { throw JobError("item \(itemID) is gone", retryable: false) }
 
+        // The notaries' certificates fetched and stored; recorded with ours, below.
+        var made: [Certificate] = []
         for proof in proofs where proof.kind == .qed && proof.state == .confirmed && !have.contains(where: { $0.origin == proof.notary }) {
             guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
                 throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
             }
-            do { _ = try await NotaryCertificate.fetch(proof, slug: slug, with: qed, home: home, metrics: metrics) } catch let e as NotaryError {
+            do { made.append(try await NotaryCertificate.fetchAndStore(proof, slug: slug, with: qed, home: home, metrics: metrics).0) } catch let e as NotaryError {
                 throw JobError(e, notary: proof.notary)
             } catch {
                 throw JobError("\(error)", retryable: true)
             }
         }
 
-        var made: [Certificate] = []
         if !have.contains(where: { $0.origin == "evidence" }) {
             let timezone = self.timezone, executable = self.posterExecutable, logger = self.logger
-            made = [try await blockingJobWork {
+            made.append(try await blockingJobWork {
                 let labels = try ItemLabels.resolve(home: home, item: item, rule: ruleName, ruleLabels: rule.labels)
                 var poster = PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: item.id))
                 if poster == nil, let executable, PosterFrames.wanted(item) {
@@ -64,10 +65,11 @@ public struct CertificateHandler: JobHandler {
                     }
                 }
                 return try EvidenceCertificateMaker.make(home: home, item: item, labels: labels, timezone: timezone, poster: poster)
-            }]
+            })
         }
-        // Our own certificate is recorded with the job's completion, in its transaction (its PDF
-        // is stored already; a crash before the completion makes it again on the next run).
+        // The certificates are recorded with the job's completion, in its transaction (their
+        // PDFs are stored already; a crash before the completion fetches or makes them again on
+        // the next run: a notary's certificate is a read, never a second notarization).
         guard var done = ItemLifecycle(rule: rule).transition(from: item.state, on: .certified(count: proofs.filter { $0.kind == .qed }.count + 1)) else {
             // No transition to carry it (the item is past this stage): saved on its own.
             let certificates = made

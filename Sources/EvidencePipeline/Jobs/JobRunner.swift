@@ -119,22 +119,29 @@ public final class JobRunner: Service, Sendable {
         // a wake-up, when the next job falls due, and otherwise only every `signalledPoll`
         // seconds (a safety net); elsewhere they poll every `idlePoll` seconds.
         let signal = catalog.jobSignal
+        // The job claimed with the completion of the one before (`execute`), if any.
+        var next: QueuedJob?
         while !isStopping && !Task.isCancelled {
             let seen = signal?.generation
             // SQLite calls block: they run on the I/O threads, never on the cooperative pool.
             let job: QueuedJob?
-            do {
-                job = try await onIOThread { () throws(CatalogError) in
-                    try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: now())
+            if let claimed = next {
+                job = claimed
+                next = nil
+            } else {
+                do {
+                    job = try await onIOThread { () throws(CatalogError) in
+                        try catalog.claimJob(kinds: kinds, owner: owner, lease: lease, now: now())
+                    }
+                } catch {
+                    // The catalog is unavailable (locked for long, disk gone): back off, never spin.
+                    logger.error("cannot claim jobs: \(error)")
+                    try? await Task.sleep(for: .seconds(min(5, idlePoll * 10)))
+                    continue
                 }
-            } catch {
-                // The catalog is unavailable (locked for long, disk gone): back off, never spin.
-                logger.error("cannot claim jobs: \(error)")
-                try? await Task.sleep(for: .seconds(min(5, idlePoll * 10)))
-                continue
             }
             if let job {
-                await execute(job)
+                next = await execute(job, claimingNext: kinds)
                 continue
             }
             let due = await onIOThread { (try? catalog.nextJobDue(kinds: kinds)) ?? nil }
@@ -146,19 +153,29 @@ public final class JobRunner: Service, Sendable {
                 try? await Task.sleep(for: .seconds(wait))
             }
         }
+        if let unstarted = next {
+            // Claimed with the last completion as the runner began to stop, and not started:
+            // back to the queue as it was (no attempt counted, due when it was due).
+            _ = await onIOThread { try? catalog.releaseJob(unstarted.id, owner: owner, runAt: unstarted.nextRunAt) }
+        }
     }
 
-    func execute(_ job: QueuedJob) async {
-        guard let handler = handlers[job.kind] else { return }
+    /// Runs one job and records its outcome. Done, it claims the worker's next job of `kinds` in
+    /// the completion's transaction (unless the runner is stopping) and returns it: the worker
+    /// runs it next without a claim of its own.
+    func execute(_ job: QueuedJob, claimingNext kinds: [JobKind]) async -> QueuedJob? {
+        guard let handler = handlers[job.kind] else { return nil }
         var log = logger
         log[metadataKey: "job"] = "\(job.id)"
         log[metadataKey: "kind"] = "\(job.kind.rawValue)"
         if let item = job.itemID { log[metadataKey: "item"] = "\(item)" }
         let (catalog, owner) = (self.catalog, self.owner)
         // Its account or notary refused the credentials: not run, no attempt counted.
-        if let pauses, let scope = handler.pauseScope(of: job), let p = await onIOThread({ pauses.confirmed(scope) }) {
+        // (Looked at on an I/O thread only when the copy of the pauses is old or names the scope.)
+        if let pauses, let scope = handler.pauseScope(of: job), !pauses.knownClear(scope),
+           let p = await onIOThread({ pauses.confirmed(scope) }) {
             await hold(job, p, log: log)
-            return
+            return nil
         }
         metrics.jobStarted(kind: job.kind.rawValue)
         defer { metrics.jobEnded(kind: job.kind.rawValue) }
@@ -168,9 +185,16 @@ public final class JobRunner: Service, Sendable {
             }
             switch outcome {
             case .done(let transition):
-                try await onIOThread { () throws(CatalogError) in
-                    try catalog.completeJob(job.id, owner: owner, transition: transition) }
+                let claim = isStopping || Task.isCancelled ? nil : NextClaim(kinds: kinds, lease: lease, now: now())
+                let next = try await onIOThread { () throws(CatalogError) -> QueuedJob? in
+                    guard let claim else {
+                        try catalog.completeJob(job.id, owner: owner, transition: transition)
+                        return nil
+                    }
+                    return try catalog.completeJob(job.id, owner: owner, transition: transition, thenClaim: claim)
+                }
                 log.debug("job done")
+                return next
             case .notYet(let until, let reason, let unless):
                 try await onIOThread { () throws(CatalogError) in
                     try catalog.releaseJob(job.id, owner: owner, runAt: until) }
@@ -184,16 +208,16 @@ public final class JobRunner: Service, Sendable {
         } catch let error as JobError {
             if Task.isCancelled {
                 _ = await onIOThread { try? catalog.releaseJob(job.id, owner: owner, runAt: self.now()) }
-                return
+                return nil
             }
             if error.unreachable && error.retryable {
                 await waitOut(job, error, log: log)
-                return
+                return nil
             }
             if let pause = error.pause, let pauses {
                 let p = await onIOThread { pauses.pause(pause.kind, pause.name, reason: error.message, fix: pause.fix) }
                 await hold(job, p, log: log)
-                return
+                return nil
             }
             let retryAt: Date? = error.retryable
                 ? now().addingTimeInterval(max(error.retryAfter ?? 0, backoff.delay(afterAttempt: job.attempts)))
@@ -215,6 +239,7 @@ public final class JobRunner: Service, Sendable {
         } catch {
             log.error("cannot record job outcome: \(error)")
         }
+        return nil
     }
 
     /// A service that cannot be reached: the job waits and is tried again without limit and

@@ -96,11 +96,13 @@ public struct NotarizeHandler: JobHandler {
                 let wait = min(notary.config.pollMax, max(notary.config.pollFirst, age / 4))
                 return .notYet(until: Date().addingTimeInterval(wait), reason: "\(name) report \(report.slug) pending")
             case .confirmed:
-                let receipt = try await put(report.raw)
-                try await save(Proof(itemID: item.id, notary: name, kind: .qed, state: .confirmed, remoteID: report.slug,
-                                     receipt: receipt, txHash: report.txHash, blockHeight: report.blockHeight,
-                                     network: report.networkName, link: report.explorerURL, provenAt: report.blockTime,
-                                     submittedAt: submittedAt))
+                let (itemID, notaryName) = (item.id, name)
+                try await save(receipt: report.raw) { receipt in
+                    Proof(itemID: itemID, notary: notaryName, kind: .qed, state: .confirmed, remoteID: report.slug,
+                          receipt: receipt, txHash: report.txHash, blockHeight: report.blockHeight,
+                          network: report.networkName, link: report.explorerURL, provenAt: report.blockTime,
+                          submittedAt: submittedAt)
+                }
                 return .done(nil)
             case .failed:
                 let reason = report.failureReason ?? "the notary reported failure"
@@ -113,10 +115,12 @@ public struct NotarizeHandler: JobHandler {
 
         func timestamp(_ tsa: TSAClient) async throws(JobError) -> JobOutcome {
             let (token, url) = try await call(.timestamp) { () throws(NotaryError) in try await tsa.timestamp(item.sha256) }
-            let receipt = try await put(token.response)
-            try await save(Proof(itemID: item.id, notary: name, kind: .rfc3161, state: .confirmed, remoteID: token.serial,
-                                 receipt: receipt, network: token.tsaName, link: url, provenAt: token.genTime,
-                                 submittedAt: Date()))
+            let (itemID, notaryName) = (item.id, name)
+            try await save(receipt: token.response) { receipt in
+                Proof(itemID: itemID, notary: notaryName, kind: .rfc3161, state: .confirmed, remoteID: token.serial,
+                      receipt: receipt, network: token.tsaName, link: url, provenAt: token.genTime,
+                      submittedAt: Date())
+            }
             return .done(nil)
         }
 
@@ -204,9 +208,14 @@ public struct NotarizeHandler: JobHandler {
             }
         }
 
-        func put(_ data: Data) async throws(JobError) -> SHA256Digest {
-            let store = home.store
-            return try await blockingJobWork { try store.put(data).digest }
+        /// The receipt stored, then the proof made to name it saved (`save`), in one visit to an
+        /// I/O thread.
+        func save(receipt data: Data, _ proof: @escaping @Sendable (SHA256Digest) -> Proof) async throws(JobError) {
+            let (store, catalog, lifecycle) = (home.store, home.catalog, ItemLifecycle(rule: rule))
+            _ = try await blockingJobWork {
+                let saved = proof(try store.put(data).digest)
+                return try catalog.saveProof(saved, then: lifecycle.decide(onSaving: saved))
+            }
         }
 
         /// `save`, only while this item's proof is still pending in `window`; nil when it no longer is.

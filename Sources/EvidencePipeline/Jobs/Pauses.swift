@@ -51,6 +51,13 @@ public final class Pauses: Sendable {
 
     public func active(_ scope: String) -> CredentialPause? { current()[scope] }
 
+    /// Whether the copy read less than `refresh` ago says `scope` is not paused: then no job
+    /// of it is held, and `confirmed` (which may read the catalog) need not be asked.
+    public func knownClear(_ scope: String) -> Bool {
+        let now = ContinuousClock.now
+        return cache.withLock { c in c.read.map { now - $0 < Self.refresh } == true && c.pauses[scope] == nil }
+    }
+
     /// `active`, and when the copy says paused, asked of the catalog again: a job woken by
     /// `evidence accounts resume` must not be held on a copy read before the resume.
     public func confirmed(_ scope: String) -> CredentialPause? {

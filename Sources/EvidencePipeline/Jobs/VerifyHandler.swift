@@ -19,12 +19,21 @@ public struct VerifyHandler: JobHandler {
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         guard let itemID = job.itemID else { throw JobError("verify job without an item", retryable: false) }
         let home = self.home
-        let found = await onIOThread { Result { () throws(CatalogError) in try home.catalog.item(id: itemID) } }
-        let item: Item
+        // The item read and its object hashed in one visit to an I/O thread.
+        enum Found: Sendable { case item(Item, Result<FileHasher.Result, StoreError>), gone, unreadable(CatalogError) }
+        let found = await onIOThread { () -> Found in
+            do throws(CatalogError) {
+                guard let item = try home.catalog.item(id: itemID) else { return .gone }
+                return .item(item, Result { () throws(StoreError) in try home.store.hashObject(item.sha256) })
+            } catch {
+                return .unreadable(error)
+            }
+        }
+        let item: Item, result: Result<FileHasher.Result, StoreError>
         switch found {
-        case .success(let i?): item = i
-        case .success(nil): throw JobError("item \(itemID) is gone", retryable: false)
-        case .failure(let e): throw JobError(e.description, retryable: true)
+        case .item(let i, let r): (item, result) = (i, r)
+        case .gone: throw JobError("item \(itemID) is gone", retryable: false)
+        case .unreadable(let e): throw JobError(e.description, retryable: true)
         }
         // The item's rule decides what follows; an item without one (ingested by hand, or its
         // rule since removed) is verified with nothing else planned.
@@ -34,7 +43,6 @@ public struct VerifyHandler: JobHandler {
             return ItemLifecycle.withoutRule(from: item.state, on: event)
         }
         let path = home.store.location(of: item.sha256)
-        let result = await onIOThread { Result { () throws(StoreError) in try home.store.hashObject(item.sha256) } }
         switch result {
         case .success(let r) where r.digest == item.sha256 && r.size == item.size:
             return .done(decide(.verified(details: ["object": path, "sha256": r.digest.hex])))
