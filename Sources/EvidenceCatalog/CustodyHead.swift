@@ -27,7 +27,10 @@ final class CustodyHead: Sendable {
     }
 
     /// After a commit that appended events: write now, or schedule a write within `interval`.
-    func noteAppended() throws(CatalogError) {
+    /// Never throws: the commit it follows stands, and its writer must not be told otherwise (a
+    /// worker whose completion also claimed its next job would lose that job). A write that fails
+    /// leaves the anchor due, written again at the next commit or `flush()`, whose caller sees why.
+    func noteAppended() {
         enum Action { case writeNow, schedule, nothing }
         let action: Action = state.withLock { h in
             h.dirty = true
@@ -37,7 +40,7 @@ final class CustodyHead: Sendable {
             return .schedule
         }
         switch action {
-        case .writeNow: try flush()
+        case .writeNow: try? flush()
         case .schedule:
             // The wait suspends a task; the write (an fsync) runs on the blocking pool, never
             // on libdispatch's global queues, which are only as wide as the CPU count.
@@ -60,10 +63,14 @@ final class CustodyHead: Sendable {
             h.lastWrite = Date()
             return d
         }
-        guard dirty, let (seq, hash) = try latest() else { return }
+        guard dirty else { return }
         do {
+            guard let (seq, hash) = try latest() else { return }
             try AtomicFile.write(Data("\(seq) \(hash)\n".utf8), to: path, mode: 0o644)
         } catch {
+            // Still due: the next commit or flush writes it again.
+            state.withLock { $0.dirty = true }
+            if let e = error as? CatalogError { throw e }
             throw .database(path: path, detail: "cannot write custody head anchor: \(error)")
         }
     }

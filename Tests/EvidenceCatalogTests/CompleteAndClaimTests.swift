@@ -50,17 +50,23 @@ struct CompleteAndClaimTests {
         #expect(try c.verifyChain().ok)
     }
 
-    @Test("a claim that fails inside a completion leaves the completion committed and claims nothing", arguments: Backend.allCases)
+    @Test("a claim that fails inside a completion leaves the completion committed, claims nothing and changes no other job", arguments: Backend.allCases)
     func aFailedClaimKeepsTheCompletion(_ backend: Backend) throws {
         // Claims refused by a trigger, installed after the first job is claimed: the completion's
-        // claim fails inside its transaction (SQLite's savepoint, PostgreSQL's aborted statement).
+        // claim fails inside its transaction. Before it reaches the job it would take, it has
+        // failed an unreadable job (a write of its own): that write is undone with the claim
+        // (SQLite's savepoint, PostgreSQL's), the completion is not.
         let c: any Catalog
         let refuseClaims: () throws -> Void
         let allowClaims: () throws -> Void
+        let unreadable: (Int64) throws -> Void
         switch backend {
         case .sqlite:
             let s = try SQLiteCatalog.inMemory()
             c = s
+            unreadable = { id in
+                try s.db.write { db in try db.execute(sql: "UPDATE job SET payload = '{\"rule\":\"cam\"}' WHERE id = ?", arguments: [id]) }
+            }
             refuseClaims = {
                 try s.db.write { db in
                     try db.execute(sql: """
@@ -73,6 +79,7 @@ struct CompleteAndClaimTests {
         case .postgres:
             let (server, database, catalogs) = try Backend.nodes(1)
             c = catalogs[0]
+            unreadable = { id in _ = try server.psql("UPDATE job SET payload = '{\"rule\":\"cam\"}' WHERE id = \(id)", database: database) }
             refuseClaims = {
                 _ = try server.psql("""
                     CREATE FUNCTION no_claims() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claims refused'; END $$;
@@ -82,25 +89,49 @@ struct CompleteAndClaimTests {
             allowClaims = { _ = try server.psql("DROP TRIGGER no_claims ON job", database: database) }
         }
         let item = try c.recordIngest(record("a", path: "/drop/a.mp4")).item
-        let jobs = try verifyJobs(c, item.id, ["v1", "v2"])
-        let now = Date()
-        #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now)?.id == jobs[0].id)
+        let first = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: item.id, dedupeKey: "v1")
+        let bad = try c.enqueue(JobSpec(.notarize(rule: "cam", notary: "qed")), itemID: item.id, dedupeKey: "bad")
+        let last = try c.enqueue(JobSpec(.verify(rule: "cam")), itemID: item.id, dedupeKey: "v2")
+        let kinds: [JobKind] = [.verify, .notarize]
+        let now = Date().addingTimeInterval(1)
+        #expect(try c.claimJob(kinds: kinds, owner: "A", lease: 60, now: now)?.id == first.id)
+        try unreadable(bad.id)  // a hand-edited catalog: the notarize job lost its notary
         try refuseClaims()
         #expect(throws: CatalogError.self, "the trigger refuses a claim of its own") {
-            _ = try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now)
+            _ = try c.claimJob(kinds: kinds, owner: "A", lease: 60, now: now)
         }
 
-        let taken = try c.completeJob(jobs[0].id, owner: "A", transition: JobTransition(state: .done, event: .verified),
-                                      thenClaim: NextClaim(kinds: [.verify], lease: 60, now: now))
+        let taken = try c.completeJob(first.id, owner: "A", transition: JobTransition(state: .done, event: .verified),
+                                      thenClaim: NextClaim(kinds: kinds, lease: 60, now: now))
         #expect(taken == nil)
         let stored = Dictionary(uniqueKeysWithValues: try c.jobs(itemID: item.id).map { ($0.id, $0) })
-        #expect(stored[jobs[0].id]?.state == .done, "the completion committed")
-        #expect(stored[jobs[1].id]?.state == .queued && stored[jobs[1].id]?.attempts == 0 && stored[jobs[1].id]?.leaseOwner == nil)
+        #expect(stored[first.id]?.state == .done, "the completion committed")
+        #expect(try c.jobCountsByKind()["notarize"] == ["queued": 1], "the failed claim's own write was not undone")
+        #expect(stored[last.id]?.state == .queued && stored[last.id]?.attempts == 0 && stored[last.id]?.leaseOwner == nil)
         #expect(try c.item(id: item.id)?.state == .done)
         #expect(try c.events(itemID: item.id).map(\.kind) == ["ingested", "verified"])
 
         try allowClaims()
-        #expect(try c.claimJob(kinds: [.verify], owner: "A", lease: 60, now: now)?.id == jobs[1].id)
+        #expect(try c.claimJob(kinds: kinds, owner: "A", lease: 60, now: now)?.id == last.id)
+        #expect(try c.jobCountsByKind()["notarize"] == ["failed": 1], "claimed at last, the unreadable job is failed")
         #expect(try c.verifyChain().ok)
+    }
+
+    @Test("a custody head anchor that cannot be written does not fail the committed write it follows; flushHead says why, and writes it once it can")
+    func anchorFailureAfterTheCommit() throws {
+        // A completion that claimed its worker's next job and were then told it failed would
+        // leave that job leased and unrun: what is committed is reported committed.
+        let dir = TempDirectory("catalog")
+        let c = try SQLiteCatalog(path: dir.path + "/catalog.sqlite")
+        let anchor = dir.path + "/custody.head"
+        try FileManager.default.createDirectory(atPath: anchor, withIntermediateDirectories: true)  // the anchor's name taken
+        let event = try c.appendEvent(itemID: nil, kind: .retry, details: ["n": "1"])
+        #expect(try c.lastEvent()?.seq == event.seq)
+        #expect(CustodyHead.read(anchor) == nil)
+        #expect(throws: CatalogError.self, "still due, and its error shown to whoever flushes") { try c.flushHead() }
+        try FileManager.default.removeItem(atPath: anchor)
+        try c.flushHead()
+        #expect(CustodyHead.read(anchor)?.seq == event.seq)
+        #expect(CustodyHead.read(anchor)?.hash == event.hash)
     }
 }

@@ -63,8 +63,10 @@ struct JobRunnerNextClaimTests {
         // every other test's tasks on a small machine.)
         let stopped = DispatchSemaphore(value: 0)
         let held = Mutex(false)
+        let after = Mutex(0)  // transactions after the held one: the release of the claimed job
         catalog.observeCommits { _ in
-            guard !handler.runs.withLock({ $0.isEmpty }), !held.withLock({ let was = $0; $0 = true; return was }) else { return }
+            guard !handler.runs.withLock({ $0.isEmpty }) else { return }
+            guard !held.withLock({ let was = $0; $0 = true; return was }) else { after.withLock { $0 += 1 }; return }
             stopped.wait()  // on the catalog's I/O thread, never a cooperative one
         }
         let group = ServiceGroup(configuration: .init(services: [.init(service: runner)], logger: Logger(label: "test")))
@@ -81,5 +83,6 @@ struct JobRunnerNextClaimTests {
         let back = try #require(jobs[second.id])
         #expect(back.state == .queued && back.leaseOwner == nil && back.attempts == 0, "\(back)")
         #expect(abs(back.nextRunAt.timeIntervalSince(second.nextRunAt)) < 0.01, "due when it was due")
+        #expect(after.withLock { $0 } == 1, "the second job was claimed with the completion, then released: one transaction")
     }
 }

@@ -103,7 +103,10 @@ public final class PostgresCatalog: Catalog {
                 let out = try body(tx)
                 try c.query("COMMIT")
                 pool.checkin(c)
-                if tx.appended { try head?.noteAppended() }
+                // After the connection is back in the pool and outside this catch: nothing
+                // after the commit may roll back (or check in again) a connection another
+                // thread may hold by now, nor report a committed write failed.
+                if tx.appended { head?.noteAppended() }
                 return out
             } catch {
                 _ = try? c.query("ROLLBACK")

@@ -107,8 +107,15 @@ extension SQLiteCatalog {
     public func completeJob(_ id: Int64, owner: String, transition: JobTransition?, thenClaim next: NextClaim) throws(CatalogError) -> QueuedJob? {
         try write { db in
             try Self.complete(db, id, owner: owner, transition: transition)
-            // In a savepoint of its own: a claim that fails leaves the completion to commit.
-            return try? Self.inSavepoint(db) { try Self.claimNext(db, kinds: next.kinds, owner: owner, lease: next.lease, now: next.now) }
+            // In a savepoint of its own: a claim that fails leaves the completion to commit,
+            // unless SQLite ended the whole transaction (disk full, I/O error): that error is
+            // the write's, and nothing of it is committed.
+            do {
+                return try Self.inSavepoint(db) { try Self.claimNext(db, kinds: next.kinds, owner: owner, lease: next.lease, now: next.now) }
+            } catch {
+                if !db.isInsideTransaction { throw error }
+                return nil
+            }
         }
     }
 

@@ -113,7 +113,7 @@ public final class SQLiteCatalog: Catalog {
             throw .database(path: path, detail: "a write was left uncommitted (internal error)")
         }
         // Only transactions that appended custody events move the head anchor.
-        if outcome.appended { try head?.noteAppended() }
+        if outcome.appended { head?.noteAppended() }
         switch outcome.result {
         case .success(let value): return value as! T
         case .failure(let error): throw mapError(error)

@@ -39,33 +39,41 @@ public struct CertificateHandler: JobHandler {
 
         // The notaries' certificates fetched and stored; recorded with ours, below.
         var made: [Certificate] = []
-        for proof in proofs where proof.kind == .qed && proof.state == .confirmed && !have.contains(where: { $0.origin == proof.notary }) {
-            guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
-                throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
-            }
-            do { made.append(try await NotaryCertificate.fetchAndStore(proof, slug: slug, with: qed, home: home, metrics: metrics).0) } catch let e as NotaryError {
-                throw JobError(e, notary: proof.notary)
-            } catch {
-                throw JobError("\(error)", retryable: true)
-            }
-        }
-
-        if !have.contains(where: { $0.origin == "evidence" }) {
-            let timezone = self.timezone, executable = self.posterExecutable, logger = self.logger
-            made.append(try await blockingJobWork {
-                let labels = try ItemLabels.resolve(home: home, item: item, rule: ruleName, ruleLabels: rule.labels)
-                var poster = PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: item.id))
-                if poster == nil, let executable, PosterFrames.wanted(item) {
-                    let name = try home.catalog.sources(itemID: item.id).first?.name ?? item.sha256.hex
-                    switch PosterFrames.make(home: home, item: item, name: name, executable: executable) {
-                    case .success(let made): poster = made
-                    case .failure(let why):
-                        // The certificate is made without one: a picture is a courtesy, the digest is the evidence.
-                        logger.warning("no poster frame", metadata: ["item": "\(item.id)", "reason": "\(why)"])
-                    }
+        do throws(JobError) {
+            for proof in proofs where proof.kind == .qed && proof.state == .confirmed && !have.contains(where: { $0.origin == proof.notary }) {
+                guard case .qed(let qed)? = notaries.entries[proof.notary]?.client, let slug = proof.remoteID else {
+                    throw JobError("notary \"\(proof.notary)\" is not configured: cannot fetch its certificate", retryable: true)
                 }
-                return try EvidenceCertificateMaker.make(home: home, item: item, labels: labels, timezone: timezone, poster: poster)
-            })
+                do { made.append(try await NotaryCertificate.fetchAndStore(proof, slug: slug, with: qed, home: home, metrics: metrics).0) } catch let e as NotaryError {
+                    throw JobError(e, notary: proof.notary)
+                } catch {
+                    throw JobError("\(error)", retryable: true)
+                }
+            }
+
+            if !have.contains(where: { $0.origin == "evidence" }) {
+                let timezone = self.timezone, executable = self.posterExecutable, logger = self.logger
+                made.append(try await blockingJobWork {
+                    let labels = try ItemLabels.resolve(home: home, item: item, rule: ruleName, ruleLabels: rule.labels)
+                    var poster = PosterFrames.recorded(home: home, events: try home.catalog.events(itemID: item.id))
+                    if poster == nil, let executable, PosterFrames.wanted(item) {
+                        let name = try home.catalog.sources(itemID: item.id).first?.name ?? item.sha256.hex
+                        switch PosterFrames.make(home: home, item: item, name: name, executable: executable) {
+                        case .success(let made): poster = made
+                        case .failure(let why):
+                            // The certificate is made without one: a picture is a courtesy, the digest is the evidence.
+                            logger.warning("no poster frame", metadata: ["item": "\(item.id)", "reason": "\(why)"])
+                        }
+                    }
+                    return try EvidenceCertificateMaker.make(home: home, item: item, labels: labels, timezone: timezone, poster: poster)
+                })
+            }
+        } catch {
+            // What was fetched is recorded before the attempt ends: a retry does not ask the
+            // notary again, and a job that gives up leaves no notary's certificate unrecorded.
+            let fetched = made
+            if !fetched.isEmpty { _ = try? await blockingJobWork { for c in fetched { try home.catalog.saveCertificate(c) } } }
+            throw error
         }
         // The certificates are recorded with the job's completion, in its transaction (their
         // PDFs are stored already; a crash before the completion fetches or makes them again on

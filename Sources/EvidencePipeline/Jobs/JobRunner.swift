@@ -156,7 +156,11 @@ public final class JobRunner: Service, Sendable {
         if let unstarted = next {
             // Claimed with the last completion as the runner began to stop, and not started:
             // back to the queue as it was (no attempt counted, due when it was due).
-            _ = await onIOThread { try? catalog.releaseJob(unstarted.id, owner: owner, runAt: unstarted.nextRunAt) }
+            do {
+                try await onIOThread { () throws(CatalogError) in try catalog.releaseJob(unstarted.id, owner: owner, runAt: unstarted.nextRunAt) }
+            } catch {
+                logger.warning("job \(unstarted.id): claimed as the runner stopped, and not put back (its lease runs out instead): \(error)")
+            }
         }
     }
 
