@@ -104,6 +104,11 @@ public protocol Catalog: Sendable {
     func saveProof(_ proof: Proof, ifCurrent state: Proof.State, remoteID: String, receipt: SHA256Digest?,
                    then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item?
+    /// `saveProof(_:ifCurrent:remoteID:receipt:then:)` (receipt nil) for several items in one
+    /// transaction, each with its own `decide`: the members of a time-stamp window. A proof is
+    /// saved only where its item's proof of that notary is still `state` under `remoteID`.
+    /// Returns the items whose proofs were saved, by id. An error saves none of them.
+    func saveProofs(_ saves: [ProofSave], ifCurrent state: Proof.State, remoteID: String) throws(CatalogError) -> [Int64: Item]
     func certificates(itemID: Int64) throws(CatalogError) -> [Certificate]
     /// Every certificate, by item and origin.
     func allCertificates() throws(CatalogError) -> [Certificate]
@@ -192,6 +197,15 @@ public protocol Catalog: Sendable {
     /// jobs re-queued.
     func retryFailed(itemID: Int64?, then decide: @escaping @Sendable (_ state: ItemState, _ failedFrom: ItemState?) -> JobTransition?)
         throws(CatalogError) -> Int
+}
+
+/// One proof to save with the item's lifecycle (`saveProofs`).
+public struct ProofSave: Sendable {
+    public var proof: Proof
+    public var decide: @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?
+    public init(_ proof: Proof, then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?) {
+        self.proof = proof; self.decide = decide
+    }
 }
 
 /// What a worker claims next, with the completion of its job (`completeJob(_:owner:transition:thenClaim:)`).

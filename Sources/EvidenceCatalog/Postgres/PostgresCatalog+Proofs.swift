@@ -41,15 +41,32 @@ extension PostgresCatalog {
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item?
     {
-        try write(custody: true) { tx -> Item? in
-            // The item row locked first, so the proof read below cannot change before the write.
-            let before = try Self.item(tx, proof.itemID, forUpdate: true)
-            let current = try tx.query("SELECT state, remote_id, receipt FROM proof WHERE item_id = $1 AND notary = $2",
-                                       [String(proof.itemID), proof.notary]).first
-            guard let current, current.string("state") == state.rawValue, current.string("remote_id") == remoteID,
-                  receipt == nil || current.string("receipt") == receipt?.hex else { return nil }
-            return try Self.saveProof(tx, proof, before: before, decide)
+        try write(custody: true) { tx -> Item? in try Self.saveProof(tx, proof, ifCurrent: state, remoteID: remoteID, receipt: receipt, decide) }
+    }
+
+    public func saveProofs(_ saves: [ProofSave], ifCurrent state: Proof.State, remoteID: String) throws(CatalogError) -> [Int64: Item] {
+        guard !saves.isEmpty else { return [:] }
+        return try write(custody: true) { tx in
+            var saved: [Int64: Item] = [:]
+            for s in saves {
+                if let item = try Self.saveProof(tx, s.proof, ifCurrent: state, remoteID: remoteID, receipt: nil, s.decide) {
+                    saved[s.proof.itemID] = item
+                }
+            }
+            return saved
         }
+    }
+
+    /// `saveProof(_:ifCurrent:…)` inside the caller's transaction (the custody lock taken).
+    static func saveProof(_ tx: Tx, _ proof: Proof, ifCurrent state: Proof.State, remoteID: String, receipt: SHA256Digest?,
+                          _ decide: @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?) throws -> Item? {
+        // The item row locked first, so the proof read below cannot change before the write.
+        let before = try Self.item(tx, proof.itemID, forUpdate: true)
+        let current = try tx.query("SELECT state, remote_id, receipt FROM proof WHERE item_id = $1 AND notary = $2",
+                                   [String(proof.itemID), proof.notary]).first
+        guard let current, current.string("state") == state.rawValue, current.string("remote_id") == remoteID,
+              receipt == nil || current.string("receipt") == receipt?.hex else { return nil }
+        return try Self.saveProof(tx, proof, before: before, decide)
     }
 
     static func saveProof(_ tx: Tx, _ proof: Proof, before: Item,

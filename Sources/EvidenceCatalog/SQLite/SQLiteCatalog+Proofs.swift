@@ -41,12 +41,29 @@ extension SQLiteCatalog {
                           then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?)
         throws(CatalogError) -> Item?
     {
-        try write { db -> Item? in
-            let current = try ProofRow.filter(ProofRow.Columns.itemId == proof.itemID && ProofRow.Columns.notary == proof.notary).fetchOne(db)
-            guard let current, current.state == state, current.remoteId == remoteID,
-                  receipt == nil || current.receipt == receipt?.hex else { return nil }
-            return try Self.saveProof(db, proof, decide)
+        try write { db -> Item? in try Self.saveProof(db, proof, ifCurrent: state, remoteID: remoteID, receipt: receipt, decide) }
+    }
+
+    public func saveProofs(_ saves: [ProofSave], ifCurrent state: Proof.State, remoteID: String) throws(CatalogError) -> [Int64: Item] {
+        guard !saves.isEmpty else { return [:] }
+        return try write { db in
+            var saved: [Int64: Item] = [:]
+            for s in saves {
+                if let item = try Self.saveProof(db, s.proof, ifCurrent: state, remoteID: remoteID, receipt: nil, s.decide) {
+                    saved[s.proof.itemID] = item
+                }
+            }
+            return saved
         }
+    }
+
+    /// `saveProof(_:ifCurrent:…)` inside the caller's transaction.
+    static func saveProof(_ db: Database, _ proof: Proof, ifCurrent state: Proof.State, remoteID: String, receipt: SHA256Digest?,
+                          _ decide: @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?) throws -> Item? {
+        let current = try ProofRow.filter(ProofRow.Columns.itemId == proof.itemID && ProofRow.Columns.notary == proof.notary).fetchOne(db)
+        guard let current, current.state == state, current.remoteId == remoteID,
+              receipt == nil || current.receipt == receipt?.hex else { return nil }
+        return try Self.saveProof(db, proof, decide)
     }
 
     static func saveProof(_ db: Database, _ proof: Proof,

@@ -60,6 +60,9 @@ public struct StampHandler: JobHandler {
         let jobID: Int64
     }
 
+    /// Members' proofs saved per transaction.
+    static let saveBatch = 32
+
     public func run(_ job: QueuedJob) async throws(JobError) -> JobOutcome {
         guard case .stamp(let notaryName, let window) = job.payload else {
             throw JobError("job \(job.id) is not a stamp job", retryable: false)
@@ -127,17 +130,24 @@ public struct StampHandler: JobHandler {
             return .done(nil)
         }
         let saved: [Int64] = try await blockingJobWork {
-            var saved: [Int64] = []
+            // Every member's record stored first, then their proofs saved `saveBatch` at a time,
+            // each batch in one transaction (one transaction per member was 3.5% of the
+            // pipeline's CPU; a batch bounds how long it holds the catalog's write lock).
+            var saves: [(save: ProofSave, jobID: Int64)] = []
             for m in members {
                 guard let record = made.records[m.item.sha256] else { continue }
                 let receipt = try store.put(record).digest
                 let proof = Proof(itemID: m.item.id, notary: notaryName, kind: .rfc4998, state: .confirmed, remoteID: made.token.serial,
                                   receipt: receipt, network: made.token.tsaName, link: url, provenAt: made.token.genTime,
                                   submittedAt: m.proof.submittedAt)
-                let lifecycle = ItemLifecycle(rule: m.rule)
+                saves.append((ProofSave(proof, then: ItemLifecycle(rule: m.rule).decide(onSaving: proof)), m.jobID))
+            }
+            var saved: [Int64] = []
+            for start in stride(from: 0, to: saves.count, by: Self.saveBatch) {
+                let batch = saves[start..<min(start + Self.saveBatch, saves.count)]
                 // Only a member still waiting for this window: never over a proof another run saved.
-                let done = try catalog.saveProof(proof, ifCurrent: .pending, remoteID: window, receipt: nil, then: lifecycle.decide(onSaving: proof))
-                if done != nil { saved.append(m.jobID) }
+                let items = try catalog.saveProofs(batch.map(\.save), ifCurrent: .pending, remoteID: window)
+                saved += batch.filter { items[$0.save.proof.itemID] != nil }.map(\.jobID)
             }
             return saved
         }
