@@ -206,6 +206,14 @@ public struct ProofSave: Sendable {
     public init(_ proof: Proof, then decide: @escaping @Sendable (_ state: ItemState, _ confirmed: Set<String>) -> JobTransition?) {
         self.proof = proof; self.decide = decide
     }
+
+    /// `saveProofs`' loop, for either catalog inside its transaction: the items of `saves` whose
+    /// proofs `save` saved (it returns nil for a member no longer waiting), by id.
+    static func each(_ saves: [ProofSave], _ save: (ProofSave) throws -> Item?) rethrows -> [Int64: Item] {
+        var saved: [Int64: Item] = [:]
+        for s in saves { if let item = try save(s) { saved[s.proof.itemID] = item } }
+        return saved
+    }
 }
 
 /// What a worker claims next, with the completion of its job (`completeJob(_:owner:transition:thenClaim:)`).

@@ -47,13 +47,7 @@ extension PostgresCatalog {
     public func saveProofs(_ saves: [ProofSave], ifCurrent state: Proof.State, remoteID: String) throws(CatalogError) -> [Int64: Item] {
         guard !saves.isEmpty else { return [:] }
         return try write(custody: true) { tx in
-            var saved: [Int64: Item] = [:]
-            for s in saves {
-                if let item = try Self.saveProof(tx, s.proof, ifCurrent: state, remoteID: remoteID, receipt: nil, s.decide) {
-                    saved[s.proof.itemID] = item
-                }
-            }
-            return saved
+            try ProofSave.each(saves) { try Self.saveProof(tx, $0.proof, ifCurrent: state, remoteID: remoteID, receipt: nil, $0.decide) }
         }
     }
 

@@ -47,13 +47,7 @@ extension SQLiteCatalog {
     public func saveProofs(_ saves: [ProofSave], ifCurrent state: Proof.State, remoteID: String) throws(CatalogError) -> [Int64: Item] {
         guard !saves.isEmpty else { return [:] }
         return try write { db in
-            var saved: [Int64: Item] = [:]
-            for s in saves {
-                if let item = try Self.saveProof(db, s.proof, ifCurrent: state, remoteID: remoteID, receipt: nil, s.decide) {
-                    saved[s.proof.itemID] = item
-                }
-            }
-            return saved
+            try ProofSave.each(saves) { try Self.saveProof(db, $0.proof, ifCurrent: state, remoteID: remoteID, receipt: nil, $0.decide) }
         }
     }
 
